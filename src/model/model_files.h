@@ -1,0 +1,44 @@
+// ModelFiles: a model on disk, GGUF file or Hugging Face directory, behind one interface.
+//
+// Tensors are named canonically in Hugging Face style, whatever the file calls them:
+//   model.embed_tokens.weight                       [vocab, hidden]
+//   model.layers.{i}.input_layernorm.weight         [hidden]
+//   model.layers.{i}.self_attn.{q,k,v,o}_proj.weight  [out, in]   (+ .bias for q/k/v on Qwen2)
+//   model.layers.{i}.post_attention_layernorm.weight [hidden]
+//   model.layers.{i}.mlp.{gate,up,down}_proj.weight  [out, in]
+//   model.norm.weight                               [hidden]
+//   lm_head.weight                                  [vocab, hidden] (absent when tied)
+// and laid out as Hugging Face lays them out: q/k projections are in rotate-half (NeoX) order
+// even where GGUF stores them permuted for interleaved RoPE.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/model_config.h"
+
+namespace inflight {
+
+class ModelFiles {
+ public:
+  virtual ~ModelFiles() = default;
+
+  // Opens a .gguf file or a directory with config.json + *.safetensors.
+  // Throws Error(kNotFound / kInvalidFile / kUnsupported) that names the file, key or tensor.
+  static std::unique_ptr<ModelFiles> open(const std::string& path);
+
+  virtual const ModelConfig& config() const = 0;
+  virtual std::vector<std::string> tensor_names() const = 0;
+  virtual bool has_tensor(const std::string& name) const = 0;
+  virtual Shape tensor_shape(const std::string& name) const = 0;
+  // The tensor converted (dequantised) to f32 on the host, in canonical layout.
+  virtual Tensor load_f32(const std::string& name) const = 0;
+  // Where the tokenizer lives: the GGUF file itself, or the directory's tokenizer.json.
+  virtual std::string tokenizer_path() const = 0;
+  // The chat template shipped with the model, or empty.
+  virtual std::string chat_template() const = 0;
+};
+
+}  // namespace inflight
