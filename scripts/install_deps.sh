@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what building, testing and serving need, skipping what is already there:
+# Debian 12 packages (apt) and a Python virtual environment in .venv (PyPI) for the test oracles
+# and clients. Safe to run repeatedly.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+apt_packages=(
+  build-essential cmake ninja-build ccache pkg-config git xz-utils unzip curl
+  libboost1.81-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libpcre2-dev
+  libgtest-dev python3 python3-venv python3-pip
+  clang libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for the fuzz targets
+  prometheus                 # promtool, to check the /metrics exposition format
+)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install_deps: apt-get install ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+# Python: a venv keeps the system interpreter untouched (Debian marks it externally managed).
+if [ ! -x "$root/.venv/bin/python" ]; then
+  python3 -m venv "$root/.venv"
+fi
+stamp="$root/.venv/.requirements.sha"
+want=$(sha256sum "$root/scripts/requirements.txt" | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  "$root/.venv/bin/python" -m pip install -q --disable-pip-version-check \
+    -r "$root/scripts/requirements.txt"
+  echo "$want" > "$stamp"
+fi
