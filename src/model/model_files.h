@@ -10,6 +10,9 @@
 //   lm_head.weight                                  [vocab, hidden] (absent when tied)
 // and laid out as Hugging Face lays them out: q/k projections are in rotate-half (NeoX) order
 // even where GGUF stores them permuted for interleaved RoPE.
+// Other tensors keep the name the file gives them. NOTE: GGUF files of Llama 3.1 carry
+// `rope_freqs.weight` [head_dim / 2] (divide RoPE frequency i by element i) instead of
+// rope_scaling keys, so their config().rope_scaling is kNone: the graph must apply it.
 #pragma once
 
 #include <memory>

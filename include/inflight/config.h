@@ -1,0 +1,43 @@
+// EngineConfig: the knobs of one engine, fixed at Engine::create().
+#pragma once
+
+#include <cstdint>
+
+#include "inflight/status.h"
+
+namespace inflight {
+
+struct EngineConfig {
+  // ---- KV cache --------------------------------------------------------------------------
+  // Tokens per KV block (the page size of the paged cache). >= 1.
+  int32_t block_size = 16;
+  // Number of KV blocks; 0 = as many as fit in kv_cache_bytes.
+  int64_t num_kv_blocks = 0;
+  // KV cache memory when num_kv_blocks is 0.
+  int64_t kv_cache_bytes = int64_t{512} << 20;
+  // Reuse the KV blocks of the longest cached prompt prefix (full blocks, hashed by chain).
+  bool enable_prefix_caching = true;
+
+  // ---- scheduling ------------------------------------------------------------------------
+  // Longest sequence (prompt + output) served; 0 = the model's max_position_embeddings.
+  int32_t max_model_len = 0;
+  // Most sequences in one step (a request with n choices counts n).
+  int32_t max_num_seqs = 256;
+  // Most tokens computed in one step, over all sequences (prefill chunks + decodes).
+  int32_t max_num_batched_tokens = 2048;
+  // Split prompts longer than the step's remaining budget over several steps. When off, a
+  // request longer than max_num_batched_tokens is rejected.
+  bool enable_chunked_prefill = true;
+  // Most tokens one sequence computes per step (keeps decodes flowing beside long prompts);
+  // 0 = no per-sequence cap.
+  int32_t long_prefill_token_threshold = 0;
+
+  // ---- outputs ---------------------------------------------------------------------------
+  // Upper bound on SamplingParams::logprobs.
+  int32_t max_logprobs = 20;
+
+  // kInvalidArgument naming the field.
+  Status validate() const;
+};
+
+}  // namespace inflight

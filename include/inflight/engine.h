@@ -1,0 +1,75 @@
+// Engine: in-flight batching over a paged KV cache, behind a thread-safe API.
+//
+//   auto engine = Engine::create(config, std::move(runner), tokenizer);   // starts the loop
+//   auto handle = engine.value()->enqueue(std::move(request));
+//   std::vector<RequestOutput> outs;
+//   while (!handle->stream->done()) handle->stream->wait_pop(outs, 100ms);
+//   engine.value()->shutdown(ShutdownMode::kDrain);
+//
+// One thread runs the loop schedule -> forward -> sample -> update -> emit. Every public method
+// may be called from any thread, never blocks on a model step (shutdown and the destructor
+// excepted) and reports failure through Status, never an exception.
+#pragma once
+
+#include <memory>
+
+#include "inflight/config.h"
+#include "inflight/output_stream.h"
+#include "inflight/request.h"
+#include "inflight/stats.h"
+#include "inflight/status.h"
+
+namespace inflight {
+
+class ModelRunner;  // src/engine/model_runner.h: the model + backend + KV cache of one device
+class Tokenizer;    // src/tokenizer/tokenizer.h
+
+struct RequestHandle {
+  RequestId id = 0;
+  std::shared_ptr<OutputStream> stream;
+};
+
+enum class ShutdownMode {
+  kDrain,  // refuse new requests, finish every accepted one, then stop
+  kAbort,  // finish every request now with FinishReason::kAbort, then stop
+};
+
+class Engine {
+ public:
+  // Validates `config`, sizes and allocates the KV cache through `runner` and starts the loop.
+  // `tokenizer` may be null: then prompts must be token ids, outputs carry no text and stop
+  // strings are refused.
+  static Result<std::unique_ptr<Engine>> create(const EngineConfig& config,
+                                                std::unique_ptr<ModelRunner> runner,
+                                                std::shared_ptr<const Tokenizer> tokenizer);
+  // shutdown(kAbort) if still running.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates and tokenizes on the caller's thread, then queues the request for the next step.
+  // kInvalidArgument (bad parameters, empty prompt, token out of vocabulary),
+  // kResourceExhausted (can never fit), kUnavailable (shutting down), kUnsupported.
+  Result<RequestHandle> enqueue(Request request);
+
+  // The request finishes with FinishReason::kAbort and frees its KV blocks at the start of the
+  // next step. kNotFound when no such request is live.
+  Status cancel(RequestId id);
+
+  EngineStats stats() const;
+
+  // Stops the loop (see ShutdownMode) and joins its thread. Idempotent; later enqueues fail.
+  void shutdown(ShutdownMode mode = ShutdownMode::kDrain);
+
+  // The effective limits, after defaults were resolved against the model.
+  const EngineConfig& config() const;
+  int64_t vocab_size() const;
+
+  class Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace inflight

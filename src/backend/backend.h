@@ -1,0 +1,170 @@
+// Backend: the device-neutral op set of one transformer step, on tensors that live on the
+// backend's device. The model graph (model/llama.cc) is written against this interface only;
+// backend/cpu implements it with the fp32 reference kernels of src/ops, backend/cuda with
+// CUDA kernels and cuBLASLt.
+//
+// Execution model: every op is asynchronous with respect to the host (on CUDA: enqueued on the
+// backend's stream). Ops validate their arguments' shapes, dtypes and devices on the host when
+// called (ops/<op>.h make_<op>_params) and never read device memory to do it, so a whole step
+// can run without a host sync and a decode step can be captured as a CUDA graph. The host sees
+// results only after synchronize().
+//
+// Tensors are views (core/tensor.h): an op writes through a `const Tensor&` output argument.
+// Shapes: T tokens in the step, S sequences, L logits rows, H query heads, KH kv heads,
+// D head_dim; KV caches are [num_blocks, block_size, KH, D] (see ops/paged_kv.h).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "core/tensor.h"
+#include "model/forward_batch.h"
+
+namespace inflight {
+
+// The per-step inputs of a ForwardBatch on the device, uploaded in one transfer. The tensors
+// view one buffer owned by the backend.
+// NOTE: valid until the next upload_batch on the same backend.
+struct StepInputs {
+  Tensor token_ids;       // [T] i32
+  Tensor positions;       // [T] i32
+  Tensor slot_mapping;    // [T] i64
+  Tensor query_start;     // [S + 1] i32
+  Tensor context_lens;    // [S] i32
+  Tensor block_tables;    // [S, max_blocks_per_seq] i32
+  Tensor logits_indices;  // [L] i32
+  // Host-side sizes, so that no op has to read device memory to size its launch.
+  int32_t num_tokens = 0;
+  int32_t num_seqs = 0;
+  int32_t num_logits = 0;
+  int32_t max_query_len = 0;
+  int32_t max_context_len = 0;
+};
+
+// Where each array of a ForwardBatch lies in the single upload buffer: byte offsets, each
+// 64-byte aligned, the i64 slot mapping first. Shared by every backend's upload_batch:
+//   layout = StepInputLayout::of(batch); layout.pack(batch, staging);
+//   copy staging -> device buffer (one transfer); inputs = layout.views(batch, device_buffer).
+struct StepInputLayout {
+  size_t slot_mapping = 0;
+  size_t token_ids = 0;
+  size_t positions = 0;
+  size_t query_start = 0;
+  size_t context_lens = 0;
+  size_t block_tables = 0;
+  size_t logits_indices = 0;
+  size_t total_bytes = 0;
+
+  static StepInputLayout of(const ForwardBatch& b) {
+    StepInputLayout l;
+    size_t at = 0;
+    auto place = [&at](size_t bytes) {
+      const size_t here = at;
+      at += (bytes + 63) / 64 * 64;
+      return here;
+    };
+    l.slot_mapping = place(b.slot_mapping.size() * sizeof(int64_t));
+    l.token_ids = place(b.token_ids.size() * sizeof(int32_t));
+    l.positions = place(b.positions.size() * sizeof(int32_t));
+    l.query_start = place(b.query_start.size() * sizeof(int32_t));
+    l.context_lens = place(b.context_lens.size() * sizeof(int32_t));
+    l.block_tables = place(b.block_tables.size() * sizeof(int32_t));
+    l.logits_indices = place(b.logits_indices.size() * sizeof(int32_t));
+    l.total_bytes = std::max<size_t>(at, 64);
+    return l;
+  }
+
+  // Copies the arrays into a host buffer of total_bytes (64-byte aligned).
+  void pack(const ForwardBatch& b, void* dst) const {
+    auto* base = static_cast<char*>(dst);
+    auto put = [base](size_t off, const auto& v) {
+      if (!v.empty()) std::memcpy(base + off, v.data(), v.size() * sizeof(v[0]));
+    };
+    put(slot_mapping, b.slot_mapping);
+    put(token_ids, b.token_ids);
+    put(positions, b.positions);
+    put(query_start, b.query_start);
+    put(context_lens, b.context_lens);
+    put(block_tables, b.block_tables);
+    put(logits_indices, b.logits_indices);
+  }
+
+  // Tensor views of a buffer (on `device`) that holds a packed copy of `b`.
+  StepInputs views(const ForwardBatch& b, void* buffer, Device device,
+                   const std::shared_ptr<void>& owner) const {
+    auto* base = static_cast<char*>(buffer);
+    auto view = [&](size_t off, Shape shape, DType dtype) {
+      return Tensor::wrap(base + off, std::move(shape), dtype, device, owner);
+    };
+    const int64_t t = b.num_tokens(), s = b.num_seqs();
+    StepInputs in;
+    in.slot_mapping = view(slot_mapping, {t}, DType::kI64);
+    in.token_ids = view(token_ids, {t}, DType::kI32);
+    in.positions = view(positions, {t}, DType::kI32);
+    in.query_start = view(query_start, {s + 1}, DType::kI32);
+    in.context_lens = view(context_lens, {s}, DType::kI32);
+    in.block_tables = view(block_tables, {s, b.max_blocks_per_seq}, DType::kI32);
+    in.logits_indices =
+        view(logits_indices, {static_cast<int64_t>(b.logits_indices.size())}, DType::kI32);
+    in.num_tokens = b.num_tokens();
+    in.num_seqs = b.num_seqs();
+    in.num_logits = static_cast<int32_t>(b.logits_indices.size());
+    for (int32_t i = 0; i < in.num_seqs; ++i) {
+      in.max_query_len = std::max(in.max_query_len, b.query_start[i + 1] - b.query_start[i]);
+      in.max_context_len = std::max(in.max_context_len, b.context_lens[i]);
+    }
+    return in;
+  }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual Device device() const = 0;
+  // The element type of weights, activations and the KV cache (f32 on CPU, bf16 on CUDA).
+  virtual DType compute_dtype() const = 0;
+
+  // ---- memory -------------------------------------------------------------------------------
+  // Uninitialised device memory, freed when the last view goes away.
+  virtual Tensor alloc(const Shape& shape, DType dtype) = 0;
+  // A device copy of a host f32 tensor, converted to `dtype`. The host tensor may be freed as
+  // soon as this returns.
+  virtual Tensor upload(const Tensor& host_f32, DType dtype) = 0;
+  Tensor upload_weight(const Tensor& host_f32) { return upload(host_f32, compute_dtype()); }
+  // Enqueues a copy of a device tensor into a host f32 tensor of the same shape, converting;
+  // dst holds the values after synchronize().
+  virtual void download_f32(const Tensor& src, const Tensor& dst) = 0;
+  // Waits for every enqueued op.
+  virtual void synchronize() = 0;
+
+  // ---- step inputs --------------------------------------------------------------------------
+  // The batch's arrays on the device, in one transfer. The batch must already be validated.
+  virtual StepInputs upload_batch(const ForwardBatch& batch) = 0;
+
+  // ---- ops (asynchronous; see ops/<op>.h for the exact semantics) ---------------------------
+  // dst[i] = src[indices[i]]: src [R, C], indices [N] i32, dst [N, C]. Embedding lookup and
+  // the pick of logits rows.
+  virtual void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) = 0;
+  // residual += add (add may be null); out = rms_norm(residual) * weight. [R, C], weight [C].
+  virtual void rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight, float eps,
+                        const Tensor& out) = 0;
+  // y = x w^T (+ bias): x [M, K], w [N, K], bias [N] or null, y [M, N].
+  virtual void gemm(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) = 0;
+  // RoPE on q and k of qkv [T, (H + 2 KH) D] at in.positions: q -> q_out [T, H, D], rotated k
+  // and v -> the caches at in.slot_mapping. inv_freq [D / 2] f32 on the device.
+  virtual void rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
+                             const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) = 0;
+  // Causal attention of q [T, H, D] over each sequence's cached context -> out [T, H, D].
+  // sliding_window 0: unlimited.
+  virtual void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                               const StepInputs& in, float scale, int32_t sliding_window,
+                               const Tensor& out) = 0;
+  // out = silu(gate) * up for gate_up [R, 2I] = [gate | up], out [R, I].
+  virtual void swiglu(const Tensor& gate_up, const Tensor& out) = 0;
+};
+
+}  // namespace inflight

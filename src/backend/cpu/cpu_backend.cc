@@ -1,0 +1,80 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <cstring>
+
+#include "ops/gather_rows.h"
+#include "ops/gemm.h"
+#include "ops/paged_attention.h"
+#include "ops/rms_norm.h"
+#include "ops/rope_kv_write.h"
+#include "ops/swiglu.h"
+
+namespace inflight {
+
+Tensor CpuBackend::alloc(const Shape& shape, DType dtype) {
+  return Tensor::empty(shape, dtype);
+}
+
+Tensor CpuBackend::upload(const Tensor& host_f32, DType dtype) {
+  INFLIGHT_CHECK_CODE(
+      host_f32.defined() && host_f32.device() == Device::kCpu && host_f32.dtype() == DType::kF32,
+      ErrorCode::kInvalidArgument, "cpu upload: expected a host f32 tensor");
+  INFLIGHT_CHECK_CODE(dtype == DType::kF32, ErrorCode::kUnsupported,
+                      "cpu backend computes in f32; cannot upload as {}", dtype_name(dtype));
+  Tensor t = Tensor::empty(host_f32.shape(), dtype);
+  if (t.nbytes()) std::memcpy(t.raw(), host_f32.raw(), t.nbytes());
+  return t;
+}
+
+void CpuBackend::download_f32(const Tensor& src, const Tensor& dst) {
+  INFLIGHT_CHECK_CODE(src.defined() && src.device() == Device::kCpu && src.dtype() == DType::kF32,
+                      ErrorCode::kInvalidArgument, "cpu download: src must be an f32 cpu tensor");
+  INFLIGHT_CHECK_CODE(dst.defined() && dst.device() == Device::kCpu && dst.dtype() == DType::kF32 &&
+                          dst.shape() == src.shape(),
+                      ErrorCode::kInvalidArgument,
+                      "cpu download: dst must be a host f32 tensor of shape {}",
+                      shape_str(src.shape()));
+  if (src.nbytes() && src.raw() != dst.raw()) std::memcpy(dst.raw(), src.raw(), src.nbytes());
+}
+
+StepInputs CpuBackend::upload_batch(const ForwardBatch& batch) {
+  const StepInputLayout layout = StepInputLayout::of(batch);
+  if (!step_buffer_.defined() || static_cast<size_t>(step_buffer_.numel()) < layout.total_bytes) {
+    step_buffer_ = Tensor::empty({static_cast<int64_t>(layout.total_bytes)}, DType::kU8);
+  }
+  layout.pack(batch, step_buffer_.raw());
+  return layout.views(batch, step_buffer_.raw(), Device::kCpu, step_buffer_.owner());
+}
+
+void CpuBackend::gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) {
+  gather_rows_cpu(make_gather_rows_params(src, indices, dst));
+}
+
+void CpuBackend::rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
+                          float eps, const Tensor& out) {
+  rms_norm_cpu(make_rms_norm_params(add, residual, weight, eps, out));
+}
+
+void CpuBackend::gemm(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
+  gemm_cpu(make_gemm_params(x, w, bias, y));
+}
+
+void CpuBackend::rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
+                               const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) {
+  rope_kv_write_cpu(make_rope_kv_write_params(qkv, in.positions, in.slot_mapping, inv_freq, q_out,
+                                              k_cache, v_cache));
+}
+
+void CpuBackend::paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                 const StepInputs& in, float scale, int32_t sliding_window,
+                                 const Tensor& out) {
+  paged_attention_cpu(make_paged_attention_params(q, k_cache, v_cache, in.block_tables,
+                                                  in.query_start, in.context_lens,
+                                                  in.max_context_len, sliding_window, scale, out));
+}
+
+void CpuBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
+  swiglu_cpu(make_swiglu_params(gate_up, out));
+}
+
+}  // namespace inflight

@@ -1,0 +1,40 @@
+// CpuBackend: the fp32 reference implementation of Backend. Ops run synchronously on the
+// calling thread and the process-wide ThreadPool, so "asynchronous" ops have completed when
+// they return and synchronize() has nothing to wait for.
+#pragma once
+
+#include "backend/backend.h"
+
+namespace inflight {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend() = default;
+
+  std::string_view name() const override { return "cpu"; }
+  Device device() const override { return Device::kCpu; }
+  DType compute_dtype() const override { return DType::kF32; }
+
+  Tensor alloc(const Shape& shape, DType dtype) override;
+  Tensor upload(const Tensor& host_f32, DType dtype) override;
+  void download_f32(const Tensor& src, const Tensor& dst) override;
+  void synchronize() override {}
+
+  StepInputs upload_batch(const ForwardBatch& batch) override;
+
+  void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) override;
+  void rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight, float eps,
+                const Tensor& out) override;
+  void gemm(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
+  void rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
+                     const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) override;
+  void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                       const StepInputs& in, float scale, int32_t sliding_window,
+                       const Tensor& out) override;
+  void swiglu(const Tensor& gate_up, const Tensor& out) override;
+
+ private:
+  Tensor step_buffer_;  // [capacity] u8: the packed step inputs, grown on demand
+};
+
+}  // namespace inflight

@@ -1,0 +1,166 @@
+#include "backend/cuda/cublaslt_gemm.h"
+
+#include "ops/cuda_check.h"
+#include "core/logging.h"
+#include "ops/ops_cuda.cuh"
+
+namespace inflight {
+
+namespace {
+
+// The largest power of two (up to 256) that divides both the address and the row stride in
+// bytes: the alignment of every row of the operand, which is what cuBLASLt may assume.
+uint16_t alignment_of(const void* ptr, int64_t row_elems) {
+  const uintptr_t v = reinterpret_cast<uintptr_t>(ptr) |
+                      static_cast<uintptr_t>(row_elems) * 2 /* bf16 */ | uintptr_t{256};
+  return static_cast<uint16_t>(v & (~v + 1));
+}
+
+}  // namespace
+
+struct CublasLtGemm::Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr;  // w: k x n, column-major, transposed by op
+  cublasLtMatrixLayout_t b = nullptr;  // x: k x m
+  cublasLtMatrixLayout_t d = nullptr;  // y: n x m (also the layout of C, unused with beta 0)
+  cublasLtMatmulAlgo_t algo{};
+  bool has_algo = false;
+
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    // Destroy calls only free host memory; errors are ignored in a destructor.
+    if (d != nullptr) cublasLtMatrixLayoutDestroy(d);
+    if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
+    if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
+    if (op != nullptr) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+size_t CublasLtGemm::KeyHash::operator()(const Key& key) const {
+  size_t h = std::hash<int64_t>()(key.m);
+  auto mix = [&h](uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+  mix(static_cast<uint64_t>(key.n));
+  mix(static_cast<uint64_t>(key.k));
+  mix((static_cast<uint64_t>(key.align_x) << 48) | (static_cast<uint64_t>(key.align_w) << 32) |
+      (static_cast<uint64_t>(key.align_y) << 16) | key.align_bias);
+  mix(key.bias ? 1 : 0);
+  return h;
+}
+
+CublasLtGemm::CublasLtGemm(void* workspace, size_t workspace_bytes)
+    : workspace_(workspace), workspace_bytes_(workspace_bytes) {
+  INFLIGHT_CUBLAS_CHECK(cublasLtCreate(&handle_));
+}
+
+CublasLtGemm::~CublasLtGemm() {
+  plans_.clear();
+  if (handle_ != nullptr) cublasLtDestroy(handle_);
+}
+
+size_t CublasLtGemm::num_fallback_plans() const {
+  size_t n = 0;
+  for (const auto& [key, plan] : plans_) n += plan->has_algo ? 0 : 1;
+  return n;
+}
+
+CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key) {
+  const auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+
+  auto plan = std::make_unique<Plan>();
+  INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
+  INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                       &trans_a, sizeof(trans_a)));
+  INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB,
+                                                       &trans_b, sizeof(trans_b)));
+  if (key.bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    const cudaDataType_t bias_type = CUDA_R_16BF;
+    INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                         &epilogue, sizeof(epilogue)));
+    INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+  }
+  const auto m = static_cast<uint64_t>(key.m), n = static_cast<uint64_t>(key.n);
+  const auto k = static_cast<uint64_t>(key.k);
+  INFLIGHT_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, k, n, static_cast<int64_t>(k)));
+  INFLIGHT_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, k, m, static_cast<int64_t>(k)));
+  INFLIGHT_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&plan->d, CUDA_R_16BF, n, m, static_cast<int64_t>(n)));
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  INFLIGHT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  const uint64_t max_workspace = workspace_bytes_;
+  const uint32_t align_a = key.align_w, align_b = key.align_x, align_d = key.align_y;
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  auto set_pref = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* value, size_t size) {
+    if (status == CUBLAS_STATUS_SUCCESS) {
+      status = cublasLtMatmulPreferenceSetAttribute(pref, attr, value, size);
+    }
+  };
+  set_pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace, sizeof(max_workspace));
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a));
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b));
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d));
+  set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d));
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  if (status == CUBLAS_STATUS_SUCCESS) {
+    status = cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->d, plan->d,
+                                            pref, 1, &result, &returned);
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (status == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+    plan->algo = result.algo;
+    plan->has_algo = true;
+  } else {
+    INFLIGHT_LOG_WARN(
+        "cuBLASLt has no algorithm for gemm m={} n={} k={} bias={} ({}): using the CUDA-core "
+        "kernel",
+        key.m, key.n, key.k, key.bias, cublasLtGetStatusName(status));
+  }
+  return *plans_.emplace(key, std::move(plan)).first->second;
+}
+
+void CublasLtGemm::run(const GemmParams& p, cudaStream_t stream) {
+  INFLIGHT_CHECK_CODE(p.dtype == DType::kBF16, ErrorCode::kUnsupported,
+                      "cublaslt gemm: bf16 only, got {}", dtype_name(p.dtype));
+  if (p.m == 0 || p.n == 0) return;
+  const Key key{p.m,
+                p.n,
+                p.k,
+                p.bias != nullptr,
+                alignment_of(p.x, p.k),
+                alignment_of(p.w, p.k),
+                alignment_of(p.y, p.n),
+                alignment_of(p.bias, 0)};
+  Plan& plan = plan_for(key);
+  if (!plan.has_algo) {
+    gemm_cuda(p, stream);
+    return;
+  }
+  if (p.bias != nullptr) {
+    INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                         &p.bias, sizeof(p.bias)));
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  const cublasStatus_t status =
+      cublasLtMatmul(handle_, plan.op, &alpha, p.w, plan.a, p.x, plan.b, &beta, p.y, plan.d, p.y,
+                     plan.d, &plan.algo, workspace_, workspace_bytes_, stream);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+    // The heuristic's choice refused the operands after all: this shape uses the fallback.
+    INFLIGHT_LOG_WARN("cuBLASLt refused gemm m={} n={} k={}: using the CUDA-core kernel", p.m, p.n,
+                      p.k);
+    plan.has_algo = false;
+    gemm_cuda(p, stream);
+    return;
+  }
+  INFLIGHT_CUBLAS_CHECK(status);
+}
+
+}  // namespace inflight

@@ -1,0 +1,62 @@
+// CublasLtGemm: y[m, n] = x[m, k] w[n, k]^T (+ bias[n]) through cuBLASLt, bf16 operands, fp32
+// accumulation and scaling, bias fused as the matmul epilogue.
+//
+// Row-major tensors are column-major matrices transposed, so the product is computed as the
+// column-major D[n, m] = op(A)[n, k] B[k, m] with A = w stored k x n (transposed: op = T),
+// B = x stored k x m, D = y stored n x m.
+//
+// The algorithm of each shape is chosen once by cuBLASLt's heuristic and cached with its
+// descriptors, keyed by (m, n, k, bias, operand alignments): a step only looks it up. A shape
+// with no algorithm falls back to the plain CUDA-core kernel (ops/ops_cuda.cuh gemm_cuda).
+// NOTE: not thread-safe; the owning backend calls it from one thread.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+#include "ops/gemm.h"
+
+namespace inflight {
+
+class CublasLtGemm {
+ public:
+  // `workspace` is device memory of `workspace_bytes` that outlives this object and is used
+  // only on the stream passed to run().
+  CublasLtGemm(void* workspace, size_t workspace_bytes);
+  ~CublasLtGemm();
+  CublasLtGemm(const CublasLtGemm&) = delete;
+  CublasLtGemm& operator=(const CublasLtGemm&) = delete;
+
+  // Enqueues the product on `stream`. p comes from make_gemm_params; bf16 only.
+  void run(const GemmParams& p, cudaStream_t stream);
+
+  // Shapes seen so far, and how many of them use the fallback kernel.
+  size_t num_plans() const { return plans_.size(); }
+  size_t num_fallback_plans() const;
+
+ private:
+  struct Key {
+    int64_t m, n, k;
+    bool bias;
+    uint16_t align_x, align_w, align_y, align_bias;  // bytes of every row, powers of 2 <= 256
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
+  };
+  struct Plan;  // descriptors + algorithm, or none (use the fallback)
+
+  Plan& plan_for(const Key& key);
+
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_;
+  size_t workspace_bytes_;
+  std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> plans_;
+};
+
+}  // namespace inflight

@@ -1,0 +1,311 @@
+// CudaBackend: Backend on one GPU. Owns a non-blocking stream (every copy and kernel goes on it,
+// in order), a caching device allocator, the cuBLASLt handle with its workspace and per-shape
+// algorithm cache, and three pinned staging areas:
+//   step staging     upload_batch packs the ForwardBatch arrays here (StepInputLayout) and
+//                    sends them in one cudaMemcpyAsync to a device buffer reused every step;
+//   upload staging   two 16 MiB halves: upload() converts f32 weights to bf16 on the host into
+//                    one half while the other half's copy runs;
+//   download staging download_f32 copies device tensors here; synchronize() waits for the
+//                    stream and then converts them into the callers' f32 host tensors.
+#include "backend/cuda/cuda_backend.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backend/cuda/cublaslt_gemm.h"
+#include "backend/cuda/cuda_allocator.h"
+#include "ops/cuda_check.h"
+#include "core/thread_pool.h"
+#include "ops/ops_cuda.cuh"
+
+namespace inflight {
+
+namespace {
+
+constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's advice for Hopper
+constexpr size_t kUploadChunkBytes = size_t{16} << 20;
+
+bool is_float(DType t) {
+  return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16;
+}
+
+// dst[i] = f32 -> `dtype` of src[i] for i < n, on the thread pool for large n.
+void convert_from_f32(const float* src, void* dst, DType dtype, int64_t n) {
+  if (dtype == DType::kF32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  auto* out = static_cast<uint16_t*>(dst);
+  const bool bf16 = dtype == DType::kBF16;
+  ThreadPool::global().parallel_for(
+      n,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          out[i] = bf16 ? f32_to_bf16(src[i]) : f32_to_f16(src[i]);
+      },
+      /*min_chunk=*/int64_t{1} << 16);
+}
+
+// dst[i] = f32 of src[i] (`dtype`) for i < n.
+void convert_to_f32(const void* src, DType dtype, float* dst, int64_t n) {
+  if (dtype == DType::kF32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  const auto* in = static_cast<const uint16_t*>(src);
+  const bool bf16 = dtype == DType::kBF16;
+  ThreadPool::global().parallel_for(
+      n,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          dst[i] = bf16 ? bf16_to_f32(in[i]) : f16_to_f32(in[i]);
+      },
+      /*min_chunk=*/int64_t{1} << 16);
+}
+
+void check_device_index(int device) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  INFLIGHT_CHECK_CODE(err == cudaSuccess && device >= 0 && device < count,
+                      ErrorCode::kInvalidArgument,
+                      "CUDA device {} does not exist ({} devices; cudaGetDeviceCount: {})", device,
+                      count, cudaGetErrorString(err));
+}
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string_view name() const override { return "cuda"; }
+  Device device() const override { return Device::kCuda; }
+  DType compute_dtype() const override { return DType::kBF16; }
+
+  Tensor alloc(const Shape& shape, DType dtype) override;
+  Tensor upload(const Tensor& host_f32, DType dtype) override;
+  void download_f32(const Tensor& src, const Tensor& dst) override;
+  void synchronize() override;
+
+  StepInputs upload_batch(const ForwardBatch& batch) override;
+
+  void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) override;
+  void rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight, float eps,
+                const Tensor& out) override;
+  void gemm(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
+  void rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
+                     const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) override;
+  void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                       const StepInputs& in, float scale, int32_t sliding_window,
+                       const Tensor& out) override;
+  void swiglu(const Tensor& gate_up, const Tensor& out) override;
+
+ private:
+  // A download waiting for synchronize(): numel elements of src_dtype at `offset` in the
+  // download staging buffer, to be converted into dst.
+  struct PendingDownload {
+    size_t offset;
+    Tensor dst;
+    DType src_dtype;
+    int64_t numel;
+  };
+
+  const int device_;
+  cudaStream_t stream_ = nullptr;
+  std::shared_ptr<CudaAllocator> allocator_;
+  std::shared_ptr<void> gemm_workspace_;
+  std::unique_ptr<CublasLtGemm> gemm_;
+
+  PinnedBuffer step_staging_;
+  cudaEvent_t step_copied_ = nullptr;  // the last step copy is done: step_staging_ is free
+  Tensor step_buffer_;                 // [capacity] u8 on the device
+
+  PinnedBuffer upload_staging_[2];
+  cudaEvent_t upload_copied_[2] = {nullptr, nullptr};  // upload_staging_[i] is free
+
+  PinnedBuffer download_staging_;
+  size_t download_used_ = 0;
+  std::vector<PendingDownload> pending_;
+};
+
+CudaBackend::CudaBackend(int device) : device_(device) {
+  check_device_index(device);
+  INFLIGHT_CUDA_CHECK(cudaSetDevice(device));
+  INFLIGHT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  INFLIGHT_CUDA_CHECK(cudaEventCreateWithFlags(&step_copied_, cudaEventDisableTiming));
+  for (cudaEvent_t& e : upload_copied_) {
+    INFLIGHT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+  allocator_ = CudaAllocator::create(device);
+  gemm_workspace_ = allocator_->allocate(kGemmWorkspaceBytes);
+  gemm_ = std::make_unique<CublasLtGemm>(gemm_workspace_.get(), kGemmWorkspaceBytes);
+}
+
+CudaBackend::~CudaBackend() {
+  // Nothing may throw here: errors are ignored, the stream is drained before anything it may
+  // still use is released.
+  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  gemm_.reset();
+  for (cudaEvent_t e : upload_copied_) {
+    if (e != nullptr) cudaEventDestroy(e);
+  }
+  if (step_copied_ != nullptr) cudaEventDestroy(step_copied_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+Tensor CudaBackend::alloc(const Shape& shape, DType dtype) {
+  int64_t numel = 1;
+  for (const int64_t d : shape) {
+    INFLIGHT_CHECK_CODE(d >= 0, ErrorCode::kInvalidArgument, "cuda alloc: bad shape {}",
+                        shape_str(shape));
+    numel *= d;
+  }
+  std::shared_ptr<void> owner =
+      allocator_->allocate(static_cast<size_t>(numel) * dtype_size(dtype));
+  void* data = owner.get();
+  return Tensor::wrap(data, shape, dtype, Device::kCuda, std::move(owner));
+}
+
+Tensor CudaBackend::upload(const Tensor& host_f32, DType dtype) {
+  INFLIGHT_CHECK_CODE(
+      host_f32.defined() && host_f32.device() == Device::kCpu && host_f32.dtype() == DType::kF32,
+      ErrorCode::kInvalidArgument, "cuda upload: expected a host f32 tensor");
+  INFLIGHT_CHECK_CODE(is_float(dtype), ErrorCode::kUnsupported,
+                      "cuda upload: cannot convert f32 to {}", dtype_name(dtype));
+  Tensor dst = alloc(host_f32.shape(), dtype);
+  const size_t esize = dtype_size(dtype);
+  const int64_t numel = host_f32.numel();
+  const auto chunk = static_cast<int64_t>(kUploadChunkBytes / esize);
+  const auto* src = host_f32.data<float>();
+  auto* out = static_cast<char*>(dst.raw());
+  for (int64_t begin = 0, i = 0; begin < numel; begin += chunk, ++i) {
+    const int64_t n = std::min(chunk, numel - begin);
+    PinnedBuffer& staging = upload_staging_[i % 2];
+    cudaEvent_t copied = upload_copied_[i % 2];
+    INFLIGHT_CUDA_CHECK(cudaEventSynchronize(copied));  // this half's previous copy is done
+    staging.reserve(kUploadChunkBytes);
+    convert_from_f32(src + begin, staging.data(), dtype, n);
+    INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(out + begin * esize, staging.data(),
+                                        static_cast<size_t>(n) * esize, cudaMemcpyHostToDevice,
+                                        stream_));
+    INFLIGHT_CUDA_CHECK(cudaEventRecord(copied, stream_));
+  }
+  return dst;
+}
+
+void CudaBackend::download_f32(const Tensor& src, const Tensor& dst) {
+  INFLIGHT_CHECK_CODE(src.defined() && src.device() == Device::kCuda && is_float(src.dtype()),
+                      ErrorCode::kInvalidArgument,
+                      "cuda download: src must be a float tensor on the device");
+  INFLIGHT_CHECK_CODE(dst.defined() && dst.device() == Device::kCpu && dst.dtype() == DType::kF32 &&
+                          dst.shape() == src.shape(),
+                      ErrorCode::kInvalidArgument,
+                      "cuda download: dst must be a host f32 tensor of shape {}",
+                      shape_str(src.shape()));
+  const size_t bytes = src.nbytes();
+  if (bytes == 0) return;
+  size_t offset = (download_used_ + 63) / 64 * 64;
+  if (offset + bytes > download_staging_.capacity()) {
+    // Growing frees the old buffer: drain the copies that target it first.
+    if (!pending_.empty()) synchronize();
+    offset = 0;
+    download_staging_.reserve(std::max(bytes, 2 * download_staging_.capacity()));
+  }
+  INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(download_staging_.data() + offset, src.raw(), bytes,
+                                      cudaMemcpyDeviceToHost, stream_));
+  pending_.push_back(PendingDownload{offset, dst, src.dtype(), src.numel()});
+  download_used_ = offset + bytes;
+}
+
+void CudaBackend::synchronize() {
+  INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (const PendingDownload& d : pending_) {
+    convert_to_f32(download_staging_.data() + d.offset, d.src_dtype, d.dst.data<float>(), d.numel);
+  }
+  pending_.clear();
+  download_used_ = 0;
+}
+
+StepInputs CudaBackend::upload_batch(const ForwardBatch& batch) {
+  const StepInputLayout layout = StepInputLayout::of(batch);
+  // The previous step's copy may still be reading the staging buffer.
+  INFLIGHT_CUDA_CHECK(cudaEventSynchronize(step_copied_));
+  step_staging_.reserve(layout.total_bytes);
+  layout.pack(batch, step_staging_.data());
+  if (!step_buffer_.defined() || static_cast<size_t>(step_buffer_.numel()) < layout.total_bytes) {
+    const auto capacity = static_cast<int64_t>((layout.total_bytes + 4095) / 4096 * 4096);
+    step_buffer_ = alloc({capacity}, DType::kU8);
+  }
+  INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(step_buffer_.raw(), step_staging_.data(), layout.total_bytes,
+                                      cudaMemcpyHostToDevice, stream_));
+  INFLIGHT_CUDA_CHECK(cudaEventRecord(step_copied_, stream_));
+  return layout.views(batch, step_buffer_.raw(), Device::kCuda, step_buffer_.owner());
+}
+
+void CudaBackend::gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) {
+  gather_rows_cuda(make_gather_rows_params(src, indices, dst), stream_);
+}
+
+void CudaBackend::rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
+                           float eps, const Tensor& out) {
+  rms_norm_cuda(make_rms_norm_params(add, residual, weight, eps, out), stream_);
+}
+
+void CudaBackend::gemm(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
+  gemm_->run(make_gemm_params(x, w, bias, y), stream_);
+}
+
+void CudaBackend::rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
+                                const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) {
+  rope_kv_write_cuda(make_rope_kv_write_params(qkv, in.positions, in.slot_mapping, inv_freq, q_out,
+                                               k_cache, v_cache),
+                     stream_);
+}
+
+void CudaBackend::paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                  const StepInputs& in, float scale, int32_t sliding_window,
+                                  const Tensor& out) {
+  paged_attention_cuda(
+      make_paged_attention_params(q, k_cache, v_cache, in.block_tables, in.query_start,
+                                  in.context_lens, in.max_context_len, sliding_window, scale, out),
+      stream_);
+}
+
+void CudaBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
+  swiglu_cuda(make_swiglu_params(gate_up, out), stream_);
+}
+
+}  // namespace
+
+bool cuda_device_available() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // clear it, so that it does not surface at the next launch check
+    return false;
+  }
+  return count > 0;
+}
+
+std::string cuda_device_description(int device) {
+  check_device_index(device);
+  cudaDeviceProp prop{};
+  INFLIGHT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  int driver = 0, runtime = 0;
+  INFLIGHT_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  INFLIGHT_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  return fmt::format("{} (sm_{}{}, {} SMs, {:.1f} GiB, driver {}.{}, runtime {}.{}, cuBLASLt {})",
+                     prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+                     static_cast<double>(prop.totalGlobalMem) / (1 << 30), driver / 1000,
+                     driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10, cublasLtGetVersion());
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+  return std::make_unique<CudaBackend>(device);
+}
+
+}  // namespace inflight

@@ -1,0 +1,47 @@
+// Building an Engine in-process for `inflight bench offline` and `inflight bench latency`, and
+// the request set they share: random prompts given as token ids (no text round trip: the
+// engine is measured, not the tokenizer), ignore_eos so every answer has exactly the asked
+// length, greedy sampling.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "inflight/config.h"
+#include "inflight/engine.h"
+
+namespace inflight {
+class Tokenizer;
+}
+
+namespace inflight::bench {
+
+struct EngineSetupOptions {
+  std::string model_path;      // a .gguf file or a Hugging Face directory
+  bool dummy_weights = false;  // random weights of a known architecture, made on the device
+  std::string arch;            // the architecture for dummy weights, e.g. "llama-3-8b"
+  std::string device = "cpu";
+  EngineConfig config;
+};
+
+struct LoadedEngine {
+  std::unique_ptr<Engine> engine;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::string model;  // what was loaded (path or arch), for reports
+  double load_seconds = 0.0;
+};
+
+// Throws Error(kUnsupported) for what this build cannot do yet (dummy weights, a device without
+// a backend), and the loaders' errors for a bad model.
+LoadedEngine load_engine(const EngineSetupOptions& options);
+
+// `num` prompts of `len` random ordinary token ids each (seeded).
+std::vector<std::vector<int32_t>> random_prompt_ids(const Tokenizer& tokenizer, int32_t num,
+                                                    int32_t len, uint64_t seed);
+
+// A greedy request for exactly `output_len` tokens.
+Request fixed_length_request(std::vector<int32_t> prompt_ids, int32_t output_len);
+
+}  // namespace inflight::bench

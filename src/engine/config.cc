@@ -1,0 +1,46 @@
+#include "inflight/config.h"
+
+#include <fmt/format.h>
+
+namespace inflight {
+namespace {
+
+Status invalid(std::string message) {
+  return {StatusCode::kInvalidArgument, std::move(message)};
+}
+
+}  // namespace
+
+Status EngineConfig::validate() const {
+  if (block_size < 1 || block_size > 1024) {
+    return invalid(fmt::format("block_size must be in [1, 1024], got {}", block_size));
+  }
+  if (num_kv_blocks < 0) {
+    return invalid(
+        fmt::format("num_kv_blocks must be >= 0 (0 = from kv_cache_bytes), got {}", num_kv_blocks));
+  }
+  if (num_kv_blocks == 0 && kv_cache_bytes <= 0) {
+    return invalid("set num_kv_blocks or a positive kv_cache_bytes");
+  }
+  if (max_model_len < 0) {
+    return invalid(
+        fmt::format("max_model_len must be >= 0 (0 = the model's), got {}", max_model_len));
+  }
+  if (max_num_seqs < 1) {
+    return invalid(fmt::format("max_num_seqs must be >= 1, got {}", max_num_seqs));
+  }
+  if (max_num_batched_tokens < 1) {
+    return invalid(
+        fmt::format("max_num_batched_tokens must be >= 1, got {}", max_num_batched_tokens));
+  }
+  if (long_prefill_token_threshold < 0) {
+    return invalid(fmt::format("long_prefill_token_threshold must be >= 0, got {}",
+                               long_prefill_token_threshold));
+  }
+  if (max_logprobs < 0) {
+    return invalid(fmt::format("max_logprobs must be >= 0, got {}", max_logprobs));
+  }
+  return {};
+}
+
+}  // namespace inflight

@@ -1,0 +1,195 @@
+// The client-facing half of Engine::Impl (any thread) and the public Engine forwarding to it.
+#include "engine/engine_impl.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/check.h"
+#include "core/logging.h"
+#include "tokenizer/tokenizer.h"
+
+namespace inflight {
+namespace {
+
+Status status_from(const std::exception& e) {
+  const auto* err = dynamic_cast<const Error*>(&e);
+  if (err == nullptr) return {StatusCode::kInternal, e.what()};
+  switch (err->code()) {
+    case ErrorCode::kInvalidArgument:
+    case ErrorCode::kInvalidFile:
+      return {StatusCode::kInvalidArgument, e.what()};
+    case ErrorCode::kUnsupported:
+      return {StatusCode::kUnsupported, e.what()};
+    case ErrorCode::kOutOfMemory:
+      return {StatusCode::kResourceExhausted, e.what()};
+    case ErrorCode::kNotFound:
+      return {StatusCode::kNotFound, e.what()};
+    case ErrorCode::kInternal:
+      break;
+  }
+  return {StatusCode::kInternal, e.what()};
+}
+
+// Fills max_model_len and num_kv_blocks from the model when left at 0.
+Result<EngineConfig> resolve(const EngineConfig& config, const ModelRunner& runner) {
+  EngineConfig c = config;
+  const int64_t model_len = std::min<int64_t>(runner.model_config().max_position_embeddings,
+                                              std::numeric_limits<int32_t>::max());
+  if (c.max_model_len == 0) {
+    if (model_len <= 0) {
+      return Status(StatusCode::kInvalidArgument,
+                    "the model does not state its context length: set max_model_len");
+    }
+    c.max_model_len = static_cast<int32_t>(model_len);
+  } else if (model_len > 0 && c.max_model_len > model_len) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("max_model_len = {} exceeds the model's context length {}",
+                              c.max_model_len, model_len));
+  }
+  if (c.num_kv_blocks == 0) {
+    const int64_t per_block = runner.kv_bytes_per_block(c.block_size);
+    c.num_kv_blocks = per_block > 0 ? c.kv_cache_bytes / per_block : 0;
+    if (c.num_kv_blocks < 1) {
+      return Status(StatusCode::kResourceExhausted,
+                    fmt::format("kv_cache_bytes = {} holds no KV block ({} bytes each); raise it",
+                                c.kv_cache_bytes, per_block));
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runner,
+                   std::shared_ptr<const Tokenizer> tokenizer)
+    : config_(config),
+      runner_(std::move(runner)),
+      tokenizer_(std::move(tokenizer)),
+      kv_(config.num_kv_blocks, config.block_size, config.enable_prefix_caching),
+      scheduler_(config, kv_),
+      sampler_(runner_->model_config().vocab_size) {
+  const ModelConfig& mc = runner_->model_config();
+  for (int64_t id : mc.eos_token_ids) eos_ids_.push_back(static_cast<int32_t>(id));
+  if (tokenizer_ != nullptr) {
+    const auto eog = tokenizer_->eog_ids();
+    eos_ids_.insert(eos_ids_.end(), eog.begin(), eog.end());
+  }
+  std::sort(eos_ids_.begin(), eos_ids_.end());
+  eos_ids_.erase(std::unique(eos_ids_.begin(), eos_ids_.end()), eos_ids_.end());
+  limits_ = AdmissionLimits{mc.vocab_size, config_.max_model_len, config_.max_logprobs};
+  publish_stats();
+}
+
+Engine::Impl::~Impl() {
+  shutdown(ShutdownMode::kAbort);
+}
+
+void Engine::Impl::start() {
+  thread_ = std::thread([this] { loop(); });
+}
+
+Result<RequestHandle> Engine::Impl::enqueue(Request request) {
+  try {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!accepting_) return Status(StatusCode::kUnavailable, "the engine is shutting down");
+    }
+    Result<PreparedRequest> prepared =
+        prepare_request(std::move(request), tokenizer_.get(), limits_, scheduler_);
+    if (!prepared.ok()) return prepared.status();
+    const TimePoint now = Clock::now();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!accepting_) return Status(StatusCode::kUnavailable, "the engine is shutting down");
+    const RequestId id = next_request_id_++;
+    auto state = std::make_unique<RequestState>(id, std::move(prepared).value(), tokenizer_.get(),
+                                                eos_ids_, next_seq_id_++, now);
+    RequestHandle handle{id, std::make_shared<OutputStream>(state->stream())};
+    live_.insert(id);
+    new_requests_.push_back(std::move(state));
+    num_enqueued_.fetch_add(1, std::memory_order_relaxed);
+    wake_.notify_one();
+    return handle;
+  } catch (const std::exception& e) {
+    return status_from(e);
+  }
+}
+
+Status Engine::Impl::cancel(RequestId id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!live_.contains(id)) {
+    return {StatusCode::kNotFound, fmt::format("no live request with id {}", id)};
+  }
+  cancelled_.push_back(id);
+  wake_.notify_one();
+  return {};
+}
+
+EngineStats Engine::Impl::stats() const {
+  EngineStats s;
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    s = published_;
+  }
+  s.num_requests_enqueued = num_enqueued_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void Engine::Impl::shutdown(ShutdownMode mode) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    accepting_ = false;
+    if (!stop_ || mode == ShutdownMode::kAbort) stop_ = mode;  // abort overrides a drain
+  }
+  wake_.notify_all();
+  std::lock_guard<std::mutex> join(join_mutex_);
+  if (thread_.joinable()) thread_.join();
+}
+
+// ---- Engine ----------------------------------------------------------------------------------
+
+Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config,
+                                               std::unique_ptr<ModelRunner> runner,
+                                               std::shared_ptr<const Tokenizer> tokenizer) {
+  if (runner == nullptr) return Status(StatusCode::kInvalidArgument, "no model runner given");
+  if (Status s = config.validate(); !s.ok()) return s;
+  try {
+    Result<EngineConfig> resolved = resolve(config, *runner);
+    if (!resolved.ok()) return resolved.status();
+    const EngineConfig& c = resolved.value();
+    runner->init_kv_cache(c.num_kv_blocks, c.block_size);
+    INFLIGHT_LOG_INFO(
+        "engine: {} KV blocks of {} tokens on {}, max_model_len {}, "
+        "max_num_seqs {}, max_num_batched_tokens {}",
+        c.num_kv_blocks, c.block_size, runner->device_name(), c.max_model_len, c.max_num_seqs,
+        c.max_num_batched_tokens);
+    auto impl = std::make_unique<Impl>(c, std::move(runner), std::move(tokenizer));
+    impl->start();
+    return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+  } catch (const std::exception& e) {
+    return status_from(e);
+  }
+}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+Result<RequestHandle> Engine::enqueue(Request request) {
+  return impl_->enqueue(std::move(request));
+}
+Status Engine::cancel(RequestId id) {
+  return impl_->cancel(id);
+}
+EngineStats Engine::stats() const {
+  return impl_->stats();
+}
+void Engine::shutdown(ShutdownMode mode) {
+  impl_->shutdown(mode);
+}
+const EngineConfig& Engine::config() const {
+  return impl_->config();
+}
+int64_t Engine::vocab_size() const {
+  return impl_->vocab_size();
+}
+
+}  // namespace inflight

@@ -1,0 +1,98 @@
+// Engine::Impl: the state behind the public Engine.
+//
+// Threads: any number of client threads call enqueue/cancel/stats/shutdown; one engine thread
+// runs loop(). They meet only in the inbox (mutex_) and the published stats (stats_mutex_);
+// everything under "engine thread only" is touched by the loop alone, so the scheduler, the
+// block pool and the requests need no locks.
+//
+// One loop iteration:
+//   apply_inbox     admit new requests, apply cancellations (blocks freed at once), shutdown
+//   step            schedule -> ForwardBatch -> runner.begin_step .. end_step -> sample ->
+//                   update (tokens, num_computed_tokens, prefix cache, finished sequences)
+//   publish_stats   snapshot for stats()
+//   retire          hand queued outputs to streams, forget finished requests
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/kv_block_manager.h"
+#include "engine/model_runner.h"
+#include "engine/prepared_request.h"
+#include "engine/request_state.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "inflight/engine.h"
+#include "model/forward_batch.h"
+
+namespace inflight {
+
+class Engine::Impl {
+ public:
+  // `config` is validated and resolved (max_model_len and num_kv_blocks set); the runner's KV
+  // cache is allocated.
+  Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runner,
+       std::shared_ptr<const Tokenizer> tokenizer);
+  ~Impl();
+
+  void start();
+  Result<RequestHandle> enqueue(Request request);
+  Status cancel(RequestId id);
+  EngineStats stats() const;
+  void shutdown(ShutdownMode mode);
+
+  const EngineConfig& config() const { return config_; }
+  int64_t vocab_size() const { return limits_.vocab_size; }
+
+ private:
+  void loop();
+  bool apply_inbox();
+  void step();
+  void fail(const SchedulerOutput& out, const std::string& message);
+  void abort_all(FinishReason reason, const std::string& message);
+  void publish_stats();
+  void retire();
+  void check_idle() const;
+  StepContext context(TimePoint now);
+
+  const EngineConfig config_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::vector<int32_t> eos_ids_;  // sorted
+  AdmissionLimits limits_;
+  std::atomic<int64_t> next_seq_id_{1};
+
+  // ---- engine thread only (check_fits() and block counts excepted: fixed at start) ----------
+  KvBlockManager kv_;
+  Scheduler scheduler_;
+  Sampler sampler_;
+  ForwardBatch batch_;
+  std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
+  EngineStats stats_;
+
+  // ---- shared with client threads, under mutex_ ----------------------------------------------
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<std::unique_ptr<RequestState>> new_requests_;
+  std::vector<RequestId> cancelled_;
+  std::unordered_set<RequestId> live_;  // enqueued and not yet retired
+  bool accepting_ = true;
+  std::optional<ShutdownMode> stop_;
+  RequestId next_request_id_ = 1;
+
+  mutable std::mutex stats_mutex_;
+  EngineStats published_;
+  std::atomic<uint64_t> num_enqueued_{0};
+
+  std::mutex join_mutex_;  // one shutdown() joins; others wait for it
+  std::thread thread_;
+};
+
+}  // namespace inflight

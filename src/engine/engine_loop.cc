@@ -1,0 +1,174 @@
+// The engine thread's half of Engine::Impl: schedule -> forward -> sample -> update -> emit.
+#include <pthread.h>
+
+#include "core/check.h"
+#include "core/logging.h"
+#include "engine/batch_builder.h"
+#include "engine/engine_impl.h"
+
+namespace inflight {
+
+StepContext Engine::Impl::context(TimePoint now) {
+  return StepContext{scheduler_, sampler_, stats_, next_seq_id_, now};
+}
+
+void Engine::Impl::loop() {
+  pthread_setname_np(pthread_self(), "inflight-engine");
+  try {
+    while (apply_inbox()) {
+      if (scheduler_.has_unfinished()) step();
+      publish_stats();
+      retire();
+      if (scheduler_.has_unfinished()) continue;
+      check_idle();
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return !new_requests_.empty() || !cancelled_.empty() || stop_; });
+    }
+  } catch (const std::exception& e) {
+    // A broken invariant: nothing the engine computes from here on can be trusted.
+    INFLIGHT_LOG_ERROR("engine loop stopped: {}", e.what());
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      accepting_ = false;
+    }
+    try {
+      abort_all(FinishReason::kError, std::string("internal engine error: ") + e.what());
+    } catch (const std::exception& inner) {
+      INFLIGHT_LOG_ERROR("engine: failed to abort requests: {}", inner.what());
+    }
+  }
+  publish_stats();
+  retire();
+}
+
+bool Engine::Impl::apply_inbox() {
+  std::vector<std::unique_ptr<RequestState>> arrived;
+  std::vector<RequestId> cancelled;
+  std::optional<ShutdownMode> stop;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    arrived.swap(new_requests_);
+    cancelled.swap(cancelled_);
+    stop = stop_;
+  }
+  for (auto& state : arrived) {
+    scheduler_.add(&state->root());
+    const RequestId id = state->id();
+    requests_.emplace(id, std::move(state));
+  }
+  StepContext ctx = context(Clock::now());
+  for (RequestId id : cancelled) {
+    const auto it = requests_.find(id);
+    if (it != requests_.end()) it->second->abort(FinishReason::kAbort, "", ctx);
+  }
+  if (stop == ShutdownMode::kAbort) {
+    abort_all(FinishReason::kAbort, "");
+    return false;
+  }
+  if (stop == ShutdownMode::kDrain && requests_.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !new_requests_.empty() || !cancelled_.empty();  // late arrivals still get served
+  }
+  return true;
+}
+
+void Engine::Impl::step() {
+  const TimePoint start = Clock::now();
+  const SchedulerOutput out = scheduler_.schedule();
+  // Admission guarantees that the first waiting or running sequence always fits, so an empty
+  // step with work pending is a bug (and would spin this thread).
+  INFLIGHT_CHECK(!out.empty(), "nothing scheduled with {} running and {} waiting sequences",
+                 scheduler_.num_running(), scheduler_.num_waiting());
+  for (const ScheduledSequence& s : out.scheduled) {
+    requests_.at(s.seq->request_id)->on_scheduled(start, stats_);
+  }
+  build_forward_batch(out, config_.block_size, batch_);
+  Tensor logits;
+  try {
+    runner_->begin_step(batch_);
+    // NOTE: with an asynchronous runner the device works from here until end_step(); host work
+    // that does not touch this step's sequences belongs here.
+    logits = runner_->end_step();
+    INFLIGHT_CHECK(logits.dim() == 2 &&
+                       logits.size(0) == static_cast<int64_t>(batch_.logits_indices.size()) &&
+                       logits.size(1) == limits_.vocab_size && logits.dtype() == DType::kF32 &&
+                       logits.device() == Device::kCpu,
+                   "the runner returned logits {} for {} rows of vocabulary {}",
+                   shape_str(logits.shape()), batch_.logits_indices.size(), limits_.vocab_size);
+  } catch (const std::exception& e) {
+    fail(out, std::string("model step failed: ") + e.what());
+    return;
+  }
+  scheduler_.finish_step(out);
+  ++stats_.num_steps;
+  stats_.num_computed_tokens += static_cast<uint64_t>(out.num_batched_tokens);
+
+  StepContext ctx = context(Clock::now());
+  const auto vocab = static_cast<size_t>(limits_.vocab_size);
+  size_t row = 0;
+  for (const ScheduledSequence& s : out.scheduled) {
+    if (!s.sample) continue;
+    float* logits_row = logits.data<float>() + row++ * vocab;
+    if (s.seq->status != SequenceStatus::kRunning) continue;  // its request failed this step
+    RequestState& req = *requests_.at(s.seq->request_id);
+    try {
+      req.on_logits(*s.seq, std::span<float>(logits_row, vocab), ctx);
+    } catch (const std::exception& e) {
+      req.abort(FinishReason::kError, e.what(), ctx);
+    }
+  }
+  stats_.step_time.observe(RequestTimings::seconds(start, Clock::now()));
+}
+
+void Engine::Impl::fail(const SchedulerOutput& out, const std::string& message) {
+  INFLIGHT_LOG_ERROR("engine: {}", message);
+  StepContext ctx = context(Clock::now());
+  for (const ScheduledSequence& s : out.scheduled) {
+    const auto it = requests_.find(s.seq->request_id);
+    if (it != requests_.end()) it->second->abort(FinishReason::kError, message, ctx);
+  }
+}
+
+void Engine::Impl::abort_all(FinishReason reason, const std::string& message) {
+  StepContext ctx = context(Clock::now());
+  for (auto& [id, req] : requests_) req->abort(reason, message, ctx);
+}
+
+void Engine::Impl::publish_stats() {
+  stats_.num_running = scheduler_.num_running();
+  stats_.num_waiting = scheduler_.num_waiting();
+  stats_.num_kv_blocks = kv_.num_blocks();
+  stats_.num_free_kv_blocks = kv_.num_free_blocks();
+  stats_.kv_usage = 1.0 - static_cast<double>(stats_.num_free_kv_blocks) /
+                              static_cast<double>(stats_.num_kv_blocks);
+  stats_.num_preemptions = scheduler_.num_preemptions();
+  stats_.num_prefix_cache_queries = scheduler_.num_prefix_queries();
+  stats_.num_prefix_cache_hits = scheduler_.num_prefix_hits();
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  published_ = stats_;
+}
+
+void Engine::Impl::retire() {
+  std::vector<RequestId> done;
+  for (auto& [id, req] : requests_) {
+    if (req->finished()) done.push_back(id);
+  }
+  if (!done.empty()) {
+    // Not live any more before the client can see the end: a cancel() after the last output
+    // reliably answers kNotFound.
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (RequestId id : done) live_.erase(id);
+  }
+  for (auto& [id, req] : requests_) req->flush();
+  for (RequestId id : done) requests_.erase(id);
+}
+
+void Engine::Impl::check_idle() const {
+  // With no request left every block must be free (cached ones included).
+  kv_.check_integrity();
+  INFLIGHT_CHECK(requests_.empty() && kv_.num_free_blocks() == kv_.num_blocks(),
+                 "idle engine holds {} requests and {} of {} KV blocks", requests_.size(),
+                 kv_.num_blocks() - kv_.num_free_blocks(), kv_.num_blocks());
+}
+
+}  // namespace inflight

@@ -1,0 +1,259 @@
+// The one scheduling rule.
+//
+// Every sequence has num_tokens (its prompt plus what it generated) and num_computed_tokens
+// (tokens whose KV is in the cache). Each step moves num_computed_tokens towards num_tokens
+// under two limits: at most max_num_batched_tokens tokens in the step, and at most
+// max_num_seqs sequences (seats) running. A prefill is a sequence far behind, a chunked
+// prefill one that gets only part of the budget, a decode one exactly one token behind, a
+// prefix-cache hit one whose num_computed_tokens starts above 0, a preempted one that fell back
+// to 0: the same rule covers them all. A step that brings a sequence level with num_tokens
+// samples its next token, which puts it one behind again.
+//
+// Order: running sequences first, then waiting ones; both in (priority, arrival) order. A
+// running sequence that cannot get blocks preempts the lowest-priority, latest-arrived running
+// sequence (itself if it is that one) until it fits: the victim's blocks are freed and it goes
+// back to waiting with num_computed_tokens = 0, keeping every token, so it recomputes later
+// and loses nothing. Waiting sequences are admitted in order until the first that does not fit
+// (no skipping ahead, so nothing starves), and none at all in a step that preempted.
+//
+// Admission never accepts a request that could not run alone in the whole cache, so the
+// preemption loop always ends with the first running sequence making progress.
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "core/check.h"
+
+namespace inflight {
+
+bool Scheduler::Before::operator()(const Sequence* a, const Sequence* b) const {
+  return std::tie(a->priority, a->arrival, a->id) < std::tie(b->priority, b->arrival, b->id);
+}
+
+Scheduler::Scheduler(const EngineConfig& config, KvBlockManager& kv) : config_(config), kv_(kv) {
+  INFLIGHT_CHECK(config_.max_model_len > 0, "scheduler needs a resolved max_model_len");
+  INFLIGHT_CHECK(config_.max_num_seqs > 0 && config_.max_num_batched_tokens > 0,
+                 "scheduler limits must be positive");
+}
+
+Status Scheduler::check_fits(int32_t max_num_tokens, int32_t n) const {
+  if (max_num_tokens > config_.max_model_len) {
+    return {StatusCode::kResourceExhausted,
+            fmt::format("the request needs up to {} tokens (prompt + max_tokens) but this "
+                        "engine's max_model_len is {}; shorten the prompt or lower max_tokens",
+                        max_num_tokens, config_.max_model_len)};
+  }
+  const int64_t blocks = kv_.blocks_for(max_num_tokens);
+  if (blocks > kv_.num_blocks()) {
+    return {StatusCode::kResourceExhausted,
+            fmt::format("the request needs up to {} tokens = {} KV blocks of {} tokens, but the "
+                        "whole KV cache has {} blocks; lower max_tokens or enlarge the cache",
+                        max_num_tokens, blocks, kv_.block_size(), kv_.num_blocks())};
+  }
+  if (n > config_.max_num_seqs) {
+    return {StatusCode::kResourceExhausted,
+            fmt::format("n = {} choices exceed max_num_seqs = {}", n, config_.max_num_seqs)};
+  }
+  if (!config_.enable_chunked_prefill && max_num_tokens > config_.max_num_batched_tokens) {
+    return {StatusCode::kResourceExhausted,
+            fmt::format("the request needs up to {} tokens but chunked prefill is off and a step "
+                        "computes at most max_num_batched_tokens = {}",
+                        max_num_tokens, config_.max_num_batched_tokens)};
+  }
+  return {};
+}
+
+void Scheduler::add(Sequence* seq) {
+  INFLIGHT_CHECK(seq->status == SequenceStatus::kWaiting && seq->block_table.empty() &&
+                     seq->num_computed_tokens == 0 && seq->num_tokens() > 0,
+                 "sequence {} added in a non-initial state", seq->id);
+  waiting_.insert(seq);
+}
+
+int32_t Scheduler::chunk(const Sequence& seq, int32_t budget) const {
+  int32_t n = std::min(seq.num_tokens() - seq.num_computed_tokens, budget);
+  if (config_.long_prefill_token_threshold > 0) {
+    n = std::min(n, config_.long_prefill_token_threshold);
+  }
+  return n;
+}
+
+SchedulerOutput Scheduler::schedule() {
+  SchedulerOutput out;
+  int32_t budget = config_.max_num_batched_tokens;
+  schedule_running(out, budget);
+  if (out.preempted.empty()) schedule_waiting(out, budget);
+  out.num_batched_tokens = config_.max_num_batched_tokens - budget;
+  return out;
+}
+
+void Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
+  // NOTE: running_ is sorted and victims are always taken from its back, at or after index i,
+  // so nothing already scheduled in this step is ever preempted.
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence& seq = *running_[i];
+    const int32_t num_new = chunk(seq, budget);
+    INFLIGHT_CHECK(num_new > 0, "running sequence {} has nothing to compute", seq.id);
+    bool preempted_self = false;
+    while (!kv_.allocate(seq, seq.num_computed_tokens + num_new)) {
+      Sequence& victim = *running_.back();
+      preempt(victim, out);
+      if (&victim == &seq) {
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) break;  // seq was the last running sequence
+    out.scheduled.push_back({&seq, num_new, seq.num_computed_tokens + num_new == seq.num_tokens()});
+    budget -= num_new;
+    ++i;
+  }
+}
+
+void Scheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget) {
+  while (!waiting_.empty() && budget > 0) {
+    Sequence& seq = **waiting_.begin();
+    if (num_seats_ + seq.num_choices > config_.max_num_seqs) break;
+    const std::vector<int32_t> cached = kv_.find_cached_prefix(seq);
+    const int32_t num_cached = static_cast<int32_t>(cached.size()) * kv_.block_size();
+    const int32_t num_left = seq.num_tokens() - num_cached;
+    if (!config_.enable_chunked_prefill && num_left > budget) break;
+    int32_t num_new = std::min(num_left, budget);
+    if (config_.long_prefill_token_threshold > 0) {
+      num_new = std::min(num_new, config_.long_prefill_token_threshold);
+    }
+    if (!kv_.allocate(seq, num_cached + num_new, cached)) break;
+    // waiting -> running
+    waiting_.erase(waiting_.begin());
+    seq.status = SequenceStatus::kRunning;
+    seq.num_computed_tokens = num_cached;
+    if (seq.num_cached_prompt_tokens < 0) {
+      seq.num_cached_prompt_tokens = std::min(num_cached, seq.num_prompt_tokens);
+    }
+    if (kv_.prefix_caching()) {
+      num_prefix_queries_ += static_cast<uint64_t>(seq.num_tokens());
+      num_prefix_hits_ += static_cast<uint64_t>(num_cached);
+    }
+    insert_running(&seq);
+    out.scheduled.push_back({&seq, num_new, num_cached + num_new == seq.num_tokens()});
+    budget -= num_new;
+  }
+}
+
+void Scheduler::preempt(Sequence& seq, SchedulerOutput& out) {
+  // running -> waiting: blocks freed, every token kept for recomputation
+  auto it = std::find(running_.begin(), running_.end(), &seq);
+  INFLIGHT_CHECK(it != running_.end(), "preempting sequence {} that is not running", seq.id);
+  running_.erase(it);
+  num_seats_ -= seq.num_choices;
+  kv_.free(seq);
+  seq.num_computed_tokens = 0;
+  seq.status = SequenceStatus::kWaiting;
+  ++seq.num_preemptions;
+  ++num_preemptions_;
+  waiting_.insert(&seq);
+  out.preempted.push_back(&seq);
+}
+
+void Scheduler::insert_running(Sequence* seq) {
+  running_.insert(std::upper_bound(running_.begin(), running_.end(), seq, Before{}), seq);
+  num_seats_ += seq->num_choices;
+}
+
+void Scheduler::finish_step(const SchedulerOutput& out) {
+  for (const ScheduledSequence& s : out.scheduled) {
+    Sequence& seq = *s.seq;
+    if (seq.status != SequenceStatus::kRunning) continue;  // finished meanwhile (cancelled)
+    seq.num_computed_tokens += s.num_new_tokens;
+    INFLIGHT_CHECK(seq.num_computed_tokens <= seq.num_tokens(),
+                   "sequence {} computed {} of {} tokens", seq.id, seq.num_computed_tokens,
+                   seq.num_tokens());
+    kv_.cache_full_blocks(seq);
+  }
+}
+
+void Scheduler::fork(Sequence& parent, std::span<Sequence* const> children) {
+  INFLIGHT_CHECK(parent.status == SequenceStatus::kRunning && parent.is_prefill_done(),
+                 "fork of sequence {} before its prompt is computed", parent.id);
+  INFLIGHT_CHECK(parent.num_choices == static_cast<int32_t>(children.size()) + 1,
+                 "sequence {} reserved {} seats but forks into {}", parent.id, parent.num_choices,
+                 children.size() + 1);
+  // Full prompt blocks are shared; the partial last one would be written by every child, so
+  // each child recomputes those few tokens into a block of its own.
+  const int32_t num_shared = parent.num_prompt_tokens / kv_.block_size();
+  num_seats_ -= parent.num_choices;
+  parent.num_choices = 1;
+  num_seats_ += 1;
+  for (Sequence* child : children) {
+    INFLIGHT_CHECK(child->status == SequenceStatus::kWaiting && child->block_table.empty() &&
+                       child->num_prompt_tokens == parent.num_prompt_tokens &&
+                       child->num_tokens() > child->num_prompt_tokens,
+                   "fork child {} of sequence {} is not freshly built", child->id, parent.id);
+    kv_.share(parent, *child, num_shared);
+    child->num_choices = 1;
+    child->num_computed_tokens = num_shared * kv_.block_size();
+    child->num_cached_prompt_tokens = parent.num_cached_prompt_tokens;
+    child->status = SequenceStatus::kRunning;  // waiting to be born -> running
+    insert_running(child);
+  }
+}
+
+void Scheduler::finish(Sequence& seq) {
+  if (seq.status == SequenceStatus::kRunning) {
+    auto it = std::find(running_.begin(), running_.end(), &seq);
+    INFLIGHT_CHECK(it != running_.end(), "running sequence {} missing from the queue", seq.id);
+    running_.erase(it);
+    num_seats_ -= seq.num_choices;
+    kv_.free(seq);
+  } else if (seq.status == SequenceStatus::kWaiting) {
+    waiting_.erase(&seq);  // a fork child never added is not there: erase is then a no-op
+  }
+  seq.status = SequenceStatus::kFinished;
+}
+
+void Scheduler::check_integrity() const {
+  kv_.check_integrity();
+  INFLIGHT_CHECK(std::is_sorted(running_.begin(), running_.end(), Before{}),
+                 "running queue out of order");
+  std::vector<int32_t> refs(static_cast<size_t>(kv_.num_blocks()), 0);
+  int32_t seats = 0;
+  for (const Sequence* seq : running_) {
+    INFLIGHT_CHECK(seq->status == SequenceStatus::kRunning,
+                   "sequence {} in running queue is not "
+                   "running",
+                   seq->id);
+    INFLIGHT_CHECK(!waiting_.contains(const_cast<Sequence*>(seq)),
+                   "sequence {} both running and waiting", seq->id);
+    INFLIGHT_CHECK(seq->num_computed_tokens >= 0 && seq->num_computed_tokens <= seq->num_tokens(),
+                   "sequence {} computed {} of {} tokens", seq->id, seq->num_computed_tokens,
+                   seq->num_tokens());
+    INFLIGHT_CHECK(
+        static_cast<int64_t>(seq->block_table.size()) >= kv_.blocks_for(seq->num_computed_tokens),
+        "sequence {} holds {} blocks for {} computed tokens", seq->id, seq->block_table.size(),
+        seq->num_computed_tokens);
+    INFLIGHT_CHECK(seq->num_tokens() <= seq->max_num_tokens || seq->max_num_tokens == 0,
+                   "sequence {} holds {} tokens, over its limit {}", seq->id, seq->num_tokens(),
+                   seq->max_num_tokens);
+    for (int32_t b : seq->block_table) {
+      INFLIGHT_CHECK(b >= 0 && b < kv_.num_blocks(), "sequence {} holds bad block {}", seq->id, b);
+      ++refs[static_cast<size_t>(b)];
+    }
+    seats += seq->num_choices;
+  }
+  INFLIGHT_CHECK(seats == num_seats_, "{} seats in use, counter says {}", seats, num_seats_);
+  INFLIGHT_CHECK(num_seats_ <= config_.max_num_seqs, "{} seats over max_num_seqs {}", num_seats_,
+                 config_.max_num_seqs);
+  for (const Sequence* seq : waiting_) {
+    INFLIGHT_CHECK(seq->status == SequenceStatus::kWaiting && seq->block_table.empty() &&
+                       seq->num_computed_tokens == 0,
+                   "waiting sequence {} holds KV state", seq->id);
+  }
+  for (size_t b = 0; b < refs.size(); ++b) {
+    const int32_t rc = kv_.pool().ref_count(static_cast<int32_t>(b));
+    INFLIGHT_CHECK(rc == refs[b], "block {} has ref_count {} but {} running sequences hold it", b,
+                   rc, refs[b]);
+  }
+}
+
+}  // namespace inflight

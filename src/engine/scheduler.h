@@ -1,0 +1,96 @@
+// Scheduler: decides, each step, which sequences compute how many tokens (rule: scheduler.cc).
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <span>
+#include <vector>
+
+#include "engine/kv_block_manager.h"
+#include "engine/sequence.h"
+#include "inflight/config.h"
+#include "inflight/status.h"
+
+namespace inflight {
+
+struct ScheduledSequence {
+  Sequence* seq = nullptr;
+  // This step computes token_ids[num_computed_tokens, num_computed_tokens + num_new_tokens).
+  int32_t num_new_tokens = 0;
+  // The step reaches the last known token: its logits give the next token.
+  bool sample = false;
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledSequence> scheduled;  // running ones first, then newly admitted
+  std::vector<Sequence*> preempted;          // running -> waiting in this step, blocks freed
+  int32_t num_batched_tokens = 0;
+  bool empty() const { return scheduled.empty(); }
+};
+
+class Scheduler {
+ public:
+  // `config` must be validated, with max_model_len resolved (> 0).
+  Scheduler(const EngineConfig& config, KvBlockManager& kv);
+
+  // Whether a request of `n` choices, each up to `max_num_tokens` tokens, can ever be served.
+  // kResourceExhausted saying which limit it exceeds. Reads only the fixed configuration, so any
+  // thread may call it.
+  Status check_fits(int32_t max_num_tokens, int32_t n) const;
+
+  // new -> waiting. The sequence must have passed check_fits().
+  void add(Sequence* seq);
+
+  // Picks this step's work. Allocates blocks for it and may preempt running sequences.
+  SchedulerOutput schedule();
+
+  // After the step ran: num_computed_tokens += num_new_tokens for each scheduled sequence and
+  // its newly full blocks go into the prefix cache.
+  void finish_step(const SchedulerOutput& out);
+
+  // Splits a running sequence that has just sampled its choices' first tokens: each child
+  // (waiting to be born: no blocks, token_ids = the prompt + its first token) shares the
+  // parent's full prompt blocks, recomputes the rest, and runs from now on. The parent then
+  // takes one seat, each child one.
+  void fork(Sequence& parent, std::span<Sequence* const> children);
+
+  // waiting | running -> finished; frees its blocks. Idempotent.
+  void finish(Sequence& seq);
+
+  int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
+  int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }
+  bool has_unfinished() const { return !running_.empty() || !waiting_.empty(); }
+  const std::vector<Sequence*>& running() const { return running_; }
+
+  uint64_t num_preemptions() const { return num_preemptions_; }
+  uint64_t num_prefix_queries() const { return num_prefix_queries_; }  // tokens looked up
+  uint64_t num_prefix_hits() const { return num_prefix_hits_; }        // tokens found
+
+  KvBlockManager& kv() { return kv_; }
+
+  // Throws Error(kInternal) on any broken invariant of queues, seats, block tables and counts.
+  void check_integrity() const;
+
+ private:
+  // Scheduling order: priority, then arrival, then id.
+  struct Before {
+    bool operator()(const Sequence* a, const Sequence* b) const;
+  };
+
+  int32_t chunk(const Sequence& seq, int32_t budget) const;
+  void schedule_running(SchedulerOutput& out, int32_t& budget);
+  void schedule_waiting(SchedulerOutput& out, int32_t& budget);
+  void preempt(Sequence& seq, SchedulerOutput& out);
+  void insert_running(Sequence* seq);
+
+  EngineConfig config_;
+  KvBlockManager& kv_;
+  std::vector<Sequence*> running_;       // sorted by Before; the last is preempted first
+  std::set<Sequence*, Before> waiting_;  // sorted by Before
+  int32_t num_seats_ = 0;                // sum of num_choices over running_
+  uint64_t num_preemptions_ = 0;
+  uint64_t num_prefix_queries_ = 0;
+  uint64_t num_prefix_hits_ = 0;
+};
+
+}  // namespace inflight

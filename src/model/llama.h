@@ -1,0 +1,109 @@
+// LlamaModel: the decoder-only transformer graph of the Llama family (Llama 2/3/3.1, SmolLM2,
+// Mistral, Qwen2: one graph with switches), written against the abstract Backend.
+//
+// One step over a ragged batch (T tokens, see forward_batch.h), per layer:
+//   residual += sublayer output; x = rms_norm(residual)            (fused, ops/rms_norm.h)
+//   qkv = x Wqkv^T (+ b)                  [T, (H + 2 KH) D]   fused q/k/v projection
+//   q = rope(q); cache[slot] = rope(k), v                      (ops/rope_kv_write.h)
+//   a = paged_attention(q, cache)         [T, H, D]
+//   o = a Wo^T                            [T, hidden]
+//   residual += o; x = rms_norm(residual)
+//   m = down(silu(x Wgate^T) * x Wup^T)   fused [gate; up] weight [2 I, hidden]
+// then residual += m, the final norm, the rows in logits_indices, and the LM head (the token
+// embedding itself when tied).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+#include "model/model_files.h"
+
+namespace inflight {
+
+// RoPE inverse frequencies [head_dim / 2] for config.rope_theta and config.rope_scaling
+// (none, linear, llama3), computed in f32 the way the Hugging Face reference computes them.
+std::vector<float> rope_inv_freq(const ModelConfig& config);
+
+class LlamaModel {
+ public:
+  // Host f32 weights by canonical name (model_files.h), e.g. "model.layers.0.mlp.up_proj.weight".
+  using WeightMap = std::unordered_map<std::string, Tensor>;
+
+  // Loads and uploads every weight through files.load_f32, one tensor at a time, so the host
+  // holds at most one fused f32 tensor (and its parts) at once. Throws Error(kUnsupported) for architectures
+  // other than llama/mistral/qwen2, Error(kNotFound / kInvalidFile) naming a missing or
+  // misshapen tensor.
+  LlamaModel(const ModelFiles& files, Backend& backend);
+  // Weights supplied directly (tests, dummy weights); same checks.
+  LlamaModel(const ModelConfig& config, const WeightMap& weights, Backend& backend);
+
+  LlamaModel(const LlamaModel&) = delete;
+  LlamaModel& operator=(const LlamaModel&) = delete;
+
+  const ModelConfig& config() const { return config_; }
+  Backend& backend() const { return backend_; }
+
+  // A KV cache shaped for this model on its backend.
+  KvCache make_kv_cache(int64_t num_blocks, int32_t block_size) const;
+
+  // Runs one step: writes the step's K/V into `cache` and returns host f32 logits
+  // [batch.logits_indices.size(), vocab_size], row i for token logits_indices[i].
+  // Throws Error(kInvalidArgument) for a batch that breaks ForwardBatch's invariants, token ids
+  // outside the vocabulary, or a cache shaped for another model.
+  // NOTE: one step at a time: the activations live in a workspace reused by every call.
+  Tensor forward(const ForwardBatch& batch, KvCache& cache);
+
+ private:
+  // Returns the host f32 tensor `name`, or an undefined Tensor when absent and !required.
+  using WeightSource = std::function<Tensor(const std::string& name, bool required)>;
+
+  struct Layer {
+    Tensor input_norm;      // [hidden]
+    Tensor qkv_weight;      // [(H + 2 KH) D, hidden]
+    Tensor qkv_bias;        // [(H + 2 KH) D] or undefined
+    Tensor o_weight;        // [hidden, H D]
+    Tensor o_bias;          // [hidden] or undefined
+    Tensor post_norm;       // [hidden]
+    Tensor gate_up_weight;  // [2 I, hidden]
+    Tensor down_weight;     // [hidden, I]
+  };
+
+  // Activations of one step, allocated for `capacity` tokens and viewed for fewer.
+  struct Workspace {
+    int64_t capacity = 0;  // tokens
+    int64_t logits_capacity = 0;
+    Tensor residual;      // [cap, hidden]
+    Tensor normed;        // [cap, hidden]
+    Tensor qkv;           // [cap, (H + 2 KH) D]
+    Tensor q;             // [cap, H, D]
+    Tensor attn;          // [cap, H, D]
+    Tensor sublayer_out;  // [cap, hidden]: o_proj, then down_proj output
+    Tensor gate_up;       // [cap, 2 I]
+    Tensor act;           // [cap, I]
+    Tensor picked;        // [logits_cap, hidden]
+    Tensor logits;        // [logits_cap, vocab]
+  };
+
+  LlamaModel(const ModelConfig& config, const WeightSource& source, Backend& backend);
+  void check_config() const;
+  void load_weights(const WeightSource& source);
+  void ensure_workspace(int64_t num_tokens, int64_t num_logits);
+  void check_cache(const KvCache& cache) const;
+
+  ModelConfig config_;
+  Backend& backend_;
+  Tensor embed_;       // [vocab, hidden]
+  Tensor lm_head_;     // [vocab, hidden]; shares embed_ when tied
+  Tensor final_norm_;  // [hidden]
+  Tensor inv_freq_;    // [D / 2] f32
+  std::vector<Layer> layers_;
+  Workspace ws_;
+};
+
+}  // namespace inflight

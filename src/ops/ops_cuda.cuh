@@ -1,0 +1,40 @@
+// Launchers of the CUDA kernels, one per op (src/ops/<op>_cuda.cu). Each takes the params that
+// make_<op>_params validated (ops/<op>.h) and enqueues its kernel on `stream`; none
+// synchronises the host, so every launcher is graph-capturable. Element type: bf16 for
+// activations, weights and the KV cache, fp32 accumulation inside the kernels; launchers throw
+// Error(kUnsupported) for another dtype and Error(kInternal) when the launch fails.
+// Zero-sized problems enqueue nothing.
+//
+// Plain C++ (no kernels) may include this header: it needs only the CUDA runtime API types.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "ops/gather_rows.h"
+#include "ops/gemm.h"
+#include "ops/paged_attention.h"
+#include "ops/rms_norm.h"
+#include "ops/rope_kv_write.h"
+#include "ops/swiglu.h"
+
+namespace inflight {
+
+// Any 2- or 4-byte element type (bf16, f16, f32, i32): rows are copied bit for bit.
+void gather_rows_cuda(const GatherRowsParams& p, cudaStream_t stream);
+
+void rms_norm_cuda(const RmsNormParams& p, cudaStream_t stream);
+
+void swiglu_cuda(const SwigluParams& p, cudaStream_t stream);
+
+void rope_kv_write_cuda(const RopeKvWriteParams& p, cudaStream_t stream);
+
+// head_dim <= kPagedAttentionMaxHeadDim.
+constexpr int32_t kPagedAttentionMaxHeadDim = 256;
+void paged_attention_cuda(const PagedAttentionParams& p, cudaStream_t stream);
+
+// The plain CUDA-core GEMM (16x16 shared-memory tiles): the backend's fallback for shapes that
+// cuBLASLt has no algorithm for, and a second opinion in tests. cuBLASLt does the real work
+// (backend/cuda/cublaslt_gemm.h).
+void gemm_cuda(const GemmParams& p, cudaStream_t stream);
+
+}  // namespace inflight

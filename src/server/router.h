@@ -1,0 +1,39 @@
+// Router: (method, path) -> handler, with the error handling every route shares.
+//
+//   unknown path            404
+//   known path, other verb  405 with Allow
+//   route needs a key and the request lacks the right "Authorization: Bearer <key>"  401
+//   handler throws ApiError (its status), inflight::Error (400 for invalid arguments, else
+//   500), anything else (500): all answered in OpenAI's error shape.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "server/http.h"
+
+namespace inflight::server {
+
+class Router {
+ public:
+  // `api_key` empty: no route needs a key.
+  explicit Router(std::string api_key = {});
+
+  // `protected_route`: requires the API key (when one is set).
+  void add(std::string method, std::string path, HttpHandler handler, bool protected_route);
+
+  // Never throws.
+  HttpResponse handle(const HttpRequest& req) const;
+
+ private:
+  struct Route {
+    std::string method;
+    HttpHandler handler;
+    bool protected_route = false;
+  };
+  std::string api_key_;
+  std::map<std::string, std::vector<Route>, std::less<>> routes_;  // by path
+};
+
+}  // namespace inflight::server

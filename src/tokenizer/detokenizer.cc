@@ -1,0 +1,44 @@
+#include "tokenizer/detokenizer.h"
+
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
+
+namespace inflight {
+
+IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special,
+                                               std::span<const int32_t> context)
+    : tokenizer_(tokenizer), skip_special_(skip_special) {
+  // decode() strips the leading space of the first piece that is not skipped; after context
+  // that contains such a piece the new tokens are not first.
+  for (int32_t id : context) {
+    if (!(skip_special_ && tokenizer_.is_special(id))) {
+      first_ = false;
+      break;
+    }
+  }
+}
+
+std::string IncrementalDetokenizer::push(int32_t id) {
+  std::string piece = tokenizer_.token_piece(id, skip_special_);  // validates id
+  ++num_tokens_;
+  if (skip_special_ && tokenizer_.is_special(id)) return {};
+  std::string_view p = piece;
+  if (first_ && tokenizer_.strips_leading_space() && !p.empty() && p[0] == ' ') p.remove_prefix(1);
+  first_ = false;
+  pending_.append(p);
+  return emit(/*final=*/false);
+}
+
+std::string IncrementalDetokenizer::finish() {
+  return emit(/*final=*/true);
+}
+
+std::string IncrementalDetokenizer::emit(bool final) {
+  std::string out;
+  const size_t consumed = utf8::repair(pending_, out, final);
+  pending_.erase(0, consumed);
+  text_.append(out);
+  return out;
+}
+
+}  // namespace inflight

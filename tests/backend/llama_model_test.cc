@@ -1,0 +1,109 @@
+// LlamaModel argument handling: what it refuses, and with which message.
+#include "model/llama.h"
+
+#include <gtest/gtest.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/tiny_llama.h"
+
+namespace inflight {
+namespace {
+
+ErrorCode code_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return ErrorCode::kInternal;
+}
+
+TEST(LlamaModel, RejectsMissingAndMisshapenWeights) {
+  CpuBackend backend;
+  const ModelConfig c = testing::tiny_config("llama");
+  auto weights = testing::random_weights(c, 1);
+  auto missing = weights;
+  missing.erase("model.layers.1.mlp.up_proj.weight");
+  EXPECT_EQ(code_of([&] { LlamaModel m(c, missing, backend); }), ErrorCode::kNotFound);
+  auto no_head = weights;  // untied: the LM head is required, never silently tied
+  no_head.erase("lm_head.weight");
+  EXPECT_EQ(code_of([&] { LlamaModel m(c, no_head, backend); }), ErrorCode::kNotFound);
+  auto misshapen = weights;
+  misshapen["model.layers.0.self_attn.k_proj.weight"] = Tensor::zeros({8, 48}, DType::kF32);
+  try {
+    LlamaModel m(c, misshapen, backend);
+    ADD_FAILURE() << "accepted a misshapen k_proj";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidFile);
+    EXPECT_NE(std::string(e.what()).find("k_proj"), std::string::npos) << e.what();
+  }
+  ModelConfig qwen = testing::tiny_config("qwen2");
+  auto no_bias = testing::random_weights(qwen, 1);
+  no_bias.erase("model.layers.0.self_attn.q_proj.bias");
+  EXPECT_EQ(code_of([&] { LlamaModel m(qwen, no_bias, backend); }), ErrorCode::kNotFound);
+}
+
+TEST(LlamaModel, RejectsUnsupportedArchitecture) {
+  CpuBackend backend;
+  ModelConfig c = testing::tiny_config("llama");
+  const auto weights = testing::random_weights(c, 1);
+  c.architecture = "gpt2";
+  EXPECT_EQ(code_of([&] { LlamaModel m(c, weights, backend); }), ErrorCode::kUnsupported);
+}
+
+TEST(LlamaModel, ForwardRejectsBadTokensAndForeignCaches) {
+  CpuBackend backend;
+  const ModelConfig c = testing::tiny_config("qwen2");
+  LlamaModel model(c, testing::random_weights(c, 2), backend);
+  KvCache cache = model.make_kv_cache(8, 4);
+  testing::RandomBlocks pool(8, 1);
+  testing::SeqState seq{{1, 2, 96, 97}, {}, 0};
+  const ForwardBatch bad_token = testing::make_step({{&seq, 4}}, 4, pool);
+  EXPECT_EQ(code_of([&] { model.forward(bad_token, cache); }), ErrorCode::kInvalidArgument);
+  KvCache foreign(backend, 3, 8, 4, c.num_kv_heads, c.head_dim);
+  testing::SeqState ok{{1, 2}, {}, 0};
+  const ForwardBatch batch = testing::make_step({{&ok, 2}}, 4, pool);
+  EXPECT_EQ(code_of([&] { model.forward(batch, foreign); }), ErrorCode::kInvalidArgument);
+  const Tensor logits = model.forward(batch, cache);
+  EXPECT_EQ(logits.shape(), (Shape{2, c.vocab_size}));
+}
+
+TEST(LlamaModel, StepWithoutLogitsReturnsAnEmptyTensor) {
+  CpuBackend backend;
+  const ModelConfig c = testing::tiny_config("mistral");
+  LlamaModel model(c, testing::random_weights(c, 3), backend);
+  KvCache cache = model.make_kv_cache(4, 16);
+  testing::RandomBlocks pool(4, 1);
+  testing::SeqState seq{testing::random_tokens(10, c.vocab_size, 1), {}, 0};
+  ForwardBatch b = testing::make_step({{&seq, 10}}, 16, pool);
+  b.logits_indices.clear();
+  const Tensor logits = model.forward(b, cache);
+  EXPECT_EQ(logits.shape(), (Shape{0, c.vocab_size}));
+}
+
+TEST(RopeInvFreq, Llama3ScalingKeepsHighAndSlowsLowFrequencies) {
+  ModelConfig c = testing::tiny_config("llama");
+  c.head_dim = 64;
+  c.rope_theta = 500000.0f;
+  c.rope_scaling.original_max_position_embeddings = 8192;
+  ModelConfig plain = c;
+  plain.rope_scaling = RopeScaling();
+  const auto scaled = rope_inv_freq(c), base = rope_inv_freq(plain);
+  ASSERT_EQ(scaled.size(), 32u);
+  EXPECT_FLOAT_EQ(base[0], 1.0f);
+  EXPECT_FLOAT_EQ(base[1], 1.0f / std::pow(500000.0f, 2.0f / 64.0f));
+  EXPECT_EQ(scaled[0], base[0]);                 // wavelength 2 pi: high frequency, kept
+  EXPECT_FLOAT_EQ(scaled[31], base[31] / 8.0f);  // longest wavelength: slowed by factor
+  for (size_t i = 0; i < 32; ++i) {
+    EXPECT_LE(scaled[i], base[i]);
+    EXPECT_GE(scaled[i], base[i] / 8.0f * 0.999999f);
+  }
+  ModelConfig linear = plain;
+  linear.rope_scaling.type = RopeScaling::Type::kLinear;
+  linear.rope_scaling.factor = 4.0f;
+  const auto lin = rope_inv_freq(linear);
+  for (size_t i = 0; i < 32; ++i) EXPECT_FLOAT_EQ(lin[i], base[i] / 4.0f);
+}
+
+}  // namespace
+}  // namespace inflight

@@ -1,0 +1,146 @@
+// Small random-weight Llama-family models and a driver that feeds sequences through
+// LlamaModel::forward in arbitrary steps over a paged KV cache with random block tables.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/forward_batch.h"
+#include "model/llama.h"
+
+namespace inflight::testing {
+
+// A tiny config with awkward sizes (GQA 3:1, head_dim 8, vocab 97) for `arch`: llama with llama3
+// RoPE scaling, mistral with a sliding window of 9, qwen2 with q/k/v biases and tied embeddings.
+inline ModelConfig tiny_config(const std::string& arch) {
+  ModelConfig c;
+  c.architecture = arch;
+  c.vocab_size = 97;
+  c.hidden_size = 48;
+  c.intermediate_size = 80;
+  c.num_layers = 2;
+  c.num_heads = 6;
+  c.num_kv_heads = 2;
+  c.head_dim = 8;
+  c.max_position_embeddings = 512;
+  c.rms_norm_eps = 1e-5f;
+  c.rope_theta = 10000.0f;
+  if (arch == "qwen2") {
+    c.attention_bias = true;
+    c.tie_word_embeddings = true;
+  } else if (arch == "mistral") {
+    c.sliding_window = 9;
+  } else {
+    c.rope_scaling.type = RopeScaling::Type::kLlama3;
+    c.rope_scaling.factor = 8.0f;
+    c.rope_scaling.original_max_position_embeddings = 64;
+  }
+  return c;
+}
+
+// Random weights with enough spread that logits are far from uniform.
+inline LlamaModel::WeightMap random_weights(const ModelConfig& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  LlamaModel::WeightMap w;
+  auto add = [&](const std::string& name, Shape shape, float center, float spread) {
+    Tensor t = Tensor::empty(shape, DType::kF32);
+    std::uniform_real_distribution<float> dist(center - spread, center + spread);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+    w[name] = t;
+  };
+  const int64_t h = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+  add("model.embed_tokens.weight", {c.vocab_size, h}, 0.0f, 1.0f);
+  add("model.norm.weight", {h}, 1.0f, 0.2f);
+  if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, h}, 0.0f, 0.3f);
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    add(p + "input_layernorm.weight", {h}, 1.0f, 0.2f);
+    add(p + "post_attention_layernorm.weight", {h}, 1.0f, 0.2f);
+    add(p + "self_attn.q_proj.weight", {q, h}, 0.0f, 0.4f);
+    add(p + "self_attn.k_proj.weight", {kv, h}, 0.0f, 0.4f);
+    add(p + "self_attn.v_proj.weight", {kv, h}, 0.0f, 0.3f);
+    add(p + "self_attn.o_proj.weight", {h, q}, 0.0f, 0.2f);
+    if (c.attention_bias) {
+      add(p + "self_attn.q_proj.bias", {q}, 0.0f, 0.3f);
+      add(p + "self_attn.k_proj.bias", {kv}, 0.0f, 0.3f);
+      add(p + "self_attn.v_proj.bias", {kv}, 0.0f, 0.3f);
+    }
+    add(p + "mlp.gate_proj.weight", {c.intermediate_size, h}, 0.0f, 0.3f);
+    add(p + "mlp.up_proj.weight", {c.intermediate_size, h}, 0.0f, 0.3f);
+    add(p + "mlp.down_proj.weight", {h, c.intermediate_size}, 0.0f, 0.2f);
+  }
+  return w;
+}
+
+// One sequence's state against a paged cache: its tokens, its (random) blocks, how many of
+// its tokens are already in the cache.
+struct SeqState {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> blocks;
+  int32_t computed = 0;
+};
+
+// Hands out distinct block ids in random order from [0, num_blocks).
+class RandomBlocks {
+ public:
+  RandomBlocks(int64_t num_blocks, uint32_t seed) : ids_(static_cast<size_t>(num_blocks)) {
+    std::iota(ids_.begin(), ids_.end(), 0);
+    std::mt19937 rng(seed);
+    std::shuffle(ids_.begin(), ids_.end(), rng);
+  }
+  int32_t take() {
+    if (next_ >= ids_.size()) throw std::runtime_error("test ran out of KV blocks");
+    return ids_[next_++];
+  }
+
+ private:
+  std::vector<int32_t> ids_;
+  size_t next_ = 0;
+};
+
+// One step in which each (sequence, n) computes its next n tokens; logits for every new token.
+inline ForwardBatch make_step(const std::vector<std::pair<SeqState*, int32_t>>& work,
+                              int32_t block_size, RandomBlocks& pool) {
+  ForwardBatch b;
+  b.query_start.push_back(0);
+  for (auto& [seq, n] : work) {
+    const int32_t end = seq->computed + n;
+    while (static_cast<int64_t>(seq->blocks.size()) * block_size < end) {
+      seq->blocks.push_back(pool.take());
+    }
+    b.max_blocks_per_seq =
+        std::max<int32_t>(b.max_blocks_per_seq, static_cast<int32_t>(seq->blocks.size()));
+  }
+  for (auto& [seq, n] : work) {
+    for (int32_t pos = seq->computed; pos < seq->computed + n; ++pos) {
+      b.logits_indices.push_back(b.num_tokens());
+      b.token_ids.push_back(seq->tokens[static_cast<size_t>(pos)]);
+      b.positions.push_back(pos);
+      b.slot_mapping.push_back(
+          static_cast<int64_t>(seq->blocks[static_cast<size_t>(pos / block_size)]) * block_size +
+          pos % block_size);
+    }
+    seq->computed += n;
+    b.query_start.push_back(b.num_tokens());
+    b.context_lens.push_back(seq->computed);
+    for (int32_t i = 0; i < b.max_blocks_per_seq; ++i) {
+      b.block_tables.push_back(
+          i < static_cast<int32_t>(seq->blocks.size()) ? seq->blocks[static_cast<size_t>(i)] : -1);
+    }
+  }
+  return b;
+}
+
+inline std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(vocab - 1));
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = dist(rng);
+  return t;
+}
+
+}  // namespace inflight::testing

@@ -1,0 +1,216 @@
+"""`inflight bench` as a program: each mode's result JSON validates against
+bench/results.schema.json, against the synthetic SSE server and against `inflight serve` on the
+default model; Ctrl-C prints what was measured. Small sizes: CI has 2 cores and the CPU backend.
+
+Needs $INFLIGHT_BIN (build/bin/inflight) and the inflight_mock_sse_server built beside it; the
+runs on the engine need the default model. Each test skips, saying why, without them.
+"""
+
+import json
+import lzma
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import schema_check
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("INFLIGHT_BIN", ROOT / "build" / "bin" / "inflight"))
+MOCK = BIN.parent / "inflight_mock_sse_server"
+MODEL = Path(os.environ.get("INFLIGHT_TEST_MODEL",
+                            ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"))
+DATA = Path(os.environ.get("INFLIGHT_DATA_DIR", ROOT.parent / "shared" / "data"))
+SCHEMA = json.loads((ROOT / "bench" / "results.schema.json").read_text())
+
+
+def validate(result):
+    problems = schema_check.errors(result, SCHEMA)
+    assert not problems, "\n".join(problems[:20])
+    try:
+        import jsonschema  # optional second opinion
+    except ImportError:
+        return
+    jsonschema.validate(result, SCHEMA)
+
+
+def require(path, what):
+    if not path.exists():
+        pytest.skip(f"skipped: {what} {path} not found")
+
+
+class MockServer:
+    """inflight_mock_sse_server on a free port."""
+
+    def __init__(self, *args):
+        require(MOCK, "mock SSE server")
+        self.proc = subprocess.Popen([str(MOCK), *args], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def vocab(tmp_path_factory):
+    """A GGUF vocabulary from the shared data: tokenizes without the model."""
+    packed = DATA / "tokenizers" / "gguf-vocab" / "ggml-vocab-gpt-2.gguf.xz"
+    require(packed, "vocabulary")
+    path = tmp_path_factory.mktemp("vocab") / "gpt-2.gguf"
+    path.write_bytes(lzma.decompress(packed.read_bytes()))
+    return path
+
+
+def bench(*args, timeout=300):
+    require(BIN, "binary")
+    proc = subprocess.run([str(BIN), "bench", *args], capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_serve_on_mock_server_validates(tmp_path, vocab):
+    server = MockServer("--chunks", "8", "--tokens-per-chunk", "2", "--interval-us", "2000")
+    try:
+        out_json = tmp_path / "serve.json"
+        table = bench("serve", "--base-url", server.url, "--tokenizer", str(vocab),
+                      "--num-prompts", "20", "--random-input-len", "16",
+                      "--random-output-len", "16", "--request-rate", "200", "--burstiness", "0.5",
+                      "--max-concurrency", "8", "--goodput", "ttft:1000,tpot:1000",
+                      "--percentiles", "50,99.9", "--save-detailed", "--no-progress",
+                      "--result-json", str(out_json))
+    finally:
+        server.stop()
+    assert "Serving Benchmark Result" in table
+    result = json.loads(out_json.read_text())
+    validate(result)
+    assert result["completed"] == 20 and result["failed"] == 0
+    assert result["total_output_tokens"] == 20 * 16  # from the usage chunks
+    assert result["model"] == "mock"
+    assert result["input_lens"] == [16] * 20
+    assert all(len(itl) == 7 for itl in result["itls"])
+    assert "p99.9_itl_ms" in result
+
+
+def test_interrupt_prints_what_was_measured(tmp_path, vocab):
+    # Streams of 1000 chunks 20 ms apart: 20 s each, so every request is in flight.
+    server = MockServer("--chunks", "1000", "--interval-us", "20000")
+    out_json = tmp_path / "interrupted.json"
+    try:
+        proc = subprocess.Popen(
+            [str(BIN), "bench", "serve", "--base-url", server.url, "--tokenizer", str(vocab),
+             "--num-prompts", "4", "--random-input-len", "8", "--random-output-len", "8",
+             "--no-progress", "--result-json", str(out_json)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stderr_lines = []
+        started = threading.Event()
+
+        def read_stderr():
+            for line in proc.stderr:
+                stderr_lines.append(line)
+                if line.startswith("bench serve:"):
+                    started.set()
+
+        reader = threading.Thread(target=read_stderr, daemon=True)
+        reader.start()
+        assert started.wait(60), "".join(stderr_lines)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        stdout, _ = proc.communicate(timeout=60)
+        reader.join(timeout=5)
+    finally:
+        server.stop()
+    assert proc.returncode == 130, stdout + "".join(stderr_lines)
+    assert "Serving Benchmark Result" in stdout
+    result = json.loads(out_json.read_text())
+    validate(result)
+    assert result["interrupted"] is True
+    assert result["not_finished"] == 4
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def inflight_server():
+    require(BIN, "binary")
+    require(MODEL, "default model")
+    proc = subprocess.Popen(
+        [str(BIN), "serve", "--model", str(MODEL), "--host", "127.0.0.1", "--port", "0",
+         "--max-model-len", "512", "--max-num-seqs", "16", "--kv-cache-memory", "128MiB"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = None
+    log = []
+    for line in proc.stdout:
+        log.append(line)
+        m = re.search(r"listening on [\d.]+:(\d+)", line)
+        if m:
+            url = f"http://127.0.0.1:{m.group(1)}"
+            break
+    assert url, "".join(log)
+    drain = threading.Thread(target=lambda: [log.append(x) for x in proc.stdout], daemon=True)
+    drain.start()
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("endpoint", ["/v1/completions", "/v1/chat/completions"])
+def test_serve_on_inflight_serve_validates(tmp_path, inflight_server, endpoint):
+    out_json = tmp_path / "serve.json"
+    bench("serve", "--base-url", inflight_server, "--endpoint", endpoint,
+          "--num-prompts", "2", "--random-input-len", "16", "--random-output-len", "4",
+          "--ignore-eos", "--no-progress", "--ready-timeout", "120",
+          "--result-json", str(out_json))
+    result = json.loads(out_json.read_text())
+    validate(result)
+    assert result["completed"] == 2, result
+    assert result["total_output_tokens"] == 8
+    assert result["num_requests_without_usage"] == 0
+
+
+def test_offline_validates(tmp_path):
+    require(MODEL, "default model")
+    out_json = tmp_path / "offline.json"
+    bench("offline", "--model", str(MODEL), "--input-len", "8", "--output-len", "4",
+          "--num-prompts", "3", "--kv-cache-mib", "64", "--result-json", str(out_json))
+    result = json.loads(out_json.read_text())
+    validate(result)
+    assert result["completed"] == 3
+    assert result["total_output_tokens"] == 12
+
+
+def test_latency_validates(tmp_path):
+    require(MODEL, "default model")
+    out_json = tmp_path / "latency.json"
+    bench("latency", "--model", str(MODEL), "--batch-size", "2", "--input-len", "8",
+          "--output-len", "4", "--num-iters", "2", "--num-iters-warmup", "0",
+          "--kv-cache-mib", "64", "--result-json", str(out_json))
+    result = json.loads(out_json.read_text())
+    validate(result)
+    assert len(result["latencies"]) == 2
+
+
+def test_dummy_weights_say_they_are_not_available():
+    require(BIN, "binary")
+    proc = subprocess.run([str(BIN), "bench", "offline", "--dummy-weights", "--arch",
+                           "llama-3-8b", "--input-len", "8", "--output-len", "8"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "not available yet" in proc.stderr
+
+
+def test_schema_rejects_a_broken_result():
+    bad = {"mode": "serve", "completed": -1}
+    assert schema_check.errors(bad, SCHEMA)

@@ -1,0 +1,213 @@
+// CUDA backend vs the CPU reference: rope_kv_write and paged_attention over mixed batches
+// (prefill, chunked prefill with a cached prefix, decode), page sizes 1/3/16, GQA ratios
+// 1/3/8, head dims 8..256, with and without a sliding window.
+//
+// Cache slots that no sequence may read (spare blocks, the tail of each last block) hold NaN in
+// both backends' caches: a kernel that reads one turns its output NaN and fails the check.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include "cuda_test_util.h"
+
+namespace inflight::test {
+namespace {
+
+Tensor inv_freq_host(int64_t head_dim, float theta) {
+  Tensor t = Tensor::empty({head_dim / 2}, DType::kF32);
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    t.data<float>()[i] = 1.0f / static_cast<float>(std::pow(static_cast<double>(theta), exponent));
+  }
+  return t;
+}
+
+struct Gqa {
+  int64_t heads, kv_heads;
+};
+
+TEST(CudaOpsTest, RopeKvWrite) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = cuda_backend();
+  Backend& cpu = cpu_backend();
+  std::mt19937 rng(11);
+  const int64_t head_dims[] = {64, 128, 2, 80};
+  int case_index = 0;
+  for (const int64_t tokens : {1, 7, 91}) {
+    for (const Gqa g : {Gqa{1, 1}, Gqa{3, 1}, Gqa{8, 1}, Gqa{9, 3}}) {
+      for (const int32_t block_size : {1, 3, 16}) {
+        const int64_t d = head_dims[case_index++ % 4];
+        const int64_t num_blocks = (tokens + block_size - 1) / block_size + 2;
+        // Distinct random slots, positions anywhere in a long context; one token has no slot.
+        std::vector<int64_t> slots(static_cast<size_t>(num_blocks * block_size));
+        std::iota(slots.begin(), slots.end(), 0);
+        std::shuffle(slots.begin(), slots.end(), rng);
+        ForwardBatch b;
+        std::uniform_int_distribution<int32_t> pos_dist(0, 8000);
+        for (int64_t t = 0; t < tokens; ++t) {
+          b.token_ids.push_back(0);
+          b.positions.push_back(pos_dist(rng));
+          b.slot_mapping.push_back(tokens > 1 && t == tokens / 2 ? -1 : slots[t]);
+        }
+        b.query_start = {0, static_cast<int32_t>(tokens)};
+        b.context_lens = {static_cast<int32_t>(tokens)};
+        b.max_blocks_per_seq = 1;
+        b.block_tables = {0};
+
+        const Shape cache_shape = {num_blocks, block_size, g.kv_heads, d};
+        const Tensor qkv = random_host({tokens, (g.heads + 2 * g.kv_heads) * d}, rng, -2.0f, 2.0f);
+        const Tensor k_init = random_host(cache_shape, rng), v_init = random_host(cache_shape, rng);
+        const Tensor inv_freq = inv_freq_host(d, 10000.0f);
+
+        const StepInputs in_gpu = gpu.upload_batch(b);
+        const Tensor k_gpu = to_backend(gpu, k_init), v_gpu = to_backend(gpu, v_init);
+        const Tensor q_gpu = gpu.alloc({tokens, g.heads, d}, DType::kBF16);
+        poison(q_gpu);
+        gpu.rope_kv_write(to_backend(gpu, qkv), in_gpu, gpu.upload(inv_freq, DType::kF32), q_gpu,
+                          k_gpu, v_gpu);
+
+        const StepInputs in_cpu = cpu.upload_batch(b);
+        const Tensor k_cpu = to_backend(cpu, k_init), v_cpu = to_backend(cpu, v_init);
+        const Tensor q_cpu = cpu.alloc({tokens, g.heads, d}, DType::kF32);
+        cpu.rope_kv_write(to_backend(cpu, qkv), in_cpu, inv_freq, q_cpu, k_cpu, v_cpu);
+
+        const std::string what =
+            fmt::format("T={} H={} KH={} D={} bs={}", tokens, g.heads, g.kv_heads, d, block_size);
+        expect_close("rope_kv_write.q", what, to_host(gpu, q_gpu), q_cpu);
+        // Whole caches: written slots rotated, every other slot untouched.
+        expect_close("rope_kv_write.k_cache", what, to_host(gpu, k_gpu), k_cpu);
+        expect_close("rope_kv_write.v_cache", what, to_host(gpu, v_gpu), v_cpu);
+      }
+    }
+  }
+}
+
+struct SeqSpec {
+  int32_t context;  // cached + new tokens
+  int32_t num_new;
+};
+
+struct PagedCase {
+  ForwardBatch batch;
+  int64_t num_blocks = 0;
+  std::vector<bool> readable;  // [num_blocks * block_size]: inside some sequence's context
+};
+
+// Sequences on shuffled, non-contiguous blocks, a few spare blocks that nobody owns, and
+// block tables padded with -1.
+PagedCase make_paged_case(const std::vector<SeqSpec>& seqs, int32_t block_size, std::mt19937& rng) {
+  PagedCase c;
+  int32_t max_blocks = 0;
+  for (const SeqSpec& s : seqs) {
+    const int32_t need = (s.context + block_size - 1) / block_size;
+    c.num_blocks += need;
+    max_blocks = std::max(max_blocks, need);
+  }
+  c.num_blocks += 3;
+  std::vector<int32_t> pool(static_cast<size_t>(c.num_blocks));
+  std::iota(pool.begin(), pool.end(), 0);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  c.readable.assign(static_cast<size_t>(c.num_blocks * block_size), false);
+  ForwardBatch& b = c.batch;
+  b.max_blocks_per_seq = max_blocks + 1;
+  b.query_start = {0};
+  size_t next = 0;
+  for (const SeqSpec& s : seqs) {
+    std::vector<int32_t> table(static_cast<size_t>(b.max_blocks_per_seq), -1);
+    for (int32_t i = 0; i < (s.context + block_size - 1) / block_size; ++i) table[i] = pool[next++];
+    for (int32_t p = 0; p < s.context; ++p) {
+      const int64_t slot =
+          static_cast<int64_t>(table[p / block_size]) * block_size + p % block_size;
+      c.readable[static_cast<size_t>(slot)] = true;
+      if (p >= s.context - s.num_new) {
+        b.token_ids.push_back(0);
+        b.positions.push_back(p);
+        b.slot_mapping.push_back(slot);
+      }
+    }
+    b.block_tables.insert(b.block_tables.end(), table.begin(), table.end());
+    b.context_lens.push_back(s.context);
+    b.query_start.push_back(b.query_start.back() + s.num_new);
+    b.logits_indices.push_back(b.query_start.back() - 1);
+  }
+  b.validate(block_size, c.num_blocks);
+  return c;
+}
+
+// Random cache contents, NaN in every slot no sequence may read.
+Tensor cache_host(const PagedCase& c, const Shape& shape, std::mt19937& rng) {
+  Tensor t = random_host(shape, rng);
+  const int64_t per_slot = shape[2] * shape[3];
+  for (size_t slot = 0; slot < c.readable.size(); ++slot) {
+    if (c.readable[slot]) continue;
+    float* p = t.data<float>() + static_cast<int64_t>(slot) * per_slot;
+    std::fill(p, p + per_slot, std::numeric_limits<float>::quiet_NaN());
+  }
+  return t;
+}
+
+std::vector<SeqSpec> random_decode(int n, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> ctx(1, 200);
+  std::vector<SeqSpec> seqs;
+  for (int i = 0; i < n; ++i) seqs.push_back({ctx(rng), 1});
+  return seqs;
+}
+
+TEST(CudaOpsTest, PagedAttentionMixedBatches) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = cuda_backend();
+  Backend& cpu = cpu_backend();
+  std::mt19937 rng(12);
+  const std::vector<std::pair<std::string, std::vector<SeqSpec>>> scenarios = {
+      {"decode1", {{1, 1}}},
+      {"decode3", {{37, 1}, {5, 1}, {300, 1}}},
+      {"decode7", random_decode(7, rng)},
+      {"prefill1", {{1, 1}}},
+      {"prefill17", {{17, 17}}},
+      {"prefill3", {{5, 5}, {33, 33}, {2, 2}}},
+      {"chunk1", {{40, 13}}},
+      {"chunk2", {{100, 31}, {7, 3}}},
+      {"mixed7", {{50, 1}, {17, 17}, {64, 16}, {1, 1}, {129, 1}, {8, 5}, {300, 2}}},
+  };
+  const int64_t head_dims[] = {64, 128, 80, 256, 8};
+  const int32_t windows[] = {0, 7, 0, 1};
+  int case_index = 0;
+  for (const auto& [name, seqs] : scenarios) {
+    for (const int32_t block_size : {1, 3, 16}) {
+      for (const Gqa g : {Gqa{4, 4}, Gqa{6, 2}, Gqa{16, 2}, Gqa{9, 3}}) {
+        const int64_t d = head_dims[case_index % 5];
+        const int32_t window = windows[case_index % 4];
+        ++case_index;
+        const PagedCase c = make_paged_case(seqs, block_size, rng);
+        const int64_t tokens = c.batch.num_tokens();
+        const Shape cache_shape = {c.num_blocks, block_size, g.kv_heads, d};
+        const Tensor k = cache_host(c, cache_shape, rng), v = cache_host(c, cache_shape, rng);
+        const Tensor q = random_host({tokens, g.heads, d}, rng, -2.0f, 2.0f);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+
+        const StepInputs in_gpu = gpu.upload_batch(c.batch);
+        const Tensor out_gpu = gpu.alloc({tokens, g.heads, d}, DType::kBF16);
+        poison(out_gpu);
+        gpu.paged_attention(to_backend(gpu, q), to_backend(gpu, k), to_backend(gpu, v), in_gpu,
+                            scale, window, out_gpu);
+
+        const StepInputs in_cpu = cpu.upload_batch(c.batch);
+        const Tensor out_cpu = cpu.alloc({tokens, g.heads, d}, DType::kF32);
+        cpu.paged_attention(to_backend(cpu, q), to_backend(cpu, k), to_backend(cpu, v), in_cpu,
+                            scale, window, out_cpu);
+        expect_close("paged_attention",
+                     fmt::format("{} bs={} H={} KH={} D={} window={}", name, block_size, g.heads,
+                                 g.kv_heads, d, window),
+                     to_host(gpu, out_gpu), out_cpu);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace inflight::test

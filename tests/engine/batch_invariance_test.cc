@@ -1,0 +1,128 @@
+// Batch invariance with the real SmolLM2-135M on the CPU backend: each of 64 concurrent greedy
+// requests of mixed lengths (real prompts: the fortune items of the shared prompt set) produces
+// exactly the tokens it produces alone, also with prefix-cache hits, chunked prefill and
+// forced preemption. Prompts and outputs are short to keep a 2-core run modest.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "engine_harness.h"
+#include "test_data.h"
+
+namespace inflight::testing {
+namespace {
+
+constexpr int kNumRequests = 64;
+
+// The first `count` fortune prompts, cut to at most `max_chars` at a word boundary.
+std::vector<std::string> fortune_prompts(const std::string& xz_path, int count, size_t max_chars) {
+  std::string json;
+  FILE* pipe = popen(("xz -dc '" + xz_path + "'").c_str(), "r");
+  if (pipe == nullptr) return {};
+  char buf[1 << 16];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) json.append(buf, n);
+  if (pclose(pipe) != 0) return {};
+  std::vector<std::string> out;
+  for (const auto& item : nlohmann::json::parse(json)) {
+    if (item.at("source") != "fortune") continue;
+    std::string text = item.at("conversations").at(0).at("value");
+    if (text.size() > max_chars) {
+      const size_t cut = text.rfind(' ', max_chars);
+      text.resize(cut == std::string::npos || cut == 0 ? max_chars : cut);
+    }
+    if (text.empty()) continue;
+    out.push_back(text);
+    if (static_cast<int>(out.size()) == count) break;
+  }
+  return out;
+}
+
+class SmolLmBatchInvariance : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string model = model_path();
+    const std::string prompts_xz = data_path("prompts/prompts_sharegpt_like.json.xz");
+    if (model.empty() || prompts_xz.empty()) return;
+    const auto prompts = fortune_prompts(prompts_xz, kNumRequests, 48);
+    if (static_cast<int>(prompts.size()) < kNumRequests) return;
+    files_ = ModelFiles::open(model).release();
+    tokenizer_ = new std::shared_ptr<const Tokenizer>(Tokenizer::from_path(model));
+    requests_ = new std::vector<Request>();
+    for (int i = 0; i < kNumRequests; ++i) {
+      Request r;
+      r.prompt = prompts[static_cast<size_t>(i)];
+      r.sampling.temperature = 0.0f;
+      r.sampling.max_tokens = 2 + i % 3;
+      requests_->push_back(r);
+    }
+    EngineConfig c;
+    c.enable_prefix_caching = false;  // each request really alone
+    auto engine = start(c);
+    alone_ = new std::vector<Completion>(run_alone(*engine, *requests_));
+  }
+  static void TearDownTestSuite() {
+    delete alone_;
+    delete requests_;
+    delete tokenizer_;
+    delete files_;
+  }
+
+  void SetUp() override {
+    if (alone_ == nullptr) {
+      GTEST_SKIP() << "skipped: needs the default model (scripts/fetch_model.sh) and the shared "
+                      "prompts (INFLIGHT_DATA_DIR)";
+    }
+  }
+
+  static std::unique_ptr<Engine> start(EngineConfig c) {
+    c.num_kv_blocks = c.num_kv_blocks == 0 ? 512 : c.num_kv_blocks;
+    auto runner = std::make_unique<LlamaRunner>(std::make_unique<CpuBackend>(), *files_);
+    return make_engine(c, std::move(runner), *tokenizer_);
+  }
+
+  static void expect_matches_alone(const std::vector<Completion>& got, const std::string& what) {
+    ASSERT_EQ(got.size(), alone_->size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_TRUE(got[i].status.ok()) << got[i].status.to_string();
+      EXPECT_EQ(got[i].tokens, (*alone_)[i].tokens)
+          << what << ": request " << i << " \"" << (*requests_)[i].prompt << "\"";
+      EXPECT_EQ(got[i].text, (*alone_)[i].text) << what << ": request " << i;
+    }
+  }
+
+  static ModelFiles* files_;
+  static std::shared_ptr<const Tokenizer>* tokenizer_;
+  static std::vector<Request>* requests_;
+  static std::vector<Completion>* alone_;
+};
+ModelFiles* SmolLmBatchInvariance::files_ = nullptr;
+std::shared_ptr<const Tokenizer>* SmolLmBatchInvariance::tokenizer_ = nullptr;
+std::vector<Request>* SmolLmBatchInvariance::requests_ = nullptr;
+std::vector<Completion>* SmolLmBatchInvariance::alone_ = nullptr;
+
+TEST_F(SmolLmBatchInvariance, ConcurrentThenFromThePrefixCache) {
+  EngineConfig c;
+  c.block_size = 4;  // short prompts still fill blocks
+  auto engine = start(c);
+  expect_matches_alone(run_all(*engine, *requests_), "64 concurrent");
+  const uint64_t hits_before = engine->stats().num_prefix_cache_hits;
+  expect_matches_alone(run_all(*engine, *requests_), "prefix-cache hits");
+  EXPECT_GT(engine->stats().num_prefix_cache_hits - hits_before, 64u * 4u);
+}
+
+TEST_F(SmolLmBatchInvariance, ChunkedPrefillWithForcedPreemption) {
+  EngineConfig c;
+  c.block_size = 2;                 // every other decode step needs a new block
+  c.num_kv_blocks = 16;             // 32 tokens of KV for ~1000 tokens of requests
+  c.max_num_batched_tokens = 20;    // prompts are split over steps
+  c.enable_prefix_caching = false;  // recomputation after preemption is full
+  auto engine = start(c);
+  expect_matches_alone(run_all(*engine, *requests_), "chunked + preempted");
+  const EngineStats s = engine->stats();
+  EXPECT_GT(s.num_preemptions, 0u);
+  EXPECT_EQ(s.num_free_kv_blocks, s.num_kv_blocks);
+}
+
+}  // namespace
+}  // namespace inflight::testing

@@ -1,0 +1,25 @@
+// libFuzzer target: SafetensorsFile::parse over arbitrary bytes, then load_f32 of what parsed.
+// Any input may be rejected with inflight::Error; nothing may crash or overread.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include "model/safetensors.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::vector<uint8_t> copy(data, data + size);  // exactly sized: overreads are caught
+  try {
+    auto f = inflight::SafetensorsFile::parse(copy.data(), copy.size(), "fuzz.safetensors");
+    for (const auto& t : f->tensors()) {
+      if (t.data < copy.data() || t.data + t.nbytes > copy.data() + copy.size()) std::abort();
+      if (f->find(t.name) != &t) std::abort();
+      try {
+        if (t.nbytes <= 1 << 16) f->load_f32(t);
+      } catch (const inflight::Error&) {
+      }
+    }
+  } catch (const inflight::Error&) {
+  }
+  return 0;
+}

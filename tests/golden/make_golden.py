@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Generates the golden-logit fixtures under tests/golden/fixtures/ with Hugging Face
+transformers + PyTorch in fp32 (the reference implementation of the model math).
+
+  (a) tiny random-weight Llama, Qwen2 and Mistral models, saved as HF directories
+      (config.json + model.safetensors) together with golden.json;
+  (b) SmolLM2-135M-Instruct from the project's GGUF file: the HF model is built from the
+      GGUF's dequantised tensors (the `gguf` package), so both sides use the same weights.
+
+golden.json: {"cases": [{"prompt_ids", "logits_positions", "logits_columns" (absent: every
+column), "logits" [positions x columns], "greedy_ids" (32 greedy tokens after the prompt),
+"min_greedy_margin"}], ...provenance}.
+
+Run from the repository root (needs torch, transformers, gguf, tokenizers):
+    python3 tests/golden/make_golden.py [--model models/SmolLM2-135M-Instruct.Q4_1.gguf]
+The fixtures are committed; CI does not run this script.
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+try:
+    import gguf  # noqa: F401
+except ImportError:  # the project venv carries gguf; the system python carries torch
+    sys.path += glob.glob(os.path.join(ROOT, ".venv/lib/python3*/site-packages"))
+import gguf  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig,  # noqa: E402
+                          MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+
+FIXTURES = os.path.join(ROOT, "tests", "golden", "fixtures")
+NUM_GREEDY = 32
+MIN_MARGIN = 1e-3  # greedy steps closer than this between top-1 and top-2 would be fragile
+
+
+def provenance(source):
+    return {"source": source, "generator": "tests/golden/make_golden.py",
+            "torch": torch.__version__, "transformers": transformers.__version__,
+            "dtype": "float32"}
+
+
+@torch.no_grad()
+def greedy(model, prompt_ids):
+    """NUM_GREEDY greedy tokens, each from a full recomputation (no KV cache on this side)."""
+    ids = list(prompt_ids)
+    margins = []
+    for _ in range(NUM_GREEDY):
+        logits = model(torch.tensor([ids])).logits[0, -1].double()
+        top = torch.topk(logits, 2).values
+        margins.append(float(top[0] - top[1]))
+        ids.append(int(torch.argmax(logits)))
+    return ids[len(prompt_ids):], min(margins)
+
+
+@torch.no_grad()
+def make_case(model, prompt_ids, positions=None, columns=None):
+    logits = model(torch.tensor([prompt_ids])).logits[0].double().numpy()
+    positions = list(range(len(prompt_ids))) if positions is None else positions
+    rows = logits[positions]
+    case = {"prompt_ids": [int(i) for i in prompt_ids], "logits_positions": positions}
+    if columns is not None:
+        rows = rows[:, columns]
+        case["logits_columns"] = [int(c) for c in columns]
+    case["logits"] = [[float(np.float32(v)) for v in row] for row in rows]
+    case["greedy_ids"], case["min_greedy_margin"] = greedy(model, prompt_ids)
+    assert case["min_greedy_margin"] > MIN_MARGIN, "near-tie in greedy decoding: pick other inputs"
+    return case
+
+
+# ---- (a) tiny random models -------------------------------------------------------------------
+
+TINY = dict(vocab_size=151, hidden_size=48, intermediate_size=80, num_hidden_layers=2,
+            num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=256,
+            rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2)
+
+
+def tiny_models():
+    # Awkward choices on purpose: GQA 3:1, head_dim 8, vocab 151 (prime), non-default thetas.
+    yield "tiny-llama", LlamaForCausalLM(LlamaConfig(
+        **TINY, rope_theta=5000.0, tie_word_embeddings=False,
+        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 4.0, "original_max_position_embeddings": 16}))
+    yield "tiny-qwen2", Qwen2ForCausalLM(Qwen2Config(
+        **TINY, rope_theta=1000000.0, tie_word_embeddings=True, use_sliding_window=False))
+    yield "tiny-mistral", MistralForCausalLM(MistralConfig(
+        **TINY, rope_theta=20000.0, tie_word_embeddings=False, sliding_window=7))
+
+
+def randomise(model, seed):
+    """O(1) activations and well-separated logits instead of the 0.02-std initialisation."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=g)
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.2 * noise)
+            elif name.endswith(".bias"):
+                p.copy_(0.3 * noise)
+            elif "embed_tokens" in name:
+                p.copy_(noise)
+            else:
+                p.copy_(noise / p.shape[1] ** 0.5)
+
+
+def legacy_rope_keys(config_path, model):
+    """Also writes rope_theta / rope_scaling at the top level, as the published checkpoints on
+    the Hub carry them (transformers 5 writes only "rope_parameters")."""
+    with open(config_path) as f:
+        cfg = json.load(f)
+    params = dict(cfg.get("rope_parameters") or {})
+    cfg["rope_theta"] = params.pop("rope_theta", None) or model.config.rope_theta
+    if params.get("rope_type", "default") != "default":
+        cfg["rope_scaling"] = params
+    with open(config_path, "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def make_tiny():
+    for index, (name, model) in enumerate(tiny_models()):
+        torch.manual_seed(index)
+        randomise(model, 1000 + index)
+        model.eval()
+        out = os.path.join(FIXTURES, name)
+        os.makedirs(out, exist_ok=True)
+        model.save_pretrained(out, safe_serialization=True)
+        for extra in ("generation_config.json",):
+            if os.path.exists(os.path.join(out, extra)):
+                os.remove(os.path.join(out, extra))
+        legacy_rope_keys(os.path.join(out, "config.json"), model)
+        rng = np.random.default_rng(index)
+        cases = []
+        for length in (1, 5, 19):
+            prompt = [int(t) for t in rng.integers(0, TINY["vocab_size"], length)]
+            cases.append(make_case(model, prompt))
+        golden = provenance(f"random weights, seed {1000 + index}")
+        golden["cases"] = cases
+        write_json(os.path.join(out, "golden.json"), golden)
+
+
+# ---- (b) SmolLM2-135M from the GGUF ------------------------------------------------------------
+
+def unpermute(w, n_head):
+    """Inverse of llama.cpp's convert permute of q/k rows (interleaved -> rotate-half RoPE)."""
+    rows = w.shape[0]
+    return (w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:])
+             .swapaxes(1, 2).reshape(w.shape))
+
+
+def hf_from_gguf(path):
+    r = gguf.GGUFReader(path)
+    meta = {k: f.contents() for k, f in r.fields.items()
+            if not k.startswith("tokenizer.ggml.") and k != "tokenizer.chat_template"}
+    arch = meta["general.architecture"]
+    assert arch == "llama", arch
+    n_head = int(meta["llama.attention.head_count"])
+    n_kv = int(meta["llama.attention.head_count_kv"])
+    tensors = {t.name: t for t in r.tensors}
+    config = LlamaConfig(
+        vocab_size=len(r.fields["tokenizer.ggml.tokens"].data),
+        hidden_size=int(meta["llama.embedding_length"]),
+        intermediate_size=int(meta["llama.feed_forward_length"]),
+        num_hidden_layers=int(meta["llama.block_count"]),
+        num_attention_heads=n_head, num_key_value_heads=n_kv,
+        max_position_embeddings=int(meta["llama.context_length"]),
+        rms_norm_eps=float(meta["llama.attention.layer_norm_rms_epsilon"]),
+        rope_theta=float(meta["llama.rope.freq_base"]),
+        tie_word_embeddings="output.weight" not in tensors)
+    model = LlamaForCausalLM(config)
+
+    def deq(name):
+        t = tensors[name]
+        return np.ascontiguousarray(
+            gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32))
+
+    state = {"model.embed_tokens.weight": deq("token_embd.weight"),
+             "model.norm.weight": deq("output_norm.weight")}
+    if not config.tie_word_embeddings:
+        state["lm_head.weight"] = deq("output.weight")
+    names = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
+             "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
+             "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
+             "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+    for i in range(config.num_hidden_layers):
+        for src, dst in names.items():
+            w = deq(f"blk.{i}.{src}.weight")
+            if src == "attn_q":
+                w = unpermute(w, n_head)
+            elif src == "attn_k":
+                w = unpermute(w, n_kv)
+            state[f"model.layers.{i}.{dst}.weight"] = w
+    missing, unexpected = model.load_state_dict(
+        {k: torch.from_numpy(v) for k, v in state.items()}, strict=False)
+    assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)
+    if config.tie_word_embeddings:
+        model.tie_weights()
+    return model.eval(), r
+
+
+def gguf_tokenizer(reader):
+    """A byte-level BPE tokenizer from the GGUF vocabulary, only to pick realistic prompt ids."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    tokens = [bytes(reader.fields["tokenizer.ggml.tokens"].parts[i]).decode("utf-8")
+              for i in reader.fields["tokenizer.ggml.tokens"].data]
+    merges = [tuple(bytes(reader.fields["tokenizer.ggml.merges"].parts[i]).decode("utf-8")
+                    .split(" ", 1)) for i in reader.fields["tokenizer.ggml.merges"].data]
+    tok = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    return tok
+
+
+PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "<|im_start|>user\nWhat is the boiling point of water in Celsius?<|im_end|>\n"
+    "<|im_start|>assistant\n",
+]
+
+
+def make_smollm2(path):
+    model, reader = hf_from_gguf(path)
+    tok = gguf_tokenizer(reader)
+    vocab = model.config.vocab_size
+    cases = []
+    for text in PROMPTS:
+        ids = tok.encode(text).ids
+        # Specials are single tokens in the vocabulary; the plain BPE above splits them.
+        if "<|im_start|>" in text:
+            ids = []
+            for piece in text.replace("<|im_end|>", "\x00<|im_end|>\x00")\
+                             .replace("<|im_start|>", "\x00<|im_start|>\x00").split("\x00"):
+                if piece in ("<|im_start|>", "<|im_end|>"):
+                    ids.append(tok.token_to_id(piece))
+                elif piece:
+                    ids += tok.encode(piece).ids
+        n = len(ids)
+        positions = sorted({0, n // 2, n - 1})
+        with torch.no_grad():
+            last = model(torch.tensor([ids])).logits[0, positions].double()
+        top = set(torch.topk(last, 32, dim=-1).indices.flatten().tolist())
+        columns = sorted(set(range(0, vocab, 61)) | top)
+        cases.append(make_case(model, ids, positions, columns))
+        print(f"  prompt {text[:30]!r}: {n} tokens -> {tok.decode(cases[-1]['greedy_ids'])!r}")
+    golden = provenance(os.path.basename(path))
+    golden["model_file_size"] = os.path.getsize(path)
+    golden["cases"] = cases
+    write_json(os.path.join(FIXTURES, "smollm2-135m-q4_1.json"), golden)
+
+
+def write_json(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, separators=(",", ":"))
+        f.write("\n")
+    print(f"wrote {os.path.relpath(path, ROOT)} ({os.path.getsize(path)} bytes)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default=os.path.join(ROOT, "models",
+                                                    "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    args = ap.parse_args()
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    make_tiny()
+    if os.path.exists(args.model):
+        make_smollm2(args.model)
+    else:
+        print(f"skipping SmolLM2: {args.model} not found")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+// ModelConfig::from_hf_json on real released configs, and validate() on broken ones.
+#include "model/model_config.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+
+namespace inflight {
+namespace {
+
+using json = nlohmann::json;
+
+// meta-llama/Llama-3.1-8B-Instruct config.json
+const char* kLlama31 = R"({
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "hidden_act": "silu",
+  "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+  "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+  "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+  "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+  "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "rope_theta": 500000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "transformers_version": "4.42.3", "use_cache": true, "vocab_size": 128256})";
+
+// Qwen/Qwen2.5-0.5B-Instruct config.json
+const char* kQwen25 = R"({
+  "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+  "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
+  "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 21,
+  "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24,
+  "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+  "sliding_window": 32768, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+  "transformers_version": "4.43.1", "use_cache": true, "use_sliding_window": false,
+  "vocab_size": 151936})";
+
+// mistralai/Mistral-7B-v0.1 config.json
+const char* kMistral = R"({
+  "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2,
+  "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+  "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mistral",
+  "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4096,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.34.0.dev0",
+  "use_cache": true, "vocab_size": 32000})";
+
+// Throws with `code` and a message containing `needle`.
+void expect_hf_error(const json& j, ErrorCode code, const std::string& needle) {
+  try {
+    ModelConfig::from_hf_json(j);
+    ADD_FAILURE() << "expected an error containing '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(ModelConfig, Llama31WithLlama3RopeScaling) {
+  const ModelConfig c = ModelConfig::from_hf_json(json::parse(kLlama31));
+  EXPECT_EQ(c.architecture, "llama");
+  EXPECT_EQ(c.vocab_size, 128256);
+  EXPECT_EQ(c.hidden_size, 4096);
+  EXPECT_EQ(c.intermediate_size, 14336);
+  EXPECT_EQ(c.num_layers, 32);
+  EXPECT_EQ(c.num_heads, 32);
+  EXPECT_EQ(c.num_kv_heads, 8);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
+  EXPECT_FLOAT_EQ(c.rms_norm_eps, 1e-5f);
+  EXPECT_EQ(c.rope_theta, 500000.0f);
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::kLlama3);
+  EXPECT_EQ(c.rope_scaling.factor, 8.0f);
+  EXPECT_EQ(c.rope_scaling.low_freq_factor, 1.0f);
+  EXPECT_EQ(c.rope_scaling.high_freq_factor, 4.0f);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_EQ(c.bos_token_id, 128000);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int64_t>{128001, 128008, 128009}));
+}
+
+TEST(ModelConfig, Qwen2HasBiasAndTiedEmbeddings) {
+  const ModelConfig c = ModelConfig::from_hf_json(json::parse(kQwen25));
+  EXPECT_EQ(c.architecture, "qwen2");
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_EQ(c.sliding_window, 0);  // use_sliding_window is false
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::kNone);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int64_t>{151645}));
+  json on = json::parse(kQwen25);
+  on["use_sliding_window"] = true;
+  expect_hf_error(on, ErrorCode::kUnsupported, "use_sliding_window");
+}
+
+TEST(ModelConfig, MistralSlidingWindow) {
+  const ModelConfig c = ModelConfig::from_hf_json(json::parse(kMistral));
+  EXPECT_EQ(c.architecture, "mistral");
+  EXPECT_EQ(c.sliding_window, 4096);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int64_t>{2}));
+  json v02 = json::parse(kMistral);
+  v02["sliding_window"] = nullptr;  // Mistral v0.2+ turned it off
+  EXPECT_EQ(ModelConfig::from_hf_json(v02).sliding_window, 0);
+}
+
+TEST(ModelConfig, ExplicitHeadDimAndDefaults) {
+  json j = json::parse(kMistral);  // Mistral-Nemo shape: head_dim != hidden / heads
+  j["hidden_size"] = 5120;
+  j["head_dim"] = 128;
+  EXPECT_EQ(ModelConfig::from_hf_json(j).head_dim, 128);
+  j.erase("head_dim");
+  j["num_attention_heads"] = 48;  // 5120 / 48 is not whole
+  expect_hf_error(j, ErrorCode::kInvalidFile, "not divisible");
+  json k = json::parse(kLlama31);
+  k.erase("num_key_value_heads");
+  k.erase("rope_theta");
+  k["rope_scaling"] = nullptr;
+  k["eos_token_id"] = 7;
+  const ModelConfig c = ModelConfig::from_hf_json(k);
+  EXPECT_EQ(c.num_kv_heads, 32);
+  EXPECT_EQ(c.rope_theta, 10000.0f);
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::kNone);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int64_t>{7}));
+}
+
+TEST(ModelConfig, LinearRopeScaling) {
+  json j = json::parse(kLlama31);
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  const ModelConfig c = ModelConfig::from_hf_json(j);
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::kLinear);
+  EXPECT_EQ(c.rope_scaling.factor, 2.0f);
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  expect_hf_error(j, ErrorCode::kUnsupported, "'yarn'");
+  j["rope_scaling"] = {{"rope_type", "linear"}};
+  expect_hf_error(j, ErrorCode::kInvalidFile, "needs a 'factor'");
+}
+
+TEST(ModelConfig, RejectsUnknownArchitectureAndBadTypes) {
+  json j = json::parse(kLlama31);
+  j["architectures"] = {"GPT2LMHeadModel"};
+  expect_hf_error(j, ErrorCode::kUnsupported, "'GPT2LMHeadModel'");
+  j = json::parse(kLlama31);
+  j["hidden_size"] = "4096";
+  expect_hf_error(j, ErrorCode::kInvalidFile, "'hidden_size' must be an integer");
+  j = json::parse(kLlama31);
+  j["hidden_size"] = 4096.5;
+  expect_hf_error(j, ErrorCode::kInvalidFile, "'hidden_size' must be an integer");
+  j = json::parse(kLlama31);
+  j.erase("vocab_size");
+  expect_hf_error(j, ErrorCode::kInvalidFile, "'vocab_size' is missing");
+  j = json::parse(kLlama31);
+  j["eos_token_id"] = {128001, "x"};
+  expect_hf_error(j, ErrorCode::kInvalidFile, "eos_token_id");
+  j = json::parse(kLlama31);
+  j["hidden_act"] = "gelu";
+  expect_hf_error(j, ErrorCode::kUnsupported, "gelu");
+  j = json::parse(kLlama31);
+  j["tie_word_embeddings"] = 1;
+  expect_hf_error(j, ErrorCode::kInvalidFile, "tie_word_embeddings");
+  expect_hf_error(json::array(), ErrorCode::kInvalidFile, "JSON object");
+}
+
+TEST(ModelConfig, ValidateNamesTheField) {
+  const ModelConfig good = ModelConfig::from_hf_json(json::parse(kLlama31));
+  const auto expect_invalid = [&](auto mutate, const std::string& needle) {
+    ModelConfig c = good;
+    mutate(c);
+    try {
+      c.validate();
+      ADD_FAILURE() << "expected an error containing '" << needle << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_invalid([](ModelConfig& c) { c.num_kv_heads = 5; }, "not a multiple of num_kv_heads");
+  expect_invalid([](ModelConfig& c) { c.hidden_size = 0; }, "hidden_size must be positive");
+  expect_invalid([](ModelConfig& c) { c.num_layers = -1; }, "num_layers");
+  expect_invalid([](ModelConfig& c) { c.head_dim = 127; }, "head_dim 127 must be even");
+  expect_invalid([](ModelConfig& c) { c.rms_norm_eps = 0; }, "rms_norm_eps");
+  expect_invalid([](ModelConfig& c) { c.rope_theta = -1; }, "rope_theta");
+  expect_invalid([](ModelConfig& c) { c.rope_scaling.factor = 0; }, "rope_scaling factor");
+  expect_invalid([](ModelConfig& c) { c.rope_scaling.high_freq_factor = 0.5f; },
+                 "high_freq_factor");
+  expect_invalid([](ModelConfig& c) { c.eos_token_ids = {200000}; }, "eos_token_id 200000");
+  expect_invalid([](ModelConfig& c) { c.bos_token_id = -5; }, "bos_token_id");
+  expect_invalid([](ModelConfig& c) { c.architecture = "gpt2"; }, "'gpt2'");
+  expect_invalid([](ModelConfig& c) { c.sliding_window = -1; }, "sliding_window");
+  EXPECT_NO_THROW(good.validate());
+}
+
+}  // namespace
+}  // namespace inflight

@@ -1,0 +1,197 @@
+#include "ops/paged_attention.h"
+
+#include <numeric>
+
+#include "ops/op_test_util.h"
+
+namespace inflight {
+namespace {
+
+using testing::error_code_of;
+using testing::expect_close;
+using testing::i32_tensor;
+using testing::kF32RelTol;
+using testing::poison;
+using testing::random_tensor;
+
+struct Seq {
+  int32_t context_len;
+  int32_t num_new;
+};
+
+struct Batch {
+  std::vector<int32_t> query_start{0};
+  std::vector<int32_t> context_lens;
+  std::vector<int32_t> block_tables;
+  int32_t max_blocks = 0;
+  int64_t num_blocks = 0;
+};
+
+// Random, shuffled, non-contiguous block ids per sequence; table padding is -1.
+Batch make_batch(const std::vector<Seq>& seqs, int32_t block_size, std::mt19937& rng) {
+  Batch b;
+  int64_t total_blocks = 0;
+  for (const Seq& s : seqs) {
+    const int32_t blocks = (s.context_len + block_size - 1) / block_size;
+    b.max_blocks = std::max(b.max_blocks, blocks + 1);
+    total_blocks += blocks;
+  }
+  b.num_blocks = total_blocks * 2 + 1;  // unused blocks in between
+  std::vector<int32_t> ids(static_cast<size_t>(b.num_blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  size_t next = 0;
+  for (const Seq& s : seqs) {
+    b.query_start.push_back(b.query_start.back() + s.num_new);
+    b.context_lens.push_back(s.context_len);
+    const int32_t blocks = (s.context_len + block_size - 1) / block_size;
+    for (int32_t i = 0; i < b.max_blocks; ++i) {
+      b.block_tables.push_back(i < blocks ? ids[next++] : -1);
+    }
+  }
+  return b;
+}
+
+struct AttnCase {
+  int64_t heads, kv_heads, head_dim;
+  int32_t block_size, window;
+};
+
+void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rng) {
+  const int64_t h = ac.heads, kh = ac.kv_heads, d = ac.head_dim, group = h / kh;
+  const int32_t bs = ac.block_size;
+  const Batch b = make_batch(seqs, bs, rng);
+  const int64_t t = b.query_start.back();
+  const int32_t num_seqs = static_cast<int32_t>(seqs.size());
+  const Tensor q = random_tensor({t, h, d}, rng, 2.0f);
+  // Every slot starts as NaN; only the sequences' context slots get values, so reading any
+  // other slot poisons the output.
+  const Tensor k_cache = Tensor::empty({b.num_blocks, bs, kh, d}, DType::kF32);
+  const Tensor v_cache = Tensor::empty(k_cache.shape(), DType::kF32);
+  poison(k_cache);
+  poison(v_cache);
+  auto slot_of = [&](int32_t s, int32_t pos) {
+    return static_cast<int64_t>(b.block_tables[static_cast<size_t>(s * b.max_blocks + pos / bs)]) *
+               bs +
+           pos % bs;
+  };
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  int32_t max_context = 0;
+  for (int32_t s = 0; s < num_seqs; ++s) {
+    max_context = std::max(max_context, b.context_lens[static_cast<size_t>(s)]);
+    for (int32_t pos = 0; pos < b.context_lens[static_cast<size_t>(s)]; ++pos) {
+      const int64_t base = slot_of(s, pos) * kh * d;
+      for (int64_t e = 0; e < kh * d; ++e) {
+        k_cache.data<float>()[base + e] = dist(rng);
+        v_cache.data<float>()[base + e] = dist(rng);
+      }
+    }
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const Tensor out = Tensor::empty({t, h, d}, DType::kF32);
+  poison(out);
+  paged_attention_cpu(make_paged_attention_params(
+      q, k_cache, v_cache, i32_tensor(b.block_tables, {num_seqs, b.max_blocks}),
+      i32_tensor(b.query_start), i32_tensor(b.context_lens), max_context, ac.window, scale, out));
+
+  std::vector<double> expect(static_cast<size_t>(t * h * d));
+  for (int32_t s = 0; s < num_seqs; ++s) {
+    const int32_t qs = b.query_start[static_cast<size_t>(s)];
+    const int32_t n_new = b.query_start[static_cast<size_t>(s) + 1] - qs;
+    for (int32_t i = 0; i < n_new; ++i) {
+      const int64_t tok = qs + i;
+      const int32_t pos = b.context_lens[static_cast<size_t>(s)] - n_new + i;
+      const int32_t lo = ac.window > 0 ? std::max(0, pos - ac.window + 1) : 0;
+      for (int64_t hh = 0; hh < h; ++hh) {
+        const float* qv = q.data<float>() + (tok * h + hh) * d;
+        const int64_t kvh = hh / group;
+        std::vector<double> score;
+        for (int32_t j = lo; j <= pos; ++j) {
+          const float* kv = k_cache.data<float>() + slot_of(s, j) * kh * d + kvh * d;
+          double dotp = 0.0;
+          for (int64_t e = 0; e < d; ++e) dotp += static_cast<double>(qv[e]) * kv[e];
+          score.push_back(dotp * scale);
+        }
+        const double mx = *std::max_element(score.begin(), score.end());
+        double sum = 0.0;
+        for (double& x : score) sum += (x = std::exp(x - mx));
+        double* o = expect.data() + (tok * h + hh) * d;
+        for (int32_t j = lo; j <= pos; ++j) {
+          const float* vv = v_cache.data<float>() + slot_of(s, j) * kh * d + kvh * d;
+          for (int64_t e = 0; e < d; ++e) o[e] += score[static_cast<size_t>(j - lo)] / sum * vv[e];
+        }
+      }
+    }
+  }
+  expect_close(out, expect, kF32RelTol,
+               "attention h=" + std::to_string(h) + " kh=" + std::to_string(kh) +
+                   " d=" + std::to_string(d) + " bs=" + std::to_string(bs) +
+                   " window=" + std::to_string(ac.window) + " seqs=" + std::to_string(num_seqs));
+}
+
+// Mixed prefill, chunked prefill and decode sequences of random lengths.
+std::vector<Seq> random_seqs(int n, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> len(1, 80);
+  std::vector<Seq> seqs;
+  for (int i = 0; i < n; ++i) {
+    const int32_t ctx = len(rng);
+    const int kind = i % 3;  // 0: whole prompt, 1: decode, 2: a chunk
+    const int32_t n_new = kind == 0   ? ctx
+                          : kind == 1 ? 1
+                                      : std::uniform_int_distribution<int32_t>(1, ctx)(rng);
+    seqs.push_back({ctx, n_new});
+  }
+  return seqs;
+}
+
+TEST(PagedAttentionCpu, MatchesDenseReferenceOverRaggedBatches) {
+  std::mt19937 rng(37);
+  for (auto [h, kh] : {std::pair<int64_t, int64_t>{1, 1}, {9, 3}, {8, 1}}) {
+    for (int64_t d : {1, 13, 64}) {
+      for (int32_t bs : {1, 3, 16}) {
+        for (int32_t window : {0, 1, 7}) {
+          for (int n : {1, 3, 7}) run_case({h, kh, d, bs, window}, random_seqs(n, rng), rng);
+        }
+      }
+    }
+  }
+}
+
+TEST(PagedAttentionCpu, SingleTokenContextAndLongContext) {
+  std::mt19937 rng(41);
+  run_case({4, 2, 64, 16, 0}, {{1, 1}}, rng);
+  run_case({4, 2, 64, 16, 0}, {{769, 1}, {769, 769}}, rng);
+  run_case({4, 2, 64, 3, 0}, {{700, 13}}, rng);
+}
+
+TEST(PagedAttentionParams, RejectsInconsistentShapes) {
+  std::mt19937 rng(1);
+  const Tensor q = random_tensor({3, 4, 8}, rng);
+  const Tensor cache = Tensor::empty({4, 2, 2, 8}, DType::kF32);
+  const Tensor bad_cache = Tensor::empty({4, 2, 3, 8}, DType::kF32);
+  const Tensor tables = i32_tensor({0, 1, 2, 3}, {2, 2});
+  const Tensor qs = i32_tensor({0, 2, 3});
+  const Tensor ctx = i32_tensor({2, 3});
+  const Tensor out = Tensor::empty({3, 4, 8}, DType::kF32);
+  EXPECT_NO_THROW(make_paged_attention_params(q, cache, cache, tables, qs, ctx, 3, 0, 1.0f, out));
+  EXPECT_EQ(error_code_of([&] {
+              make_paged_attention_params(q, bad_cache, bad_cache, tables, qs, ctx, 3, 0, 1.0f,
+                                          out);
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(error_code_of([&] {
+              make_paged_attention_params(q, cache, cache, tables, ctx, ctx, 3, 0, 1.0f, out);
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(error_code_of([&] {
+              make_paged_attention_params(q, cache, cache, tables, qs, ctx, 5, 0, 1.0f, out);
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(error_code_of([&] {
+              make_paged_attention_params(q, cache, cache, tables, qs, ctx, 3, 0, 1.0f, q);
+            }),
+            ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace inflight

@@ -1,0 +1,79 @@
+#include "server/router.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "server/api_error.h"
+
+namespace inflight::server {
+namespace {
+
+HttpRequest request(std::string method, std::string path,
+                    std::vector<std::pair<std::string, std::string>> headers = {}) {
+  HttpRequest r;
+  r.method = std::move(method);
+  r.path = path;
+  r.target = std::move(path);
+  r.headers = std::move(headers);
+  return r;
+}
+
+HttpResponse ok(const HttpRequest&) {
+  HttpResponse res;
+  res.body = "{}";
+  return res;
+}
+
+std::string error_type(const HttpResponse& res) {
+  return nlohmann::json::parse(res.body)["error"]["type"];
+}
+
+TEST(Router, NotFoundAndMethodNotAllowed) {
+  Router router;
+  router.add("POST", "/v1/completions", ok, true);
+  EXPECT_EQ(router.handle(request("POST", "/v1/completions")).status, 200);
+  HttpResponse missing = router.handle(request("GET", "/nope"));
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(error_type(missing), "NotFoundError");
+  HttpResponse wrong = router.handle(request("GET", "/v1/completions"));
+  EXPECT_EQ(wrong.status, 405);
+  ASSERT_EQ(wrong.headers.size(), 1u);
+  EXPECT_EQ(wrong.headers[0], std::make_pair(std::string("Allow"), std::string("POST")));
+}
+
+TEST(Router, ApiKeyOnProtectedRoutesOnly) {
+  Router router("k3y");
+  router.add("POST", "/v1/completions", ok, true);
+  router.add("GET", "/health", ok, false);
+  EXPECT_EQ(router.handle(request("POST", "/v1/completions")).status, 401);
+  EXPECT_EQ(router.handle(request("POST", "/v1/completions", {{"authorization", "Bearer no"}}))
+                .status,
+            401);
+  EXPECT_EQ(router.handle(request("POST", "/v1/completions", {{"authorization", "Bearer k3y"}}))
+                .status,
+            200);
+  EXPECT_EQ(router.handle(request("GET", "/health")).status, 200);
+}
+
+TEST(Router, ExceptionsBecomeErrorResponses) {
+  Router router;
+  router.add("POST", "/api", [](const HttpRequest&) -> HttpResponse {
+    throw ApiError(429, "busy");
+  }, false);
+  router.add("POST", "/arg", [](const HttpRequest&) -> HttpResponse {
+    INFLIGHT_CHECK_CODE(false, ErrorCode::kInvalidArgument, "bad");
+    return {};
+  }, false);
+  router.add("POST", "/bug", [](const HttpRequest&) -> HttpResponse {
+    throw std::runtime_error("boom");
+  }, false);
+  EXPECT_EQ(router.handle(request("POST", "/api")).status, 429);
+  EXPECT_EQ(router.handle(request("POST", "/arg")).status, 400);
+  HttpResponse bug = router.handle(request("POST", "/bug"));
+  EXPECT_EQ(bug.status, 500);
+  EXPECT_EQ(error_type(bug), "InternalServerError");
+}
+
+}  // namespace
+}  // namespace inflight::server

@@ -1,0 +1,275 @@
+// `inflight bench serve | offline | latency`: serving benchmark against any OpenAI-compatible
+// server (HTTP only), and the engine's offline throughput and fixed-batch latency in-process.
+// Methodology and result fields: docs/benchmarks.md, bench/results.schema.json.
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/datasets.h"
+#include "bench/defaults.h"
+#include "bench/input_file.h"
+#include "bench/latency_bench.h"
+#include "bench/metrics.h"
+#include "bench/offline_bench.h"
+#include "bench/report.h"
+#include "bench/serve_bench.h"
+#include "bench/token_codec.h"
+#include "core/check.h"
+#include "tools/command.h"
+
+namespace inflight::tools {
+namespace {
+
+using namespace inflight::bench;  // NOLINT: this file is the bench front end
+
+struct ServeArgs {
+  ServeBenchOptions options;
+  std::string endpoint = "/v1/completions";
+  std::string dataset = "random";
+  std::string dataset_path;
+  int32_t num_prompts = 1000;
+  std::string request_rate = "inf";
+  RandomDatasetOptions random;
+  int32_t prompts_output_len = 0;
+  std::string goodput;
+  std::string percentiles = "50,90,99";
+  std::string result_json;
+  bool save_detailed = false;
+  bool no_progress = false;
+  std::string tokenizer;
+  std::string device;
+  double ready_timeout = 600.0;
+};
+
+struct EngineArgs {
+  std::string model;
+  bool dummy_weights = false;
+  std::string arch;
+  std::string device = "cpu";
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 2048;
+  int64_t kv_cache_mib = 512;
+  std::string percentiles = "50,90,99";
+  std::string result_json;
+};
+
+ServeArgs g_serve;
+EngineArgs g_engine;
+OfflineBenchOptions g_offline;
+LatencyBenchOptions g_latency;
+CLI::App* g_serve_app = nullptr;
+CLI::App* g_offline_app = nullptr;
+CLI::App* g_latency_app = nullptr;
+
+void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, uint64_t& seed) {
+  app.add_option("--model", g_engine.model,
+                 "Model: a .gguf file or a Hugging Face directory "
+                 "(default: the default model)");
+  app.add_flag("--dummy-weights", g_engine.dummy_weights,
+               "Random weights of --arch made on the device (arrives with the CUDA backend)");
+  app.add_option("--arch", g_engine.arch, "Architecture for --dummy-weights, e.g. llama-3-8b");
+  app.add_option("--device", g_engine.device, "Backend device")->capture_default_str();
+  app.add_option("--input-len", input_len, "Prompt tokens per request")->capture_default_str();
+  app.add_option("--output-len", output_len, "Generated tokens per request")->capture_default_str();
+  app.add_option("--seed", seed, "Seed of the random prompts")->capture_default_str();
+  app.add_option("--max-num-seqs", g_engine.max_num_seqs, "Engine: sequences per step")
+      ->capture_default_str();
+  app.add_option("--max-num-batched-tokens", g_engine.max_num_batched_tokens,
+                 "Engine: tokens per step")
+      ->capture_default_str();
+  app.add_option("--kv-cache-mib", g_engine.kv_cache_mib, "Engine: KV cache memory (MiB)")
+      ->capture_default_str();
+  app.add_option("--percentiles", g_engine.percentiles, "Percentiles to report")
+      ->capture_default_str();
+  app.add_option("--result-json", g_engine.result_json, "Write the result JSON here");
+}
+
+void setup(CLI::App& bench) {
+  bench.require_subcommand(1);
+  auto& s = g_serve;
+  CLI::App* serve =
+      bench.add_subcommand("serve", "Benchmark an OpenAI-compatible server over HTTP");
+  g_serve_app = serve;
+  serve->add_option("--base-url", s.options.base_url, "Server URL")->capture_default_str();
+  serve->add_option("--endpoint", s.endpoint, "/v1/completions or /v1/chat/completions")
+      ->capture_default_str();
+  serve->add_option("--model", s.options.model,
+                    "Model name to send (default: the first one "
+                    "GET /v1/models lists)");
+  serve->add_option("--dataset", s.dataset, "random | prompts")
+      ->check(CLI::IsMember({"random", "prompts"}))
+      ->capture_default_str();
+  serve->add_option("--dataset-path", s.dataset_path,
+                    "ShareGPT-shaped JSON (.json or .json.xz) for --dataset prompts");
+  serve->add_option("--prompts-output-len", s.prompts_output_len,
+                    "prompts: fixed output length instead of the reply's length");
+  serve->add_option("--num-prompts", s.num_prompts, "Requests to send")->capture_default_str();
+  serve->add_option("--request-rate", s.request_rate, "Requests per second, or inf")
+      ->capture_default_str();
+  serve
+      ->add_option("--burstiness", s.options.burstiness,
+                   "Gamma shape of the arrival gaps (1 = Poisson)")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-concurrency", s.options.max_concurrency,
+                   "Most requests in flight (0 = no cap)")
+      ->capture_default_str();
+  serve->add_option("--random-input-len", s.random.input_len)->capture_default_str();
+  serve->add_option("--random-output-len", s.random.output_len)->capture_default_str();
+  serve->add_option("--random-range-ratio", s.random.range_ratio)->capture_default_str();
+  serve->add_option("--random-prefix-len", s.random.prefix_len)->capture_default_str();
+  serve->add_flag("--ignore-eos", s.options.ignore_eos, "Ask the server to ignore EOS");
+  serve->add_option("--seed", s.options.seed)->capture_default_str();
+  serve->add_option("--goodput", s.goodput, "SLOs in ms, e.g. ttft:500,tpot:50,e2el:3000");
+  serve->add_option("--percentiles", s.percentiles)->capture_default_str();
+  serve->add_option("--result-json", s.result_json, "Write the result JSON here");
+  serve->add_flag("--save-detailed", s.save_detailed, "Per-request arrays in the JSON");
+  serve->add_option("--api-key", s.options.api_key, "Bearer token");
+  serve->add_option("--tokenizer", s.tokenizer,
+                    "Tokenizer for building and counting prompts "
+                    "(default: the default model's GGUF)");
+  serve->add_option("--num-warmups", s.options.num_warmups, "Uncounted requests first")
+      ->capture_default_str();
+  serve->add_option("--device", s.device, "Device label for the result (default: detected)");
+  serve->add_flag("--no-progress", s.no_progress, "No progress bar");
+  serve
+      ->add_option("--ready-timeout", s.ready_timeout,
+                   "Seconds to wait for the server to come up (503 or connection refused)")
+      ->capture_default_str();
+
+  g_offline_app = bench.add_subcommand("offline", "Engine throughput, all requests queued at once");
+  add_engine_options(*g_offline_app, g_offline.input_len, g_offline.output_len, g_offline.seed);
+  g_offline_app->add_option("--num-prompts", g_offline.num_prompts)->capture_default_str();
+
+  g_latency_app = bench.add_subcommand("latency", "TTFT and decode step latency of a fixed batch");
+  add_engine_options(*g_latency_app, g_latency.input_len, g_latency.output_len, g_latency.seed);
+  g_latency_app->add_option("--batch-size", g_latency.batch_size)->capture_default_str();
+  g_latency_app->add_option("--num-iters", g_latency.num_iters)->capture_default_str();
+  g_latency_app->add_option("--num-iters-warmup", g_latency.num_iters_warmup)
+      ->capture_default_str();
+}
+
+double parse_rate(const std::string& text) {
+  if (text == "inf") return std::numeric_limits<double>::infinity();
+  size_t used = 0;
+  double rate = 0.0;
+  try {
+    rate = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  INFLIGHT_CHECK_CODE(used == text.size() && rate > 0.0, ErrorCode::kInvalidArgument,
+                      "--request-rate must be a positive number or inf, got '{}'", text);
+  return rate;
+}
+
+int run_serve() {
+  ServeArgs& a = g_serve;
+  ServeBenchOptions& o = a.options;
+  o.endpoint_path = a.endpoint;
+  o.endpoint = a.endpoint.find("chat/completions") != std::string::npos ? Endpoint::kChatCompletions
+                                                                        : Endpoint::kCompletions;
+  o.request_rate = parse_rate(a.request_rate);
+  o.progress = !a.no_progress;
+  ServeReportContext context;
+  context.dataset_name = a.dataset;
+  context.percentiles = parse_percentiles(a.percentiles);
+  context.goodput = parse_goodput(a.goodput);
+  context.save_detailed = a.save_detailed;
+  context.tokenizer = a.tokenizer.empty() ? default_model_path() : a.tokenizer;
+  const auto codec = load_token_codec(context.tokenizer);
+  std::vector<BenchRequest> requests;
+  if (a.dataset == "random") {
+    a.random.num_prompts = a.num_prompts;
+    a.random.seed = o.seed;
+    requests = random_dataset(a.random, *codec);
+  } else {
+    const std::string path = a.dataset_path.empty() ? default_prompts_path() : a.dataset_path;
+    PromptsDatasetOptions po;
+    po.num_prompts = a.num_prompts;
+    po.seed = o.seed;
+    if (a.prompts_output_len > 0) po.fixed_output_len = a.prompts_output_len;
+    requests = prompts_dataset(parse_sharegpt(read_input_file(path)), po, *codec);
+  }
+  const std::string listed = probe_server(o.base_url, o.api_key, a.ready_timeout);
+  if (o.model.empty()) o.model = listed;
+  INFLIGHT_CHECK_CODE(!o.model.empty(), ErrorCode::kInvalidArgument,
+                      "{} lists no model at /v1/models: pass --model", o.base_url);
+  std::fprintf(stderr,
+               "bench serve: %zu requests to %s%s, model %s, rate %s, burstiness %g, "
+               "max concurrency %d\n",
+               requests.size(), o.base_url.c_str(), o.endpoint_path.c_str(), o.model.c_str(),
+               a.request_rate.c_str(), o.burstiness, o.max_concurrency);
+  const ServeBenchRun run = run_serve_bench(o, requests);
+  const BenchmarkMetrics m = compute_metrics(
+      run.records, run.duration, context.percentiles, context.goodput,
+      [&](const std::string& text) { return static_cast<int32_t>(codec->encode(text).size()); });
+  print_serve_table(stdout, m, run, o, context);
+  std::fflush(stdout);
+  if (!a.result_json.empty()) {
+    write_json_file(a.result_json,
+                    serve_result_json(m, run, o, context, collect_run_info(a.device)));
+    std::fprintf(stderr, "wrote %s\n", a.result_json.c_str());
+  }
+  if (run.interrupted) return 130;
+  return m.completed > 0 ? 0 : 1;
+}
+
+EngineSetupOptions engine_options() {
+  EngineSetupOptions e;
+  e.model_path =
+      g_engine.model.empty() && !g_engine.dummy_weights ? default_model_path() : g_engine.model;
+  e.dummy_weights = g_engine.dummy_weights;
+  e.arch = g_engine.arch;
+  e.device = g_engine.device;
+  e.config.max_num_seqs = g_engine.max_num_seqs;
+  e.config.max_num_batched_tokens = g_engine.max_num_batched_tokens;
+  e.config.kv_cache_bytes = g_engine.kv_cache_mib << 20;
+  return e;
+}
+
+void maybe_write(const nlohmann::json& result) {
+  if (g_engine.result_json.empty()) return;
+  write_json_file(g_engine.result_json, result);
+  std::fprintf(stderr, "wrote %s\n", g_engine.result_json.c_str());
+}
+
+int run_offline() {
+  g_offline.engine = engine_options();
+  g_offline.percentiles = parse_percentiles(g_engine.percentiles);
+  const OfflineBenchResult r = run_offline_bench(g_offline);
+  print_offline_table(stdout, r);
+  std::fflush(stdout);
+  maybe_write(offline_result_json(r, g_offline, collect_run_info()));
+  return r.completed > 0 ? 0 : 1;
+}
+
+int run_latency() {
+  g_latency.engine = engine_options();
+  g_latency.percentiles = parse_percentiles(g_engine.percentiles);
+  const LatencyBenchResult r = run_latency_bench(g_latency);
+  print_latency_table(stdout, r, g_latency);
+  std::fflush(stdout);
+  maybe_write(latency_result_json(r, g_latency, collect_run_info()));
+  return 0;
+}
+
+int run() {
+  if (g_serve_app->parsed()) return run_serve();
+  if (g_offline_app->parsed()) return run_offline();
+  if (g_latency_app->parsed()) return run_latency();
+  return 1;
+}
+
+const bool kRegistered = register_command(
+    {"bench", "Benchmarks: serve (HTTP load), offline (throughput), latency (fixed batch)", &setup,
+     &run});
+
+}  // namespace
+}  // namespace inflight::tools
