@@ -84,6 +84,7 @@ def main():
     corpus_jsonl = "".join(json.dumps(t) + "\n" for t in texts).encode()
     mb = sum(len(t.encode()) for t in texts) / 1e6
 
+    load_before = os.getloadavg()
     results = []
     for label, rel, has_json in CASES:
         path = unpack(rel, tmp)
@@ -116,7 +117,11 @@ def main():
     report = {
         "benchmark": "tokenizer encode throughput, single thread",
         "date": datetime.date.today().isoformat(),
-        "device": {"cpu": cpu_name(), "logical_cpus": os.cpu_count(), "threads_used": 1},
+        "device": {"cpu": cpu_name(), "logical_cpus": os.cpu_count(), "threads_used": 1,
+                   # The machine may be shared: a load average above the CPU count means
+                   # both sides were slowed by other work and the absolute figures are low.
+                   "load_average_1m_before_after": [round(load_before[0], 2),
+                                                    round(os.getloadavg()[0], 2)]},
         "commit": commit + ("-dirty" if dirty else ""),
         "command": " ".join([Path(sys.executable).name] + sys.argv),
         "corpus": {"file": "prompts/prompts_sharegpt_like.json", "texts": len(texts),

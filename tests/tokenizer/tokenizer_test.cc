@@ -88,6 +88,19 @@ TEST(LlamaSpm, LeadingSpaceBosAndByteFallback) {
   EXPECT_EQ(tok->decode(std::vector<int32_t>{243, 162}, true), "\xEF\xBF\xBD");
 }
 
+TEST(LlamaBpe, AddsBosByDefaultAndKnowsEndOfTurn) {
+  REQUIRE_VOCAB(tok, "llama-bpe");  // no add_bos_token key: llama.cpp's default for llama-bpe
+  EXPECT_TRUE(tok->add_bos());
+  EXPECT_FALSE(tok->add_eos());
+  EXPECT_EQ(tok->encode("Hello", true, false), (std::vector<int32_t>{128000, 9906}));
+  EXPECT_EQ(tok->encode("", true, false), (std::vector<int32_t>{128000}));
+  EXPECT_TRUE(tok->encode("", false, false).empty());
+  EXPECT_TRUE(tok->is_eog(*tok->find_token("<|eot_id|>")));
+  EXPECT_TRUE(tok->is_eog(*tok->find_token("<|end_of_text|>")));
+  EXPECT_TRUE(tok->is_special(*tok->find_token("<|eot_id|>")));
+  EXPECT_EQ(tok->encode("<|eot_id|>", false, true).size(), 1u);
+}
+
 TEST(Tokenizer, InvalidUtf8InputIsRepairedNotRejected) {
   REQUIRE_VOCAB(tok, "llama-bpe");
   const auto ids = tok->encode(

@@ -98,6 +98,7 @@ struct ForStmt {
   ExprPtr filter;  // `for x in xs if cond`, or null
   StmtList body;
   StmtList otherwise;  // runs when no item was iterated
+  bool uses_loop = false;  // the body reads `loop`: only then is the loop object built
 };
 struct SetStmt { Target target; ExprPtr value; };
 struct SetBlockStmt { Target target; ExprPtr filter; StmtList body; };  // filter may be null

@@ -13,7 +13,7 @@ namespace {
 // Guards against runaway templates (deep macro recursion, huge loops): jinja2 would hit
 // Python's recursion limit or run for ever; a server must not.
 constexpr int kMaxCallDepth = 256;
-constexpr std::size_t kMaxSteps = 50'000'000;
+constexpr std::size_t kMaxSteps = 10'000'000;
 
 void check_size(const std::string& out) {
   if (out.size() > kMaxResultSize) render_fail("rendered output exceeds {} bytes", kMaxResultSize);
@@ -190,9 +190,10 @@ Interpreter::Flow Interpreter::exec_for(const ForStmt& s, const ScopePtr& scope,
     items = std::move(kept);
   }
   for (std::size_t i = 0; i < items.size(); ++i) {
+    tick();
     auto child = std::make_shared<Scope>(scope);
     assign(s.target, items[i], *child);
-    child->set("loop", make_loop(i, items));
+    if (s.uses_loop) child->set("loop", make_loop(i, items));
     if (exec(s.body, child, out) == Flow::kBreak) break;
   }
   if (items.empty()) return exec(s.otherwise, std::make_shared<Scope>(scope), out);

@@ -136,8 +136,10 @@ StmtList Parser::parse_body(EndTags end_tags, bool drop_end) {
 }
 
 StmtList Parser::parse_frame_body(EndTags end_tags, bool drop_end, bool in_loop,
-                                  MacroDef* macro) {
-  frames_.push_back(Frame{false, in_loop, macro != nullptr ? macro : frames_.back().macro});
+                                  MacroDef* macro, bool* loop_used) {
+  const Frame& outer = frames_.back();
+  frames_.push_back(Frame{false, in_loop, macro != nullptr ? macro : outer.macro,
+                          loop_used != nullptr ? loop_used : outer.loop_used});
   StmtList body = parse_body(end_tags, drop_end);
   frames_.pop_back();
   return body;
@@ -182,12 +184,14 @@ Stmt Parser::parse_for(int line) {
   if (!skip_name("in")) unexpected("'in'");
   s.iterable = parse_tuple(false, "recursive");
   if (skip_name("if")) {
-    frames_.push_back(Frame{false, false, frames_.back().macro});
+    frames_.push_back(Frame{false, false, frames_.back().macro, frames_.back().loop_used});
     s.filter = parse_expression();
     frames_.pop_back();
   }
   if (at_name("recursive")) unsupported(line, "a recursive for loop");
-  s.body = parse_frame_body({"endfor", "else"}, false, true, nullptr);
+  bool uses_loop = false;
+  s.body = parse_frame_body({"endfor", "else"}, false, true, nullptr, &uses_loop);
+  s.uses_loop = uses_loop;
   if (next().text == "else") {
     s.otherwise = parse_frame_body({"endfor"}, true, frames_.back().in_loop, nullptr);
   }

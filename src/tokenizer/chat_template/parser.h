@@ -52,6 +52,7 @@ class Parser {
     bool soft = false;
     bool in_loop = false;
     MacroDef* macro = nullptr;  // the innermost macro (or call-block caller) being parsed
+    bool* loop_used = nullptr;  // set when the innermost for-loop's body reads `loop`
   };
   using EndTags = std::initializer_list<std::string_view>;
 
@@ -78,7 +79,9 @@ class Parser {
   StmtList subparse(EndTags end_tags);
   StmtList parse_body(EndTags end_tags, bool drop_end);
   // parse_body in a new compile frame (loop body, macro body, block set, ...).
-  StmtList parse_frame_body(EndTags end_tags, bool drop_end, bool in_loop, MacroDef* macro);
+  // macro / loop_used: nullptr inherits the enclosing frame's.
+  StmtList parse_frame_body(EndTags end_tags, bool drop_end, bool in_loop, MacroDef* macro,
+                            bool* loop_used = nullptr);
   void parse_statement(StmtList& out);
   Stmt parse_for(int line);
   Stmt parse_if(int line);

@@ -21,6 +21,7 @@ ExprPtr binary(int line, BinaryOp op, ExprPtr left, ExprPtr right) {
 }  // namespace
 
 void Parser::note_name_load(const std::string& name) {
+  if (name == "loop" && frames_.back().loop_used != nullptr) *frames_.back().loop_used = true;
   MacroDef* macro = frames_.back().macro;
   if (macro == nullptr) return;
   if (name == "varargs") macro->uses_varargs = true;
