@@ -22,6 +22,7 @@
 #include "core/env.h"
 #include "engine/llama_runner.h"
 #include "inflight/engine.h"
+#include "model/default_model.h"
 #include "model/model_files.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
@@ -29,7 +30,6 @@
 namespace inflight::tools {
 namespace {
 
-constexpr const char* kDefaultModel = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
 struct Options {
   std::string model;
@@ -46,31 +46,6 @@ struct Options {
   int64_t kv_cache_mb = 256;
 };
 Options opts;
-
-// models/<default> under $INFLIGHT_MODEL_DIR, the current directory, and the executable's
-// ../models and ../../models.
-std::string find_default_model() {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> dirs;
-  if (!env().model_dir.empty()) dirs.emplace_back(env().model_dir);
-  dirs.emplace_back(fs::current_path() / "models");
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    dirs.push_back(exe.parent_path() / ".." / "models");
-    dirs.push_back(exe.parent_path() / ".." / ".." / "models");
-  }
-  std::string tried;
-  for (const auto& d : dirs) {
-    const fs::path p = d / kDefaultModel;
-    if (fs::exists(p)) return fs::weakly_canonical(p).string();
-    tried += "\n  " + p.string();
-  }
-  INFLIGHT_THROW(ErrorCode::kNotFound,
-                 "no --model given and the default model was not found; looked at:{}\n"
-                 "run scripts/fetch_model.sh or set INFLIGHT_MODEL_DIR",
-                 tried);
-}
 
 std::unique_ptr<Engine> start_engine(std::shared_ptr<const Tokenizer>& tokenizer) {
   const std::string path = opts.model.empty() ? find_default_model() : opts.model;
@@ -118,6 +93,7 @@ int run_single() {
     }
   }
   std::fputc('\n', stdout);
+  std::fflush(stdout);
   engine->shutdown();
   if (final_out.request_finished && final_out.finish_reason) {
     const auto& t = final_out.timings;
@@ -312,7 +288,7 @@ void setup(CLI::App& app) {
   app.add_option("--model", opts.model,
                  "Model (.gguf file or Hugging Face directory); default: "
                  "models/" +
-                     std::string(kDefaultModel));
+                     std::string(kDefaultModelFile));
   auto* prompt = app.add_option("--prompt", opts.prompt,
                                 "Prompt text; the completion streams "
                                 "to stdout");

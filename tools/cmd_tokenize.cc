@@ -3,12 +3,14 @@
 //   inflight tokenize --tokenizer PATH [--add-special] [--parse-special] [--jsonl] [--stats]
 //     stdin text -> one JSON array of ids. With --jsonl every input line is a JSON string and
 //     every output line the array of its ids. --stats prints the load and encode times (encode
-//     calls only, one thread) as one JSON object on stderr, for benchmarks.
+//     calls only, one thread; wall and CPU time) as one JSON object on stderr, for benchmarks.
 //   inflight detokenize --tokenizer PATH [--skip-special] [--jsonl]
 //     stdin JSON array of ids -> the text. With --jsonl every input line is an array and every
 //     output line the JSON string of its text.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+
+#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -66,16 +68,25 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// CPU time of this thread: unlike wall time, barely affected by other processes on the machine.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 int run_tokenize() {
   const Options& o = g_tokenize;
   const auto load_start = std::chrono::steady_clock::now();
   const auto tok = Tokenizer::from_path(o.tokenizer);
   const double load_seconds = seconds_since(load_start);
   size_t num_texts = 0, num_bytes = 0, num_tokens = 0;
-  double encode_seconds = 0;
+  double encode_seconds = 0, encode_cpu_seconds = 0;
   auto encode = [&](const std::string& text) {
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = thread_cpu_seconds();
     std::vector<int32_t> ids = tok->encode(text, o.add_special, o.parse_special);
+    encode_cpu_seconds += thread_cpu_seconds() - cpu_start;
     encode_seconds += seconds_since(start);
     ++num_texts;
     num_bytes += text.size();
@@ -106,7 +117,8 @@ int run_tokenize() {
                                 {"texts", num_texts},
                                 {"bytes", num_bytes},
                                 {"tokens", num_tokens},
-                                {"encode_seconds", encode_seconds}}
+                                {"encode_seconds", encode_seconds},
+                                {"encode_cpu_seconds", encode_cpu_seconds}}
                      .dump()
               << '\n';
   }

@@ -123,7 +123,13 @@ void LlamaModel::load_weights(const WeightSource& source) {
   // Tied: the LM head is the embedding itself, one device copy.
   lm_head_ =
       c.tie_word_embeddings ? embed_ : upload(load("lm_head.weight", {c.vocab_size, hidden}, true));
-  const std::vector<float> inv_freq = rope_inv_freq(c);
+  std::vector<float> inv_freq = rope_inv_freq(c);
+  // Llama 3.1 GGUF files carry their rope scaling as per-pair frequency divisors instead of
+  // config keys (model_files.h).
+  if (const Tensor divisors = load("rope_freqs.weight", {c.head_dim / 2}, false);
+      divisors.defined()) {
+    for (size_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] /= divisors.data<float>()[i];
+  }
   Tensor inv_freq_host = Tensor::empty({c.head_dim / 2}, DType::kF32);
   std::memcpy(inv_freq_host.raw(), inv_freq.data(), inv_freq.size() * sizeof(float));
   inv_freq_ = backend_.upload(inv_freq_host, DType::kF32);

@@ -62,13 +62,14 @@ class HfConfigReader {
   const json& j_;
 };
 
-// "rope_scaling": null | {"rope_type" (or legacy "type"): "linear" | "llama3" | "default", ...}
-RopeScaling rope_scaling_from_json(const json& j) {
+// `key` ("rope_scaling", or "rope_parameters" since transformers 5) is
+//   null | {"rope_type" (or legacy "type"): "linear" | "llama3" | "default", ...}
+RopeScaling rope_scaling_from_json(const json& j, const char* key) {
   RopeScaling rs;
-  if (!j.contains("rope_scaling") || j["rope_scaling"].is_null()) return rs;
-  const json& s = j["rope_scaling"];
+  if (!j.contains(key) || j[key].is_null()) return rs;
+  const json& s = j[key];
   INFLIGHT_CHECK_CODE(s.is_object(), ErrorCode::kInvalidFile,
-                      "config.json: key 'rope_scaling' must be an object or null, found {}",
+                      "config.json: key '{}' must be an object or null, found {}", key,
                       s.dump());
   const HfConfigReader r(s);
   const std::string type = r.get_string_or("rope_type", r.get_string_or("type", "default"));
@@ -156,8 +157,15 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j) {
   }
   c.max_position_embeddings = r.get_int("max_position_embeddings");
   c.rms_norm_eps = static_cast<float>(r.get_float_or("rms_norm_eps", 1e-6));
-  c.rope_theta = static_cast<float>(r.get_float_or("rope_theta", 10000.0));
-  c.rope_scaling = rope_scaling_from_json(j);
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+    // transformers >= 5 keeps theta and the scaling together.
+    c.rope_theta = static_cast<float>(
+        HfConfigReader(j["rope_parameters"]).get_float_or("rope_theta", 10000.0));
+    c.rope_scaling = rope_scaling_from_json(j, "rope_parameters");
+  } else {
+    c.rope_theta = static_cast<float>(r.get_float_or("rope_theta", 10000.0));
+    c.rope_scaling = rope_scaling_from_json(j, "rope_scaling");
+  }
   c.tie_word_embeddings = r.get_bool_or("tie_word_embeddings", false);
 
   if (c.architecture == "qwen2") {

@@ -16,10 +16,6 @@ namespace inflight {
 
 namespace {
 
-constexpr std::string_view kEogNames[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",   "<|endoftext|>",
-    "<|eom_id|>", "<EOT>",      "_<EOT>",  "<|end_of_text|>", "<end_of_utterance>"};
-
 TokenType token_type_from_gguf(int64_t v) {
   switch (v) {
     case 1:
@@ -159,8 +155,8 @@ std::unique_ptr<TokenizerImpl> load_gguf_tokenizer(const GgufFile& gguf) {
   }
   // End-of-turn tokens found by name are control tokens whatever the file says (llama.cpp).
   for (int32_t i = 0; i < n; ++i) {
-    if (std::find(std::begin(kEogNames), std::end(kEogNames), impl->texts[i]) !=
-        std::end(kEogNames)) {
+    const auto names = end_of_generation_names();
+    if (std::find(names.begin(), names.end(), impl->texts[i]) != names.end()) {
       impl->types[i] = TokenType::kControl;
     }
   }

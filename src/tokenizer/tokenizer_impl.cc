@@ -1,7 +1,6 @@
 #include "tokenizer/tokenizer_impl.h"
 
 #include <algorithm>
-#include <array>
 
 #include "core/check.h"
 #include "tokenizer/byte_level.h"
@@ -10,14 +9,6 @@
 namespace inflight {
 
 namespace {
-
-// Tokens that end a turn or a document in the vocabularies we load (the names llama.cpp uses
-// to find end-of-generation tokens when the file does not list them).
-constexpr std::array<std::string_view, 13> kEogNames = {
-    "<|eot_id|>",           "<|im_end|>",         "<|end|>",    "<end_of_turn>",
-    "<|endoftext|>",        "<|eom_id|>",         "<EOT>",      "_<EOT>",
-    "<|end_of_text|>",      "<end_of_utterance>", "<|return|>", "<|call|>",
-    "<｜end▁of▁sentence｜>"};
 
 std::string sentencepiece_piece(std::string_view text, TokenType type) {
   if (type == TokenType::kByte && text.size() == 6 && text.substr(0, 3) == "<0x") {
@@ -39,6 +30,26 @@ std::string sentencepiece_piece(std::string_view text, TokenType type) {
 }
 
 }  // namespace
+
+std::span<const std::string_view> end_of_generation_names() {
+  // Tokens that end a turn or a document in the vocabularies we load: the names llama.cpp uses
+  // to find end-of-generation tokens that the file does not list.
+  static constexpr std::string_view kNames[] = {
+      "<|eot_id|>",
+      "<|im_end|>",
+      "<|end|>",
+      "<end_of_turn>",
+      "<|endoftext|>",
+      "<|eom_id|>",
+      "<EOT>",
+      "_<EOT>",
+      "<|end_of_text|>",
+      "<end_of_utterance>",
+      "<|return|>",
+      "<|call|>",
+      "<\xEF\xBD\x9Cend\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"};  // DeepSeek
+  return kNames;
+}
 
 void TokenizerImpl::check_id(int32_t id) const {
   INFLIGHT_CHECK_CODE(valid(id), ErrorCode::kInvalidArgument,
@@ -69,7 +80,7 @@ void TokenizerImpl::finalize() {
 
   pieces.resize(texts.size());
   for (int32_t id = 0; id < vocab_size(); ++id) {
-    text_index.insert(texts[id], id);
+    if (!texts[id].empty()) text_index.insert(texts[id], id);
     const std::string& t = texts[id];
     switch (types[id]) {
       case TokenType::kControl:
@@ -99,7 +110,7 @@ void TokenizerImpl::finalize() {
   }
 
   if (eos != kNoToken) eog.push_back(eos);
-  for (std::string_view name : kEogNames) {
+  for (std::string_view name : end_of_generation_names()) {
     const int32_t id = text_index.find(name);
     if (id >= 0) eog.push_back(id);
   }

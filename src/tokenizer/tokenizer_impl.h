@@ -29,6 +29,9 @@ enum class PieceRule {
   kRaw,            // the spelling is the bytes (tiktoken)
 };
 
+// Spellings of end-of-turn / end-of-text tokens: they end generation and are control tokens.
+std::span<const std::string_view> end_of_generation_names();
+
 class TokenizerImpl {
  public:
   // ---- filled by a loader ----

@@ -139,6 +139,23 @@ TEST(ModelConfig, LinearRopeScaling) {
   expect_hf_error(j, ErrorCode::kInvalidFile, "needs a 'factor'");
 }
 
+// transformers >= 5 writes theta and scaling under "rope_parameters" only.
+TEST(ModelConfig, RopeParametersOfTransformers5) {
+  json j = json::parse(kLlama31);
+  j["rope_parameters"] = j["rope_scaling"];
+  j["rope_parameters"]["rope_theta"] = 500000.0;
+  j.erase("rope_scaling");
+  j.erase("rope_theta");
+  const ModelConfig c = ModelConfig::from_hf_json(j);
+  EXPECT_EQ(c.rope_theta, 500000.0f);
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::kLlama3);
+  EXPECT_EQ(c.rope_scaling.factor, 8.0f);
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1000000.0}};
+  const ModelConfig d = ModelConfig::from_hf_json(j);
+  EXPECT_EQ(d.rope_theta, 1000000.0f);
+  EXPECT_EQ(d.rope_scaling.type, RopeScaling::Type::kNone);
+}
+
 TEST(ModelConfig, RejectsUnknownArchitectureAndBadTypes) {
   json j = json::parse(kLlama31);
   j["architectures"] = {"GPT2LMHeadModel"};

@@ -2,6 +2,8 @@
 // to exactly the expected ids, with add_special = false and parse_special = false as there.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -46,6 +48,26 @@ INSTANTIATE_TEST_SUITE_P(Vocabs, GgufVectors,
                              if (c == '-') c = '_';
                            return name;
                          });
+
+// The original GPT-2 files (encoder.json + vocab.bpe) must tokenize like the gpt-2 vectors say.
+TEST(Gpt2Files, PassTheGpt2Vectors) {
+  const std::string base = "tokenizers/gguf-vocab/ggml-vocab-gpt-2.gguf";
+  INFLIGHT_REQUIRE_DATA(inp, base + ".inp");
+  INFLIGHT_REQUIRE_DATA(out, base + ".out");
+  INFLIGHT_REQUIRE_DATA(merges, "tokenizers/gpt2/vocab.bpe");
+  const std::string encoder = testing::shared_file("tokenizers/gpt2/encoder.json");
+  ASSERT_FALSE(encoder.empty());
+  const auto dir = testing::scratch_dir("gpt2_files");
+  std::filesystem::copy_file(encoder, dir / "encoder.json");
+  std::filesystem::copy_file(merges, dir / "vocab.bpe");
+  const auto tok = Tokenizer::from_path(dir.string());
+  EXPECT_EQ(tok->vocab_size(), 50257);
+  EXPECT_EQ(tok->eos_id(), 50256);
+  for (const auto& v : testing::read_vectors(inp, out)) {
+    EXPECT_EQ(tok->encode(v.text, false, false), v.ids) << v.text;
+    EXPECT_EQ(tok->decode(v.ids, false), v.text);
+  }
+}
 
 }  // namespace
 }  // namespace inflight

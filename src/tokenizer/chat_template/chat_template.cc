@@ -44,7 +44,7 @@ Value to_value(const Json& j, std::uint32_t depth = 0) {
       for (auto it = j.begin(); it != j.end(); ++it) {
         INFLIGHT_CHECK_CODE(jinja::unicode::is_valid_utf8(it.key()), ErrorCode::kInvalidArgument,
                             "chat template context holds a key that is not valid UTF-8");
-        map.set(Value(it.key()), to_value(it.value(), depth + 1));
+        map.append_new(Value(it.key()), to_value(it.value(), depth + 1));  // keys are unique
       }
       return Value::dict(std::move(map));
     }

@@ -34,18 +34,18 @@ Value make_loop(std::size_t i, const ValueList& items) {
   const auto n = static_cast<std::int64_t>(items.size());
   const auto idx = static_cast<std::int64_t>(i);
   ValueMap loop;
-  loop.set("index0", Value(idx));
-  loop.set("index", Value(idx + 1));
-  loop.set("revindex0", Value(n - idx - 1));
-  loop.set("revindex", Value(n - idx));
-  loop.set("first", Value(i == 0));
-  loop.set("last", Value(idx == n - 1));
-  loop.set("length", Value(n));
-  loop.set("depth0", Value(0));
-  loop.set("depth", Value(1));
-  loop.set("previtem", i > 0 ? items[i - 1] : Value::undefined("there is no previous item"));
-  loop.set("nextitem", idx + 1 < n ? items[i + 1] : Value::undefined("there is no next item"));
-  loop.set("cycle", Value::callable("loop.cycle", [idx](Interpreter&, const CallArgs& args) {
+  loop.append_new("index0", Value(idx));
+  loop.append_new("index", Value(idx + 1));
+  loop.append_new("revindex0", Value(n - idx - 1));
+  loop.append_new("revindex", Value(n - idx));
+  loop.append_new("first", Value(i == 0));
+  loop.append_new("last", Value(idx == n - 1));
+  loop.append_new("length", Value(n));
+  loop.append_new("depth0", Value(0));
+  loop.append_new("depth", Value(1));
+  loop.append_new("previtem", i > 0 ? items[i - 1] : Value::undefined("there is no previous item"));
+  loop.append_new("nextitem", idx + 1 < n ? items[i + 1] : Value::undefined("there is no next item"));
+  loop.append_new("cycle", Value::callable("loop.cycle", [idx](Interpreter&, const CallArgs& args) {
              if (args.positional.empty()) render_fail("no items for cycling given");
              return args.positional[static_cast<std::size_t>(idx) % args.positional.size()];
            }));

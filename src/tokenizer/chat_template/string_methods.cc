@@ -40,16 +40,25 @@ std::pair<std::size_t, std::size_t> bounds(long long start, long long end, std::
 
 std::string strip(std::string_view s, const std::optional<std::string>& chars, bool left,
                   bool right) {
-  const CodePoints c(s);
   std::size_t b = 0;
-  std::size_t e = c.cps.size();
+  std::size_t e = s.size();
   if (left) {
-    while (b < e && contains_cp(chars, c.cps[b])) ++b;
+    while (b < e) {
+      std::size_t next = b;
+      if (!contains_cp(chars, unicode::decode(s, next))) break;
+      b = next;
+    }
   }
   if (right) {
-    while (e > b && contains_cp(chars, c.cps[e - 1])) --e;
+    while (e > b) {
+      std::size_t start = e - 1;  // back to the lead byte of the last code point
+      while (start > b && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+      std::size_t i = start;
+      if (!contains_cp(chars, unicode::decode(s, i))) break;
+      e = start;
+    }
   }
-  return std::string(s.substr(c.offsets[b], c.offsets[e] - c.offsets[b]));
+  return std::string(s.substr(b, e - b));
 }
 
 std::vector<std::string> split(std::string_view s, const std::optional<std::string>& sep,

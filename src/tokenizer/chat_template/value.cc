@@ -32,6 +32,10 @@ void ValueMap::set(Value key, Value value) {
   entries_.emplace_back(std::move(key), std::move(value));
 }
 
+void ValueMap::append_new(Value key, Value value) {
+  entries_.emplace_back(std::move(key), std::move(value));
+}
+
 void check_hashable(const Value& key) {
   switch (key.kind()) {
     case Value::Kind::kList:

@@ -40,6 +40,8 @@ class ValueMap {
   const Value* find(const char* key) const { return find(std::string_view(key)); }
   // Replaces the value of an existing key in place (keeping its position) or appends.
   void set(Value key, Value value);
+  // Appends a key known not to be present yet (JSON objects, the loop object).
+  void append_new(Value key, Value value);
 
   std::size_t size() const { return entries_.size(); }
   std::uint32_t depth() const { return depth_; }  // set when frozen into a Value
