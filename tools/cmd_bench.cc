@@ -51,7 +51,10 @@ struct EngineArgs {
   std::string model;
   bool dummy_weights = false;
   std::string arch;
-  std::string device = "cpu";
+  std::string config;
+  std::string device = "auto";
+  std::string kv_cache_memory;
+  int32_t max_model_len = 0;
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;
   int64_t kv_cache_mib = 512;
@@ -72,9 +75,18 @@ void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, 
                  "Model: a .gguf file or a Hugging Face directory "
                  "(default: the default model)");
   app.add_flag("--dummy-weights", g_engine.dummy_weights,
-               "Random weights of --arch made on the device (arrives with the CUDA backend)");
-  app.add_option("--arch", g_engine.arch, "Architecture for --dummy-weights, e.g. llama-3-8b");
-  app.add_option("--device", g_engine.device, "Backend device")->capture_default_str();
+               "Random weights of --arch (or --config) made on the device; token-id prompts");
+  app.add_option("--arch", g_engine.arch,
+                 "Architecture for --dummy-weights: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, "
+                 "mistral-7b, smollm2-135m");
+  app.add_option("--config", g_engine.config, "Hugging Face config.json for --dummy-weights");
+  app.add_option("--device", g_engine.device, "Backend device: auto | cpu | cuda | cuda:N")
+      ->capture_default_str();
+  app.add_option("--kv-cache-memory", g_engine.kv_cache_memory,
+                 "Engine: KV cache as auto, bytes or a fraction of the free memory (overrides "
+                 "--kv-cache-mib)");
+  app.add_option("--max-model-len", g_engine.max_model_len,
+                 "Engine: longest prompt + output (default: the model's)");
   app.add_option("--input-len", input_len, "Prompt tokens per request")->capture_default_str();
   app.add_option("--output-len", output_len, "Generated tokens per request")->capture_default_str();
   app.add_option("--seed", seed, "Seed of the random prompts")->capture_default_str();
@@ -227,7 +239,10 @@ EngineSetupOptions engine_options() {
       g_engine.model.empty() && !g_engine.dummy_weights ? default_model_path() : g_engine.model;
   e.dummy_weights = g_engine.dummy_weights;
   e.arch = g_engine.arch;
+  e.config_path = g_engine.config;
   e.device = g_engine.device;
+  e.kv_cache_memory = g_engine.kv_cache_memory;
+  e.config.max_model_len = g_engine.max_model_len;
   e.config.max_num_seqs = g_engine.max_num_seqs;
   e.config.max_num_batched_tokens = g_engine.max_num_batched_tokens;
   e.config.kv_cache_bytes = g_engine.kv_cache_mib << 20;

@@ -1,10 +1,14 @@
-// `inflight generate`: run prompts through the engine on the CPU backend.
+// `inflight generate`: run prompts through the engine.
 //
 //   inflight generate --prompt "Once upon a time" --max-tokens 32 --temperature 0
 //       streams the completion to stdout as it is produced.
 //   inflight generate --prompts-file requests.jsonl > results.jsonl
 //       one request per line ({"prompt": ..., "max_tokens": ..., "stop": [...], ...}, OpenAI
 //       names), all run concurrently; one result line per request, in input order.
+//   --device auto|cpu|cuda[:N]   the backend (auto: CUDA when a device is there)
+//   --dummy-weights --arch llama-3.1-8b (or --config config.json)
+//       random weights of that shape made on the device; prompts as token ids
+//       ("prompt_token_ids" lines), or text with --tokenizer FILE.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -17,11 +21,13 @@
 #include <mutex>
 #include <optional>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend_factory.h"
 #include "core/check.h"
 #include "core/env.h"
+#include "engine/kv_cache_memory.h"
 #include "engine/llama_runner.h"
 #include "inflight/engine.h"
+#include "model/arch_presets.h"
 #include "model/default_model.h"
 #include "model/model_files.h"
 #include "tokenizer/tokenizer.h"
@@ -43,20 +49,38 @@ struct Options {
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;
   int32_t block_size = 16;
-  int64_t kv_cache_mb = 256;
+  std::string kv_cache_memory = "auto";
+  int32_t max_model_len = 0;
+  std::string device = "auto";
+  bool dummy_weights = false;
+  std::string arch;
+  std::string config;
+  std::string tokenizer;
 };
 Options opts;
 
 std::unique_ptr<Engine> start_engine(std::shared_ptr<const Tokenizer>& tokenizer) {
-  const std::string path = opts.model.empty() ? find_default_model() : opts.model;
-  const auto files = ModelFiles::open(path);
-  tokenizer = Tokenizer::from_path(files->tokenizer_path());
-  auto runner = std::make_unique<LlamaRunner>(std::make_unique<CpuBackend>(), *files);
+  auto backend = make_backend(opts.device);
+  const Device device = backend->device();
+  std::unique_ptr<LlamaRunner> runner;
+  if (opts.dummy_weights) {
+    runner = std::make_unique<LlamaRunner>(std::move(backend),
+                                           dummy_model_config(opts.arch, opts.config),
+                                           kDummyWeightsSeed);
+    if (!opts.tokenizer.empty()) tokenizer = Tokenizer::from_path(opts.tokenizer);
+  } else {
+    const std::string path = opts.model.empty() ? find_default_model() : opts.model;
+    const auto files = ModelFiles::open(path);
+    tokenizer = Tokenizer::from_path(opts.tokenizer.empty() ? files->tokenizer_path()
+                                                            : opts.tokenizer);
+    runner = std::make_unique<LlamaRunner>(std::move(backend), *files);
+  }
   EngineConfig config;
   config.max_num_seqs = opts.max_num_seqs;
   config.max_num_batched_tokens = opts.max_num_batched_tokens;
   config.block_size = opts.block_size;
-  config.kv_cache_bytes = opts.kv_cache_mb << 20;
+  config.max_model_len = opts.max_model_len;
+  set_kv_cache_memory(opts.kv_cache_memory, device, config);
   auto engine = Engine::create(config, std::move(runner), tokenizer);
   INFLIGHT_CHECK_CODE(engine.ok(), ErrorCode::kInvalidArgument, "cannot start the engine: {}",
                       engine.status().to_string());
@@ -304,7 +328,23 @@ void setup(CLI::App& app) {
   app.add_option("--max-num-seqs", opts.max_num_seqs, "Most sequences per step");
   app.add_option("--max-num-batched-tokens", opts.max_num_batched_tokens, "Most tokens per step");
   app.add_option("--block-size", opts.block_size, "Tokens per KV block");
-  app.add_option("--kv-cache-mb", opts.kv_cache_mb, "KV cache size in MiB");
+  app.add_option("--kv-cache-memory", opts.kv_cache_memory,
+                 "KV cache: auto, bytes (512MiB, 2G) or a fraction (0.9) of the memory free after "
+                 "weights and workspace")
+      ->capture_default_str();
+  app.add_option("--max-model-len", opts.max_model_len,
+                 "Longest prompt + output (default: the model's context length)");
+  app.add_option("--device", opts.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
+  auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
+                             "Random weights made on the device (needs --arch or --config)");
+  app.add_option("--arch", opts.arch,
+                 "Dummy-weights architecture: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, "
+                 "mistral-7b, smollm2-135m")
+      ->needs(dummy);
+  app.add_option("--config", opts.config, "Dummy-weights shapes from a Hugging Face config.json")
+      ->needs(dummy);
+  app.add_option("--tokenizer", opts.tokenizer,
+                 "Tokenizer file (a .gguf or tokenizer.json) instead of the model's");
 }
 
 int run() {
@@ -314,7 +354,7 @@ int run() {
 }
 
 const bool kRegistered = register_command(
-    {"generate", "Generate completions with the engine (CPU backend)", &setup, &run});
+    {"generate", "Generate completions with the engine", &setup, &run});
 
 }  // namespace
 }  // namespace inflight::tools

@@ -1,9 +1,10 @@
-// `inflight serve`: the OpenAI- and TGI-compatible HTTP server on the CPU backend.
+// `inflight serve`: the OpenAI- and TGI-compatible HTTP server.
 //
 //   inflight serve [--model PATH] [--host 127.0.0.1] [--port 8000] [--api-key KEY]
 //                  [--served-model-name NAME] [--max-model-len N] [--max-num-seqs N]
-//                  [--max-num-batched-tokens N] [--kv-cache-memory 512MiB|0.1]
-//                  [--chat-template FILE] ...
+//                  [--max-num-batched-tokens N] [--kv-cache-memory auto|512MiB|0.9]
+//                  [--chat-template FILE] [--device auto|cpu|cuda[:N]]
+//                  [--dummy-weights --arch llama-3.1-8b --tokenizer FILE] ...
 //
 // The socket is bound first (GET /health answers 503 while the model loads), then the model
 // is loaded on a second thread and published. SIGINT/SIGTERM stop accepting, let in-flight
@@ -22,12 +23,14 @@
 #include <sstream>
 #include <thread>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend_factory.h"
 #include "core/check.h"
 #include "core/env.h"
 #include "core/logging.h"
+#include "engine/kv_cache_memory.h"
 #include "engine/llama_runner.h"
 #include "inflight/engine.h"
+#include "model/arch_presets.h"
 #include "model/model_files.h"
 #include "server/server.h"
 #include "tokenizer/chat_template/chat_template.h"
@@ -45,7 +48,12 @@ struct Options {
   std::string model;
   std::string served_model_name;
   std::string chat_template;
-  std::string kv_cache_memory = "512MiB";
+  std::string kv_cache_memory = "auto";
+  std::string device = "auto";
+  bool dummy_weights = false;
+  std::string arch;
+  std::string config;
+  std::string tokenizer;
   int32_t max_model_len = 0;
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;
@@ -80,33 +88,6 @@ std::string find_default_model() {
                  tried);
 }
 
-// "536870912", "512MiB", "512M", "2GiB", "1.5G" (binary units), or a fraction in (0, 1] of
-// the machine's physical memory ("0.1").
-int64_t parse_memory(const std::string& text) {
-  std::istringstream in(text);
-  double value = 0;
-  in >> value;
-  std::string unit;
-  in >> unit;
-  INFLIGHT_CHECK_CODE(!in.fail() || in.eof(), ErrorCode::kInvalidArgument,
-                      "--kv-cache-memory: cannot parse '{}'", text);
-  INFLIGHT_CHECK_CODE(value > 0 && std::isfinite(value), ErrorCode::kInvalidArgument,
-                      "--kv-cache-memory must be positive, got '{}'", text);
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit.empty() && value <= 1.0) {
-    const double physical =
-        static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-    return static_cast<int64_t>(value * physical);
-  }
-  double scale = 1;
-  if (unit == "K" || unit == "KB" || unit == "KIB") scale = 1024.0;
-  else if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024 * 1024;
-  else INFLIGHT_CHECK_CODE(unit.empty() || unit == "B", ErrorCode::kInvalidArgument,
-                           "--kv-cache-memory: unknown unit '{}'", unit);
-  return static_cast<int64_t>(value * scale);
-}
-
 // --chat-template: a file, or the template text itself (as vLLM accepts).
 std::string read_chat_template(const std::string& arg) {
   if (fs::exists(arg)) {
@@ -125,11 +106,27 @@ std::string special_text(const Tokenizer& tok, int32_t id) {
 }
 
 std::shared_ptr<const server::LoadedModel> load_model(const std::string& path) {
-  const auto files = ModelFiles::open(path);
+  auto backend = make_backend(opts.device);
+  const Device device = backend->device();
+  std::unique_ptr<ModelFiles> files;
+  std::unique_ptr<LlamaRunner> runner;
   auto model = std::make_shared<server::LoadedModel>();
-  model->tokenizer = Tokenizer::from_path(files->tokenizer_path());
-  std::string tmpl = opts.chat_template.empty() ? files->chat_template()
-                                                : read_chat_template(opts.chat_template);
+  if (opts.dummy_weights) {
+    INFLIGHT_CHECK_CODE(!opts.tokenizer.empty(), ErrorCode::kInvalidArgument,
+                        "--dummy-weights needs --tokenizer FILE (e.g. a vocab GGUF of the same "
+                        "vocabulary size) to serve text");
+    runner = std::make_unique<LlamaRunner>(std::move(backend),
+                                           dummy_model_config(opts.arch, opts.config),
+                                           kDummyWeightsSeed);
+    model->tokenizer = Tokenizer::from_path(opts.tokenizer);
+  } else {
+    files = ModelFiles::open(path);
+    model->tokenizer = Tokenizer::from_path(opts.tokenizer.empty() ? files->tokenizer_path()
+                                                                   : opts.tokenizer);
+  }
+  std::string tmpl = !opts.chat_template.empty() ? read_chat_template(opts.chat_template)
+                     : files                     ? files->chat_template()
+                                                 : std::string();
   if (!tmpl.empty()) {
     model->chat_template = std::make_shared<ChatTemplate>(ChatTemplate::parse(tmpl));
   } else {
@@ -144,10 +141,10 @@ std::shared_ptr<const server::LoadedModel> load_model(const std::string& path) {
   config.max_num_seqs = opts.max_num_seqs;
   config.max_num_batched_tokens = opts.max_num_batched_tokens;
   config.block_size = opts.block_size;
-  config.kv_cache_bytes = parse_memory(opts.kv_cache_memory);
+  set_kv_cache_memory(opts.kv_cache_memory, device, config);
   config.enable_prefix_caching = !opts.disable_prefix_caching;
   config.max_logprobs = opts.max_logprobs;
-  auto runner = std::make_unique<LlamaRunner>(std::make_unique<CpuBackend>(), *files);
+  if (!runner) runner = std::make_unique<LlamaRunner>(std::move(backend), *files);
   auto engine = Engine::create(config, std::move(runner), model->tokenizer);
   INFLIGHT_CHECK_CODE(engine.ok(), ErrorCode::kInvalidArgument, "cannot start the engine: {}",
                       engine.status().to_string());
@@ -193,8 +190,21 @@ void setup(CLI::App& app) {
                  "Most tokens per engine step")
       ->capture_default_str();
   app.add_option("--kv-cache-memory", opts.kv_cache_memory,
-                 "KV cache size: bytes (512MiB, 2G, 1073741824) or a fraction of RAM (0.1)")
+                 "KV cache size: auto (0.9 on CUDA, 512MiB on the CPU), bytes (512MiB, 2G) or a "
+                 "fraction (0.9) of the memory free after weights and workspace")
       ->capture_default_str();
+  app.add_option("--device", opts.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
+  auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
+                             "Random weights made on the device (needs --arch or --config, and "
+                             "--tokenizer)");
+  app.add_option("--arch", opts.arch,
+                 "Dummy-weights architecture: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, "
+                 "mistral-7b, smollm2-135m")
+      ->needs(dummy);
+  app.add_option("--config", opts.config, "Dummy-weights shapes from a Hugging Face config.json")
+      ->needs(dummy);
+  app.add_option("--tokenizer", opts.tokenizer,
+                 "Tokenizer file (.gguf or tokenizer.json) instead of the model's");
   app.add_option("--block-size", opts.block_size, "Tokens per KV block")->capture_default_str();
   app.add_flag("--disable-prefix-caching", opts.disable_prefix_caching,
                "Do not reuse the KV blocks of shared prompt prefixes");
@@ -225,9 +235,14 @@ void setup(CLI::App& app) {
 
 int run() {
   raise_fd_limit();
-  const std::string path = opts.model.empty() ? find_default_model() : opts.model;
+  const std::string path = opts.dummy_weights ? std::string()
+                           : opts.model.empty() ? find_default_model()
+                                                : opts.model;
   auto& names = opts.server.options.served_model_name;
-  if (names.empty()) names = fs::path(path).filename().replace_extension().string();
+  if (names.empty()) {
+    names = opts.dummy_weights ? (opts.arch.empty() ? std::string("dummy") : opts.arch)
+                               : fs::path(path).filename().replace_extension().string();
+  }
 
   server::Server server(opts.server);
   server.listen();

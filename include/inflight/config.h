@@ -13,8 +13,12 @@ struct EngineConfig {
   int32_t block_size = 16;
   // Number of KV blocks; 0 = as many as fit in kv_cache_bytes.
   int64_t num_kv_blocks = 0;
-  // KV cache memory when num_kv_blocks is 0.
+  // KV cache memory when num_kv_blocks is 0 and kv_cache_memory_fraction is 0.
   int64_t kv_cache_bytes = int64_t{512} << 20;
+  // When > 0 (and num_kv_blocks is 0): the KV cache takes this fraction of the device memory
+  // that is free once the weights and the step workspace are allocated (less a small reserve
+  // for the runtime). In (0, 1]; 0 = use kv_cache_bytes.
+  double kv_cache_memory_fraction = 0.0;
   // Reuse the KV blocks of the longest cached prompt prefix (full blocks, hashed by chain).
   bool enable_prefix_caching = true;
 
@@ -35,6 +39,10 @@ struct EngineConfig {
   // ---- outputs ---------------------------------------------------------------------------
   // Upper bound on SamplingParams::logprobs.
   int32_t max_logprobs = 20;
+  // Rows whose sampling needs only the best candidates (greedy, top-k, logprobs; no penalties)
+  // come back from the device as candidates + log-sum-exp instead of whole rows. Off: every row
+  // comes back whole (the reference path; same tokens).
+  bool device_sampling = true;
 
   // kInvalidArgument naming the field.
   Status validate() const;

@@ -17,8 +17,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string_view>
 
+#include "core/check.h"
 #include "core/tensor.h"
 #include "model/forward_batch.h"
 
@@ -119,6 +121,20 @@ struct StepInputLayout {
   }
 };
 
+// Device memory as the backend sees it (bytes).
+struct MemoryInfo {
+  int64_t total = 0;      // the device's memory (host RAM for the CPU backend)
+  int64_t free = 0;       // what could still be allocated now (MemAvailable on the CPU)
+  int64_t allocated = 0;  // held by this backend's tensors
+};
+
+// A captured sequence of ops that the backend can launch again as one unit (a CUDA graph).
+// Every launch reads and writes exactly the memory the ops touched during capture.
+class BackendGraph {
+ public:
+  virtual ~BackendGraph() = default;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -138,8 +154,23 @@ class Backend {
   // Enqueues a copy of a device tensor into a host f32 tensor of the same shape, converting;
   // dst holds the values after synchronize().
   virtual void download_f32(const Tensor& src, const Tensor& dst) = 0;
+  // Enqueues a bitwise copy of a device tensor into a host tensor of the same shape and dtype
+  // (token ids, candidates); dst holds the values after synchronize().
+  virtual void download(const Tensor& src, const Tensor& dst) = 0;
   // Waits for every enqueued op.
   virtual void synchronize() = 0;
+  virtual MemoryInfo memory_info() const = 0;
+
+  // ---- graphs (CUDA graphs; unsupported on the CPU) -------------------------------------------
+  // Between begin_capture() and end_capture() ops are recorded, not run; replay() runs them.
+  // NOTE: nothing may allocate, upload, download or synchronize while capturing; every tensor a
+  // captured op touches must stay at its address for as long as the graph is replayed.
+  virtual bool supports_graphs() const { return false; }
+  virtual void begin_capture();
+  virtual std::unique_ptr<BackendGraph> end_capture();
+  // Ends a capture that failed half-way, dropping what was recorded. Never throws.
+  virtual void abort_capture() noexcept {}
+  virtual void replay(const BackendGraph& graph);
 
   // ---- step inputs --------------------------------------------------------------------------
   // The batch's arrays on the device, in one transfer. The batch must already be validated.
@@ -165,6 +196,23 @@ class Backend {
                                const Tensor& out) = 0;
   // out = silu(gate) * up for gate_up [R, 2I] = [gate | up], out [R, I].
   virtual void swiglu(const Tensor& gate_up, const Tensor& out) = 0;
+  // t[i] = offset + scale * u(seed, i), u uniform in [-1, 1): the same values (before rounding
+  // to the tensor's dtype) on every backend (ops/fill_random.h). Dummy weights.
+  virtual void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) = 0;
+  // Per row of f32 logits [L, V]: log-sum-exp [L] and the k best (id, logit) pairs, best first,
+  // ties by lower id (ops/top_k_logits.h). What the sampler needs instead of whole rows.
+  virtual void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
+                            const Tensor& top_ids, const Tensor& top_logits) = 0;
 };
+
+inline void Backend::begin_capture() {
+  INFLIGHT_THROW(ErrorCode::kUnsupported, "{} backend: graphs are not supported", name());
+}
+inline std::unique_ptr<BackendGraph> Backend::end_capture() {
+  INFLIGHT_THROW(ErrorCode::kUnsupported, "{} backend: graphs are not supported", name());
+}
+inline void Backend::replay(const BackendGraph&) {
+  INFLIGHT_THROW(ErrorCode::kUnsupported, "{} backend: graphs are not supported", name());
+}
 
 }  // namespace inflight

@@ -3,27 +3,35 @@
 #include <chrono>
 #include <random>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend_factory.h"
 #include "core/check.h"
+#include "engine/kv_cache_memory.h"
 #include "engine/llama_runner.h"
+#include "model/arch_presets.h"
 #include "tokenizer/tokenizer.h"
 
 namespace inflight::bench {
 
 LoadedEngine load_engine(const EngineSetupOptions& o) {
-  INFLIGHT_CHECK_CODE(!o.dummy_weights, ErrorCode::kUnsupported,
-                      "--dummy-weights (--arch {}) is not available yet: random device-side "
-                      "weights arrive with the CUDA backend; pass --model PATH",
-                      o.arch.empty() ? "?" : o.arch);
-  INFLIGHT_CHECK_CODE(o.device == "cpu", ErrorCode::kUnsupported,
-                      "device '{}' has no backend in this build (available: cpu)", o.device);
-  INFLIGHT_CHECK_CODE(!o.model_path.empty(), ErrorCode::kInvalidArgument, "no model given");
+  INFLIGHT_CHECK_CODE(o.dummy_weights || !o.model_path.empty(), ErrorCode::kInvalidArgument,
+                      "no model given");
   const auto begin = std::chrono::steady_clock::now();
   LoadedEngine out;
-  out.model = o.model_path;
-  out.tokenizer = std::shared_ptr<const Tokenizer>(Tokenizer::from_path(o.model_path));
-  auto runner = LlamaRunner::load(std::make_unique<CpuBackend>(), o.model_path);
-  auto engine = Engine::create(o.config, std::move(runner), out.tokenizer);
+  auto backend = make_backend(o.device);
+  EngineConfig config = o.config;
+  if (!o.kv_cache_memory.empty()) set_kv_cache_memory(o.kv_cache_memory, backend->device(), config);
+  std::unique_ptr<LlamaRunner> runner;
+  if (o.dummy_weights) {
+    out.model = o.arch.empty() ? o.config_path : o.arch;
+    runner = std::make_unique<LlamaRunner>(std::move(backend),
+                                           dummy_model_config(o.arch, o.config_path),
+                                           kDummyWeightsSeed);
+  } else {
+    out.model = o.model_path;
+    out.tokenizer = std::shared_ptr<const Tokenizer>(Tokenizer::from_path(o.model_path));
+    runner = LlamaRunner::load(std::move(backend), o.model_path);
+  }
+  auto engine = Engine::create(config, std::move(runner), out.tokenizer);
   INFLIGHT_CHECK_CODE(engine.ok(), ErrorCode::kInvalidArgument, "cannot start the engine: {}",
                       engine.status().to_string());
   out.engine = std::move(engine).value();
@@ -32,19 +40,24 @@ LoadedEngine load_engine(const EngineSetupOptions& o) {
   return out;
 }
 
-std::vector<std::vector<int32_t>> random_prompt_ids(const Tokenizer& tokenizer, int32_t num,
-                                                    int32_t len, uint64_t seed) {
+std::vector<std::vector<int32_t>> random_prompt_ids(const Tokenizer* tokenizer, int64_t vocab_size,
+                                                    int32_t num, int32_t len, uint64_t seed) {
   INFLIGHT_CHECK_CODE(num >= 1 && len >= 1, ErrorCode::kInvalidArgument,
                       "need at least one prompt of at least one token (got {} x {})", num, len);
   std::vector<int32_t> ordinary;
-  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
-    const TokenType type = tokenizer.token_type(id);
-    if (!tokenizer.is_special(id) && type != TokenType::kUnused && type != TokenType::kUnknown) {
-      ordinary.push_back(id);
+  if (tokenizer == nullptr) {
+    for (int64_t id = 0; id < vocab_size; ++id) ordinary.push_back(static_cast<int32_t>(id));
+  } else {
+    for (int32_t id = 0; id < tokenizer->vocab_size() && id < vocab_size; ++id) {
+      const TokenType type = tokenizer->token_type(id);
+      if (!tokenizer->is_special(id) && type != TokenType::kUnused &&
+          type != TokenType::kUnknown) {
+        ordinary.push_back(id);
+      }
     }
   }
   INFLIGHT_CHECK_CODE(!ordinary.empty(), ErrorCode::kInvalidArgument,
-                      "the tokenizer has no ordinary tokens");
+                      "no ordinary token ids to draw prompts from");
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<size_t> pick(0, ordinary.size() - 1);
   std::vector<std::vector<int32_t>> prompts(num);

@@ -21,25 +21,29 @@ namespace inflight::bench {
 struct EngineSetupOptions {
   std::string model_path;      // a .gguf file or a Hugging Face directory
   bool dummy_weights = false;  // random weights of a known architecture, made on the device
-  std::string arch;            // the architecture for dummy weights, e.g. "llama-3-8b"
-  std::string device = "cpu";
+  std::string arch;            // the architecture for dummy weights, e.g. "llama-3.1-8b"
+  std::string config_path;     // or a Hugging Face config.json for dummy weights
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N
+  // "auto" | bytes | a fraction (engine/kv_cache_memory.h); empty: config.kv_cache_bytes.
+  std::string kv_cache_memory;
   EngineConfig config;
 };
 
 struct LoadedEngine {
   std::unique_ptr<Engine> engine;
-  std::shared_ptr<const Tokenizer> tokenizer;
+  std::shared_ptr<const Tokenizer> tokenizer;  // null with dummy weights
   std::string model;  // what was loaded (path or arch), for reports
   double load_seconds = 0.0;
 };
 
-// Throws Error(kUnsupported) for what this build cannot do yet (dummy weights, a device without
-// a backend), and the loaders' errors for a bad model.
+// Throws Error(kUnsupported) for a device without a backend in this build, and the loaders'
+// errors for a bad model.
 LoadedEngine load_engine(const EngineSetupOptions& options);
 
-// `num` prompts of `len` random ordinary token ids each (seeded).
-std::vector<std::vector<int32_t>> random_prompt_ids(const Tokenizer& tokenizer, int32_t num,
-                                                    int32_t len, uint64_t seed);
+// `num` prompts of `len` random token ids each (seeded): ordinary tokens of `tokenizer`, or any
+// id below `vocab_size` without one (dummy weights).
+std::vector<std::vector<int32_t>> random_prompt_ids(const Tokenizer* tokenizer, int64_t vocab_size,
+                                                    int32_t num, int32_t len, uint64_t seed);
 
 // A greedy request for exactly `output_len` tokens.
 Request fixed_length_request(std::vector<int32_t> prompt_ids, int32_t output_len);

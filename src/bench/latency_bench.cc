@@ -32,7 +32,8 @@ LatencyBenchResult run_latency_bench(const LatencyBenchOptions& o) {
   LatencyBenchResult r;
   r.model = loaded.model;
   r.load_seconds = loaded.load_seconds;
-  const auto prompts = random_prompt_ids(*loaded.tokenizer, o.batch_size, o.input_len, o.seed);
+  const auto prompts = random_prompt_ids(loaded.tokenizer.get(), engine.vocab_size(), o.batch_size,
+                                         o.input_len, o.seed);
   std::vector<double> ttfts, steps;
   for (int32_t iter = 0; iter < o.num_iters_warmup + o.num_iters; ++iter) {
     std::vector<Request> batch;

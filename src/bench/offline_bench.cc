@@ -29,7 +29,8 @@ OfflineBenchResult run_offline_bench(const OfflineBenchOptions& o) {
   OfflineBenchResult r;
   r.model = loaded.model;
   r.load_seconds = loaded.load_seconds;
-  auto prompts = random_prompt_ids(*loaded.tokenizer, o.num_prompts + 1, o.input_len, o.seed);
+  auto prompts = random_prompt_ids(loaded.tokenizer.get(), engine.vocab_size(),
+                                   o.num_prompts + 1, o.input_len, o.seed);
   for (int32_t w = 0; w < o.num_warmups; ++w) {
     std::vector<Request> warmup;
     warmup.push_back(fixed_length_request(prompts.back(), kWarmupOutputLen));

@@ -19,8 +19,12 @@ Status EngineConfig::validate() const {
     return invalid(
         fmt::format("num_kv_blocks must be >= 0 (0 = from kv_cache_bytes), got {}", num_kv_blocks));
   }
-  if (num_kv_blocks == 0 && kv_cache_bytes <= 0) {
-    return invalid("set num_kv_blocks or a positive kv_cache_bytes");
+  if (!(kv_cache_memory_fraction >= 0.0 && kv_cache_memory_fraction <= 1.0)) {
+    return invalid(fmt::format("kv_cache_memory_fraction must be in [0, 1], got {}",
+                               kv_cache_memory_fraction));
+  }
+  if (num_kv_blocks == 0 && kv_cache_memory_fraction == 0.0 && kv_cache_bytes <= 0) {
+    return invalid("set num_kv_blocks, kv_cache_memory_fraction or a positive kv_cache_bytes");
   }
   if (max_model_len < 0) {
     return invalid(

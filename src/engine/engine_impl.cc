@@ -30,7 +30,13 @@ Status status_from(const std::exception& e) {
   return {StatusCode::kInternal, e.what()};
 }
 
-// Fills max_model_len and num_kv_blocks from the model when left at 0.
+double gib(int64_t bytes) {
+  return static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30);
+}
+
+// Fills max_model_len and num_kv_blocks from the model when left at 0. The KV cache gets what
+// the memory plan leaves: the runner's workspace is already reserved, so `runner.memory().free`
+// is what remains after weights and workspace; a reserve stays free for the runtime.
 Result<EngineConfig> resolve(const EngineConfig& config, const ModelRunner& runner) {
   EngineConfig c = config;
   const int64_t model_len = std::min<int64_t>(runner.model_config().max_position_embeddings,
@@ -46,15 +52,42 @@ Result<EngineConfig> resolve(const EngineConfig& config, const ModelRunner& runn
                   fmt::format("max_model_len = {} exceeds the model's context length {}",
                               c.max_model_len, model_len));
   }
+  const int64_t per_block = runner.kv_bytes_per_block(c.block_size);
+  const RunnerMemory m = runner.memory();
+  const int64_t available = std::max<int64_t>(0, m.free - m.reserve);
+  int64_t kv_bytes = c.num_kv_blocks * per_block;
   if (c.num_kv_blocks == 0) {
-    const int64_t per_block = runner.kv_bytes_per_block(c.block_size);
-    c.num_kv_blocks = per_block > 0 ? c.kv_cache_bytes / per_block : 0;
+    kv_bytes = c.kv_cache_memory_fraction > 0.0
+                   ? static_cast<int64_t>(c.kv_cache_memory_fraction *
+                                          static_cast<double>(available))
+                   : c.kv_cache_bytes;
+    c.num_kv_blocks = per_block > 0 ? kv_bytes / per_block : 0;
     if (c.num_kv_blocks < 1) {
       return Status(StatusCode::kResourceExhausted,
-                    fmt::format("kv_cache_bytes = {} holds no KV block ({} bytes each); raise it",
-                                c.kv_cache_bytes, per_block));
+                    fmt::format("a KV cache of {} bytes holds no KV block ({} bytes each); "
+                                "raise the KV cache memory",
+                                kv_bytes, per_block));
     }
+    kv_bytes = c.num_kv_blocks * per_block;
   }
+  if (kv_bytes > available) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("the KV cache needs {:.2f} GiB but only {:.2f} GiB of {} memory are "
+                              "free after the weights ({:.2f} GiB) and the step workspace ({:.2f} "
+                              "GiB); lower the KV cache memory or max_num_batched_tokens",
+                              gib(kv_bytes), gib(available), runner.device_name(), gib(m.weights),
+                              gib(m.workspace)));
+  }
+  const int64_t kv_tokens = c.num_kv_blocks * c.block_size;
+  INFLIGHT_LOG_INFO(
+      "memory plan on {} ({:.2f} GiB, {:.2f} GiB free before the KV cache): weights {:.2f} GiB, "
+      "workspace {:.2f} GiB ({} tokens, {} sequences per step), runtime reserve {:.2f} GiB, KV "
+      "cache {:.2f} GiB = {} blocks of {} tokens ({} KiB per token) -> at most {} tokens in "
+      "flight ({:.1f} sequences of max_model_len {})",
+      runner.device_name(), gib(m.total), gib(m.free), gib(m.weights), gib(m.workspace),
+      c.max_num_batched_tokens, c.max_num_seqs, gib(m.reserve), gib(kv_bytes), c.num_kv_blocks,
+      c.block_size, per_block / c.block_size / 1024, kv_tokens,
+      static_cast<double>(kv_tokens) / c.max_model_len, c.max_model_len);
   return c;
 }
 
@@ -153,6 +186,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config,
   if (runner == nullptr) return Status(StatusCode::kInvalidArgument, "no model runner given");
   if (Status s = config.validate(); !s.ok()) return s;
   try {
+    runner->reserve_workspace(config.max_num_batched_tokens, config.max_num_seqs);
     Result<EngineConfig> resolved = resolve(config, *runner);
     if (!resolved.ok()) return resolved.status();
     const EngineConfig& c = resolved.value();

@@ -11,6 +11,8 @@
 //                   update (tokens, num_computed_tokens, prefix cache, finished sequences)
 //   publish_stats   snapshot for stats()
 //   retire          hand queued outputs to streams, forget finished requests
+// While more steps follow, publish_stats and retire of step N run inside step N + 1, between
+// begin_step and end_step, overlapping the device's work (engine_loop.cc).
 #pragma once
 
 #include <atomic>
@@ -55,6 +57,8 @@ class Engine::Impl {
   void loop();
   bool apply_inbox();
   void step();
+  // logits_request_ for the rows of `out`: candidates where the sampler allows, else whole rows.
+  void build_logits_request(const SchedulerOutput& out);
   void fail(const SchedulerOutput& out, const std::string& message);
   void abort_all(FinishReason reason, const std::string& message);
   void publish_stats();
@@ -74,6 +78,7 @@ class Engine::Impl {
   Scheduler scheduler_;
   Sampler sampler_;
   ForwardBatch batch_;
+  LogitsRequest logits_request_;
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
   EngineStats stats_;
 

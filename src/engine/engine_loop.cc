@@ -1,5 +1,18 @@
 // The engine thread's half of Engine::Impl: schedule -> forward -> sample -> update -> emit.
+//
+// Overlap with the device: runner.begin_step() only enqueues the step on an asynchronous
+// backend, and while the device computes step N the loop does the host work that does not
+// depend on it: the outputs of step N - 1 go to the clients' streams (detokenized text, stop
+// checks and sampling were done when step N - 1 ended; this is the hand-over: stream pushes,
+// client wake-ups, forgetting finished requests) and the stats are published. What cannot
+// overlap, because it needs step N's tokens: scheduling and building step N + 1, and sampling
+// step N. Sampling is cheap where the device selected the candidates (model_runner.h), and a
+// decode step is a graph replay (model/decode_graphs.h), so the gap between two steps on the
+// device is the scheduler's and the sampler's host time. Cancellations and new requests are
+// applied between steps, never while one is in flight (a cancelled sequence may be part of it).
 #include <pthread.h>
+
+#include <algorithm>
 
 #include "core/check.h"
 #include "core/logging.h"
@@ -17,9 +30,10 @@ void Engine::Impl::loop() {
   try {
     while (apply_inbox()) {
       if (scheduler_.has_unfinished()) step();
+      // With more steps to come, this step's outputs are handed over while the next one runs.
+      if (scheduler_.has_unfinished()) continue;
       publish_stats();
       retire();
-      if (scheduler_.has_unfinished()) continue;
       check_idle();
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return !new_requests_.empty() || !cancelled_.empty() || stop_; });
@@ -83,18 +97,19 @@ void Engine::Impl::step() {
     requests_.at(s.seq->request_id)->on_scheduled(start, stats_);
   }
   build_forward_batch(out, config_.block_size, batch_);
-  Tensor logits;
+  build_logits_request(out);
+  StepLogits* logits = nullptr;
   try {
-    runner_->begin_step(batch_);
-    // NOTE: with an asynchronous runner the device works from here until end_step(); host work
-    // that does not touch this step's sequences belongs here.
-    logits = runner_->end_step();
-    INFLIGHT_CHECK(logits.dim() == 2 &&
-                       logits.size(0) == static_cast<int64_t>(batch_.logits_indices.size()) &&
-                       logits.size(1) == limits_.vocab_size && logits.dtype() == DType::kF32 &&
-                       logits.device() == Device::kCpu,
-                   "the runner returned logits {} for {} rows of vocabulary {}",
-                   shape_str(logits.shape()), batch_.logits_indices.size(), limits_.vocab_size);
+    runner_->begin_step(batch_, logits_request_);
+    // The device computes this step until end_step(): hand over the previous step's outputs.
+    publish_stats();
+    retire();
+    logits = &runner_->end_step();
+    INFLIGHT_CHECK(logits->num_rows == static_cast<int32_t>(batch_.logits_indices.size()) &&
+                       logits->vocab_size == limits_.vocab_size,
+                   "the runner returned {} logits rows of vocabulary {} for {} rows of {}",
+                   logits->num_rows, logits->vocab_size, batch_.logits_indices.size(),
+                   limits_.vocab_size);
   } catch (const std::exception& e) {
     fail(out, std::string("model step failed: ") + e.what());
     return;
@@ -104,20 +119,39 @@ void Engine::Impl::step() {
   stats_.num_computed_tokens += static_cast<uint64_t>(out.num_batched_tokens);
 
   StepContext ctx = context(Clock::now());
-  const auto vocab = static_cast<size_t>(limits_.vocab_size);
-  size_t row = 0;
+  int32_t row = 0;
   for (const ScheduledSequence& s : out.scheduled) {
     if (!s.sample) continue;
-    float* logits_row = logits.data<float>() + row++ * vocab;
+    const int32_t r = row++;
     if (s.seq->status != SequenceStatus::kRunning) continue;  // its request failed this step
     RequestState& req = *requests_.at(s.seq->request_id);
     try {
-      req.on_logits(*s.seq, std::span<float>(logits_row, vocab), ctx);
+      req.on_logits(*s.seq, logits->row(r), ctx);
     } catch (const std::exception& e) {
       req.abort(FinishReason::kError, e.what(), ctx);
     }
   }
   stats_.step_time.observe(RequestTimings::seconds(start, Clock::now()));
+}
+
+void Engine::Impl::build_logits_request(const SchedulerOutput& out) {
+  LogitsRequest& request = logits_request_;
+  request.top_k = 0;
+  request.full_rows.clear();
+  const int64_t max_k = std::min<int64_t>(limits_.vocab_size, kMaxLogitsTopK);
+  int32_t row = 0;
+  for (const ScheduledSequence& s : out.scheduled) {
+    if (!s.sample) continue;
+    const int32_t k = config_.device_sampling
+                          ? requests_.at(s.seq->request_id)->candidates_needed(*s.seq)
+                          : 0;
+    if (k > 0 && k <= max_k) {
+      request.top_k = std::max(request.top_k, k);
+    } else {
+      request.full_rows.push_back(row);
+    }
+    ++row;
+  }
 }
 
 void Engine::Impl::fail(const SchedulerOutput& out, const std::string& message) {

@@ -54,7 +54,13 @@ void RequestState::suppressed_tokens(const Sequence& seq, std::vector<int32_t>& 
   if (seq.num_output_tokens() < prepared_.params.min_tokens) out = stop_ids_;
 }
 
-int32_t RequestState::sample(Sequence& seq, int32_t choice, std::span<float> logits,
+int32_t RequestState::candidates_needed(const Sequence& seq) const {
+  const bool suppressing =
+      seq.num_output_tokens() < prepared_.params.min_tokens && !stop_ids_.empty();
+  return Sampler::candidates_needed(prepared_.params, suppressing);
+}
+
+int32_t RequestState::sample(Sequence& seq, int32_t choice, const LogitsView& logits,
                              StepContext& ctx, TokenLogprob* logprob) {
   suppressed_tokens(seq, suppressed_);
   const std::span<const int32_t> all(seq.token_ids);
@@ -67,7 +73,7 @@ int32_t RequestState::sample(Sequence& seq, int32_t choice, std::span<float> log
   return ctx.sampler.sample(logits, sc, logprob);
 }
 
-void RequestState::on_logits(Sequence& seq, std::span<float> logits, StepContext& ctx) {
+void RequestState::on_logits(Sequence& seq, const LogitsView& logits, StepContext& ctx) {
   if (seq.num_choices > 1) {
     fork(seq, logits, ctx);
     return;
@@ -79,17 +85,17 @@ void RequestState::on_logits(Sequence& seq, std::span<float> logits, StepContext
   accept(seq.choice, token, want_lp ? &lp : nullptr, ctx);
 }
 
-void RequestState::fork(Sequence& parent, std::span<float> logits, StepContext& ctx) {
-  // Every choice draws its first token from the parent's logits: copy the row, since sampling
-  // modifies it.
-  fork_logits_.assign(logits.begin(), logits.end());
+void RequestState::fork(Sequence& parent, const LogitsView& logits, StepContext& ctx) {
+  // Every choice draws its first token from the parent's logits: copy a whole row, since
+  // sampling modifies it (candidates are only read).
+  fork_logits_.assign(logits.full.begin(), logits.full.end());
   const auto n = static_cast<int32_t>(choices_.size());
   const bool want_lp = prepared_.params.logprobs.has_value();
   std::vector<int32_t> tokens(static_cast<size_t>(n));
   std::vector<TokenLogprob> lps(static_cast<size_t>(n));
   std::vector<Sequence*> children;
   for (int32_t c = 0; c < n; ++c) {
-    std::copy(fork_logits_.begin(), fork_logits_.end(), logits.begin());
+    std::copy(fork_logits_.begin(), fork_logits_.end(), logits.full.begin());
     tokens[static_cast<size_t>(c)] =
         sample(parent, c, logits, ctx, want_lp ? &lps[static_cast<size_t>(c)] : nullptr);
     if (c == 0) continue;

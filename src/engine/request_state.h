@@ -53,10 +53,14 @@ class RequestState {
   // A step that computes some of its tokens starts now.
   void on_scheduled(TimePoint now, EngineStats& stats);
 
-  // Samples the next token of `seq` from its logits row [vocab] (modified), forking into the
-  // n choices on the first token, then applies the stop rules and queues outputs. Finished
+  // How many best candidates of `seq`'s next logits row decide its token (and logprobs), or 0
+  // when the sampler needs the whole row (Sampler::candidates_needed).
+  int32_t candidates_needed(const Sequence& seq) const;
+
+  // Samples the next token of `seq` from its logits row (a whole row is modified), forking into
+  // the n choices on the first token, then applies the stop rules and queues outputs. Finished
   // choices leave the scheduler (their blocks are freed) here.
-  void on_logits(Sequence& seq, std::span<float> logits, StepContext& ctx);
+  void on_logits(Sequence& seq, const LogitsView& logits, StepContext& ctx);
 
   // Finishes every unfinished choice with `reason` (kAbort when cancelled or at shutdown,
   // kError with `error`).
@@ -75,8 +79,8 @@ class RequestState {
     bool finished = false;
   };
 
-  void fork(Sequence& parent, std::span<float> logits, StepContext& ctx);
-  int32_t sample(Sequence& seq, int32_t choice, std::span<float> logits, StepContext& ctx,
+  void fork(Sequence& parent, const LogitsView& logits, StepContext& ctx);
+  int32_t sample(Sequence& seq, int32_t choice, const LogitsView& logits, StepContext& ctx,
                  TokenLogprob* logprob);
   void accept(int32_t choice, int32_t token, const TokenLogprob* logprob, StepContext& ctx);
   void finish_choice(int32_t choice, FinishReason reason, StepContext& ctx);

@@ -71,13 +71,61 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingContext& ctx,
   if (p.temperature < kGreedyTemperature) {
     token = argmax(logits);
   } else {
-    const float inv_t = 1.0f / p.temperature;
-    for (float& l : logits) l *= inv_t;
     const auto step = static_cast<int32_t>(ctx.output.size());
     token = draw(logits, p, uniform(ctx.seed, ctx.choice, step));
   }
   if (want_logprobs) fill_logprobs(raw_, token, *p.logprobs, *logprob);
   return token;
+}
+
+int32_t Sampler::sample(const LogitsView& view, const SamplingContext& ctx,
+                        TokenLogprob* logprob) {
+  if (!view.full.empty()) return sample(view.full, ctx, logprob);
+  const SamplingParams& p = *ctx.params;
+  const auto needed = static_cast<size_t>(candidates_needed(p, !ctx.suppressed.empty()));
+  INFLIGHT_CHECK(needed > 0 && view.top_ids.size() >= needed &&
+                     view.top_logits.size() == view.top_ids.size(),
+                 "sampler: {} candidates given, {} needed (0: the whole row)", view.top_ids.size(),
+                 needed);
+  int32_t token;
+  if (p.temperature < kGreedyTemperature) {
+    token = view.top_ids[0];
+  } else {
+    const auto step = static_cast<int32_t>(ctx.output.size());
+    token = draw_candidates(view, p, uniform(ctx.seed, ctx.choice, step));
+  }
+  if (logprob != nullptr && p.logprobs.has_value()) {
+    const double log_z = static_cast<double>(view.log_sum_exp);
+    auto logprob_at = [&](size_t j) {
+      return static_cast<float>(static_cast<double>(view.top_logits[j]) - log_z);
+    };
+    const auto at = static_cast<size_t>(
+        std::find(view.top_ids.begin(), view.top_ids.end(), token) - view.top_ids.begin());
+    INFLIGHT_CHECK(at < view.top_ids.size(), "sampler: token {} is not a candidate", token);
+    logprob->token_id = token;
+    logprob->logprob = logprob_at(at);
+    logprob->top.clear();
+    const auto top_n = std::min(static_cast<size_t>(*p.logprobs), view.top_ids.size());
+    for (size_t j = 0; j < top_n; ++j) logprob->top.emplace_back(view.top_ids[j], logprob_at(j));
+  }
+  return token;
+}
+
+int32_t Sampler::candidates_needed(const SamplingParams& p, bool suppressing) {
+  if (suppressing || p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
+      p.presence_penalty != 0.0f) {
+    return 0;
+  }
+  int32_t k = 0;
+  if (p.temperature < kGreedyTemperature) {
+    k = 1;
+  } else if (p.top_k > 0) {
+    k = p.top_k;
+  } else {
+    return 0;  // the draw ranges over the whole vocabulary
+  }
+  if (p.logprobs) k = std::max(k, *p.logprobs);
+  return k;
 }
 
 void Sampler::apply_penalties(std::span<float> logits, const SamplingContext& ctx) {
@@ -115,33 +163,63 @@ void Sampler::apply_penalties(std::span<float> logits, const SamplingContext& ct
 }
 
 int32_t Sampler::draw(std::span<const float> logits, const SamplingParams& p, double u) {
+  const float inv_t = 1.0f / p.temperature;
   const float max_logit = logits[static_cast<size_t>(argmax(logits))];
   INFLIGHT_CHECK(max_logit > kNegInf, "every token is masked: nothing can be sampled");
-  // min-p: p_i >= min_p * p_max  <=>  l_i >= max + log(min_p)
-  const float floor =
-      p.min_p > 0.0f ? max_logit + std::log(p.min_p) : std::numeric_limits<float>::lowest();
+  // min-p: p_i >= min_p * p_max  <=>  l_i / T >= max / T + log(min_p)
+  const float floor = p.min_p > 0.0f ? max_logit * inv_t + std::log(p.min_p)
+                                     : std::numeric_limits<float>::lowest();
   candidates_.clear();
   for (size_t i = 0; i < logits.size(); ++i) {
-    if (logits[i] >= floor && logits[i] > kNegInf) candidates_.push_back(static_cast<int32_t>(i));
+    if (logits[i] > kNegInf && logits[i] * inv_t >= floor) {
+      candidates_.push_back(static_cast<int32_t>(i));
+    }
   }
   const HigherLogit higher{logits};
-  const bool top_k = p.top_k > 0 && static_cast<size_t>(p.top_k) < candidates_.size();
-  if (top_k) {
+  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < candidates_.size()) {
     std::nth_element(candidates_.begin(), candidates_.begin() + p.top_k, candidates_.end(), higher);
     candidates_.resize(static_cast<size_t>(p.top_k));
   }
+  // Ranked whenever a rank matters (top-k or top-p); otherwise in id order.
   const bool top_p = p.top_p < 1.0f;
-  if (top_p || top_k) std::sort(candidates_.begin(), candidates_.end(), higher);
+  if (top_p || p.top_k > 0) std::sort(candidates_.begin(), candidates_.end(), higher);
+  candidate_logits_.resize(candidates_.size());
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    candidate_logits_[i] = logits[static_cast<size_t>(candidates_[i])];
+  }
+  return pick(candidate_logits_, inv_t, max_logit * inv_t, top_p, p, u);
+}
 
+int32_t Sampler::draw_candidates(const LogitsView& view, const SamplingParams& p, double u) {
+  const float inv_t = 1.0f / p.temperature;
+  const float max_logit = view.top_logits[0];
+  INFLIGHT_CHECK(max_logit > kNegInf, "every token is masked: nothing can be sampled");
+  const float floor = p.min_p > 0.0f ? max_logit * inv_t + std::log(p.min_p)
+                                     : std::numeric_limits<float>::lowest();
+  // Ranked best first, so the min-p survivors are a prefix and top-k keeps the first k of them.
+  const size_t limit = std::min(static_cast<size_t>(p.top_k), view.top_ids.size());
+  candidates_.clear();
+  candidate_logits_.clear();
+  for (size_t j = 0; j < limit; ++j) {
+    const float l = view.top_logits[j];
+    if (!(l > kNegInf && l * inv_t >= floor)) break;
+    candidates_.push_back(view.top_ids[j]);
+    candidate_logits_.push_back(l);
+  }
+  return pick(candidate_logits_, inv_t, max_logit * inv_t, p.top_p < 1.0f, p, u);
+}
+
+int32_t Sampler::pick(std::span<const float> logits_of_candidates, float inv_t, float max_scaled,
+                      bool top_p_cut, const SamplingParams& p, double u) {
   weights_.resize(candidates_.size());
   double total = 0.0;
   for (size_t i = 0; i < candidates_.size(); ++i) {
-    weights_[i] = std::exp(static_cast<double>(logits[static_cast<size_t>(candidates_[i])]) -
-                           static_cast<double>(max_logit));
+    weights_[i] = std::exp(static_cast<double>(logits_of_candidates[i] * inv_t) -
+                           static_cast<double>(max_scaled));
     total += weights_[i];
   }
   size_t kept = candidates_.size();
-  if (top_p) {  // smallest most-likely prefix whose mass reaches top_p
+  if (top_p_cut) {  // smallest most-likely prefix whose mass reaches top_p
     const double target = static_cast<double>(p.top_p) * total;
     double mass = 0.0;
     for (kept = 0; kept < candidates_.size();) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <numbers>
+#include <algorithm>
 
 namespace inflight {
 
@@ -93,6 +94,12 @@ LlamaModel::LlamaModel(const ModelConfig& config, const WeightSource& source, Ba
   load_weights(source);
 }
 
+LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, uint64_t seed)
+    : config_(config), backend_(backend) {
+  check_config();
+  init_random_weights(seed);
+}
+
 void LlamaModel::check_config() const {
   // Architecture, positive sizes, GQA divisibility, even head_dim, RoPE scaling parameters.
   config_.validate();
@@ -165,6 +172,82 @@ void LlamaModel::load_weights(const WeightSource& source) {
   }
 }
 
+void LlamaModel::init_random_weights(uint64_t seed) {
+  const ModelConfig& c = config_;
+  const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
+  const int64_t kv_dim = c.num_kv_heads * c.head_dim, inter = c.intermediate_size;
+  const DType dt = backend_.compute_dtype();
+  uint64_t index = 0;
+  // Each tensor gets its own stream of the generator: seed and running index mixed.
+  auto make = [&](const Shape& shape, float scale, float offset) {
+    Tensor t = backend_.alloc(shape, dt);
+    backend_.fill_random(t, seed * 0x9e3779b97f4a7c15ULL + ++index, scale, offset);
+    return t;
+  };
+  auto linear = [&](int64_t out, int64_t in) {
+    return make({out, in}, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f);
+  };
+  auto norm = [&]() { return make({hidden}, 0.1f, 1.0f); };
+
+  embed_ = make({c.vocab_size, hidden}, 1.0f, 0.0f);
+  final_norm_ = norm();
+  lm_head_ = c.tie_word_embeddings ? embed_ : linear(c.vocab_size, hidden);
+  const std::vector<float> inv_freq = rope_inv_freq(c);
+  Tensor inv_freq_host = Tensor::empty({c.head_dim / 2}, DType::kF32);
+  std::memcpy(inv_freq_host.raw(), inv_freq.data(), inv_freq.size() * sizeof(float));
+  inv_freq_ = backend_.upload(inv_freq_host, DType::kF32);
+
+  const bool qkv_bias = c.attention_bias || c.architecture == "qwen2";
+  layers_.resize(static_cast<size_t>(c.num_layers));
+  for (Layer& layer : layers_) {
+    layer.input_norm = norm();
+    layer.post_norm = norm();
+    layer.qkv_weight = linear(q_dim + 2 * kv_dim, hidden);
+    if (qkv_bias) layer.qkv_bias = make({q_dim + 2 * kv_dim}, 0.1f, 0.0f);
+    layer.o_weight = linear(hidden, q_dim);
+    layer.gate_up_weight = linear(2 * inter, hidden);
+    layer.down_weight = linear(hidden, inter);
+  }
+}
+
+int64_t LlamaModel::weight_bytes() const {
+  int64_t bytes = embed_.nbytes() + final_norm_.nbytes() + inv_freq_.nbytes();
+  if (lm_head_.raw() != embed_.raw()) bytes += lm_head_.nbytes();
+  for (const Layer& l : layers_) {
+    for (const Tensor* t : {&l.input_norm, &l.qkv_weight, &l.qkv_bias, &l.o_weight, &l.o_bias,
+                            &l.post_norm, &l.gate_up_weight, &l.down_weight}) {
+      if (t->defined()) bytes += static_cast<int64_t>(t->nbytes());
+    }
+  }
+  return bytes;
+}
+
+int64_t LlamaModel::workspace_bytes(int32_t max_tokens, int32_t max_logits) const {
+  const ModelConfig& c = config_;
+  const int64_t esize = static_cast<int64_t>(dtype_size(backend_.compute_dtype()));
+  const int64_t cap = (std::max<int64_t>(max_tokens, DecodeGraphs::round_batch(max_logits)) + 63) /
+                      64 * 64;
+  const int64_t logits_cap =
+      (static_cast<int64_t>(DecodeGraphs::round_batch(max_logits)) + 7) / 8 * 8;
+  const int64_t qkv_cols = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
+  const int64_t per_token = 3 * c.hidden_size + qkv_cols + 2 * c.num_heads * c.head_dim +
+                            3 * c.intermediate_size;
+  return cap * per_token * esize + logits_cap * c.hidden_size * esize +
+         logits_cap * c.vocab_size * static_cast<int64_t>(sizeof(float));
+}
+
+void LlamaModel::set_graph_mode(GraphMode mode, int32_t max_batch) {
+  INFLIGHT_CHECK_CODE(mode != GraphMode::kCapture || backend_.supports_graphs(),
+                      ErrorCode::kUnsupported, "the {} backend cannot capture graphs",
+                      backend_.name());
+  graphs_ = DecodeGraphs(mode, max_batch);
+}
+
+void LlamaModel::reserve(int32_t max_tokens, int32_t max_logits) {
+  const int32_t decode = DecodeGraphs::round_batch(max_logits);
+  ensure_workspace(std::max(max_tokens, decode), decode);
+}
+
 KvCache LlamaModel::make_kv_cache(int64_t num_blocks, int32_t block_size) const {
   return KvCache(backend_, config_, num_blocks, block_size);
 }
@@ -200,16 +283,18 @@ void LlamaModel::ensure_workspace(int64_t num_tokens, int64_t num_logits) {
     ws_.gate_up = backend_.alloc({cap, 2 * c.intermediate_size}, dt);
     ws_.act = backend_.alloc({cap, c.intermediate_size}, dt);
     ws_.capacity = cap;
+    graphs_.clear();  // they point at the old workspace
   }
   if (num_logits > ws_.logits_capacity) {
     const int64_t cap = (num_logits + 7) / 8 * 8;
     ws_.picked = backend_.alloc({cap, c.hidden_size}, dt);
-    ws_.logits = backend_.alloc({cap, c.vocab_size}, dt);
+    ws_.logits = backend_.alloc({cap, c.vocab_size}, DType::kF32);
     ws_.logits_capacity = cap;
+    graphs_.clear();
   }
 }
 
-Tensor LlamaModel::forward(const ForwardBatch& batch, KvCache& cache) {
+Tensor LlamaModel::enqueue(const ForwardBatch& batch, KvCache& cache) {
   const ModelConfig& c = config_;
   check_cache(cache);
   batch.validate(cache.block_size(), cache.num_blocks());
@@ -217,11 +302,47 @@ Tensor LlamaModel::forward(const ForwardBatch& batch, KvCache& cache) {
     INFLIGHT_CHECK_CODE(id < c.vocab_size, ErrorCode::kInvalidArgument,
                         "token id {} is outside the vocabulary of {} tokens", id, c.vocab_size);
   }
+  if (const auto bucket = graphs_.bucket_for(batch)) return enqueue_decode(batch, cache, *bucket);
   const int64_t t = batch.num_tokens();
   const int64_t num_logits = static_cast<int64_t>(batch.logits_indices.size());
   ensure_workspace(t, num_logits);
-
   const StepInputs in = backend_.upload_batch(batch);
+  run_ops(in, cache, t, num_logits);
+  return ws_.logits.rows(0, num_logits);
+}
+
+Tensor LlamaModel::enqueue_decode(const ForwardBatch& batch, KvCache& cache,
+                                  const DecodeGraphs::Bucket& bucket) {
+  DecodeGraphs::pad(batch, bucket, padded_);
+  ensure_workspace(bucket.batch, bucket.batch);
+  StepInputs in = backend_.upload_batch(padded_);
+  // A bound for every batch of the bucket, so that recorded launch sizes stay valid.
+  in.max_context_len = bucket.table_width * cache.block_size();
+  const void* inputs = in.slot_mapping.raw();  // the base of the packed inputs
+  if (graphs_.mode() == GraphMode::kCapture) {
+    if (const BackendGraph* graph = graphs_.find(bucket, inputs)) {
+      backend_.replay(*graph);
+      return ws_.logits.rows(0, batch.num_seqs());
+    }
+  }
+  // First use of the bucket (or no capture): run the ops, which also settles every lazily made
+  // resource (GEMM plans), then record them without running them again.
+  run_ops(in, cache, bucket.batch, bucket.batch);
+  if (graphs_.mode() == GraphMode::kCapture) {
+    backend_.begin_capture();
+    try {
+      run_ops(in, cache, bucket.batch, bucket.batch);
+      graphs_.store(bucket, inputs, backend_.end_capture());
+    } catch (...) {
+      backend_.abort_capture();
+      throw;
+    }
+  }
+  return ws_.logits.rows(0, batch.num_seqs());
+}
+
+void LlamaModel::run_ops(const StepInputs& in, KvCache& cache, int64_t t, int64_t num_logits) {
+  const ModelConfig& c = config_;
   const Tensor residual = ws_.residual.rows(0, t);
   const Tensor normed = ws_.normed.rows(0, t);
   const Tensor qkv = ws_.qkv.rows(0, t);
@@ -251,16 +372,18 @@ Tensor LlamaModel::forward(const ForwardBatch& batch, KvCache& cache) {
     backend_.swiglu(gate_up, act);
     backend_.gemm(act, layer.down_weight, nullptr, sublayer_out);
   }
-
-  Tensor logits_host = Tensor::empty({num_logits, c.vocab_size}, DType::kF32);
   if (num_logits > 0) {
     backend_.rms_norm(&sublayer_out, residual, final_norm_, c.rms_norm_eps, normed);
     const Tensor picked = ws_.picked.rows(0, num_logits);
-    const Tensor logits = ws_.logits.rows(0, num_logits);
     backend_.gather_rows(normed, in.logits_indices, picked);
-    backend_.gemm(picked, lm_head_, nullptr, logits);
-    backend_.download_f32(logits, logits_host);
+    backend_.gemm(picked, lm_head_, nullptr, ws_.logits.rows(0, num_logits));  // f32 out
   }
+}
+
+Tensor LlamaModel::forward(const ForwardBatch& batch, KvCache& cache) {
+  const Tensor logits = enqueue(batch, cache);
+  Tensor logits_host = Tensor::empty(logits.shape(), DType::kF32);
+  backend_.download_f32(logits, logits_host);
   backend_.synchronize();
   return logits_host;
 }

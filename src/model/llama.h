@@ -10,16 +10,22 @@
 //   residual += o; x = rms_norm(residual)
 //   m = down(silu(x Wgate^T) * x Wup^T)   fused [gate; up] weight [2 I, hidden]
 // then residual += m, the final norm, the rows in logits_indices, and the LM head (the token
-// embedding itself when tied).
+// embedding itself when tied) into f32 logits.
+//
+// A step is split into host work (validation, padding, the one upload of the step's inputs:
+// enqueue()) and the ops (run_ops(): nothing but backend ops on fixed tensors), so that decode
+// steps can be captured once and replayed as graphs (model/decode_graphs.h).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
+#include "model/decode_graphs.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
 #include "model/model_files.h"
@@ -40,8 +46,12 @@ class LlamaModel {
   // other than llama/mistral/qwen2, Error(kNotFound / kInvalidFile) naming a missing or
   // misshapen tensor.
   LlamaModel(const ModelFiles& files, Backend& backend);
-  // Weights supplied directly (tests, dummy weights); same checks.
+  // Weights supplied directly (tests); same checks.
   LlamaModel(const ModelConfig& config, const WeightMap& weights, Backend& backend);
+  // Dummy weights for performance work: every tensor allocated on the backend and filled there
+  // (Backend::fill_random) from `seed`: linear layers uniform with scale 1/sqrt(fan_in), norm
+  // weights 1 +- 0.1, embeddings +-1, so activations stay finite through any number of layers.
+  LlamaModel(const ModelConfig& config, Backend& backend, uint64_t seed);
 
   LlamaModel(const LlamaModel&) = delete;
   LlamaModel& operator=(const LlamaModel&) = delete;
@@ -52,11 +62,27 @@ class LlamaModel {
   // A KV cache shaped for this model on its backend.
   KvCache make_kv_cache(int64_t num_blocks, int32_t block_size) const;
 
-  // Runs one step: writes the step's K/V into `cache` and returns host f32 logits
-  // [batch.logits_indices.size(), vocab_size], row i for token logits_indices[i].
+  // How decode steps run (model/decode_graphs.h); kCapture needs Backend::supports_graphs().
+  // Default kOff. Drops the graphs recorded so far.
+  void set_graph_mode(GraphMode mode, int32_t max_batch);
+  const DecodeGraphs& graphs() const { return graphs_; }
+
+  // Allocates the workspace for steps of up to `max_tokens` tokens and `max_logits` logits rows
+  // (decode buckets included), so that no step allocates and graphs keep their addresses.
+  void reserve(int32_t max_tokens, int32_t max_logits);
+  // Bytes of the weights on the device, and of the workspace reserve() would allocate.
+  int64_t weight_bytes() const;
+  int64_t workspace_bytes(int32_t max_tokens, int32_t max_logits) const;
+
+  // Enqueues one step on the backend (host work, then the ops or a graph replay; no host wait)
+  // and returns the device f32 logits [batch.logits_indices.size(), vocab_size], row i for token
+  // logits_indices[i]: a workspace view, valid until the next step.
   // Throws Error(kInvalidArgument) for a batch that breaks ForwardBatch's invariants, token ids
   // outside the vocabulary, or a cache shaped for another model.
   // NOTE: one step at a time: the activations live in a workspace reused by every call.
+  Tensor enqueue(const ForwardBatch& batch, KvCache& cache);
+
+  // enqueue(), then the logits copied to a host f32 tensor (waits for the device).
   Tensor forward(const ForwardBatch& batch, KvCache& cache);
 
  private:
@@ -87,14 +113,20 @@ class LlamaModel {
     Tensor gate_up;       // [cap, 2 I]
     Tensor act;           // [cap, I]
     Tensor picked;        // [logits_cap, hidden]
-    Tensor logits;        // [logits_cap, vocab]
+    Tensor logits;        // [logits_cap, vocab] f32
   };
 
   LlamaModel(const ModelConfig& config, const WeightSource& source, Backend& backend);
   void check_config() const;
   void load_weights(const WeightSource& source);
+  void init_random_weights(uint64_t seed);
   void ensure_workspace(int64_t num_tokens, int64_t num_logits);
   void check_cache(const KvCache& cache) const;
+  // The decode step of `batch` in its bucket: padded, uploaded, then replayed or run.
+  Tensor enqueue_decode(const ForwardBatch& batch, KvCache& cache,
+                        const DecodeGraphs::Bucket& bucket);
+  // Every op of one step over `in` (t tokens, num_logits logits rows): no host-side work.
+  void run_ops(const StepInputs& in, KvCache& cache, int64_t t, int64_t num_logits);
 
   ModelConfig config_;
   Backend& backend_;
@@ -104,6 +136,8 @@ class LlamaModel {
   Tensor inv_freq_;    // [D / 2] f32
   std::vector<Layer> layers_;
   Workspace ws_;
+  DecodeGraphs graphs_{GraphMode::kOff, 1};
+  ForwardBatch padded_;  // scratch: the padded decode batch
 };
 
 }  // namespace inflight

@@ -18,7 +18,10 @@ GemmParams make_gemm_params(const Tensor& x, const Tensor& w, const Tensor* bias
                       shape_str(x.shape()), shape_str(w.shape()));
   INFLIGHT_CHECK_CODE(k >= 1, ErrorCode::kInvalidArgument, "{}: inner dimension is 0", kOp);
   if (bias != nullptr) check_tensor(kOp, "bias", *bias, dt, dev, {n});
-  check_tensor(kOp, "y", y, dt, dev, {m, n});
+  INFLIGHT_CHECK_CODE(y.defined() && (y.dtype() == dt || y.dtype() == DType::kF32),
+                      ErrorCode::kInvalidArgument, "{}: y must have x's dtype {} or f32", kOp,
+                      dtype_name(dt));
+  check_tensor(kOp, "y", y, y.dtype(), dev, {m, n});
   INFLIGHT_CHECK_CODE(y.numel() == 0 || (y.raw() != x.raw() && y.raw() != w.raw()),
                       ErrorCode::kInvalidArgument, "{}: y must not alias x or w", kOp);
   GemmParams p;
@@ -30,6 +33,7 @@ GemmParams make_gemm_params(const Tensor& x, const Tensor& w, const Tensor* bias
   p.n = n;
   p.k = k;
   p.dtype = dt;
+  p.y_dtype = y.dtype();
   return p;
 }
 

@@ -4,7 +4,8 @@
 //   x [m, k]   activations (tokens x in-features)
 //   w [n, k]   weight (out-features x in-features)
 //   bias [n]   optional
-//   y [m, n]
+//   y [m, n]   the operands' dtype, or f32 for bf16/f16 operands (the LM head: logits are
+//              not rounded to bf16, so greedy argmax ties are not created by the output type)
 #pragma once
 
 #include <cstdint>
@@ -21,11 +22,12 @@ struct GemmParams {
   int64_t m = 0;
   int64_t n = 0;
   int64_t k = 0;
-  DType dtype = DType::kF32;
+  DType dtype = DType::kF32;    // of x, w and bias
+  DType y_dtype = DType::kF32;  // dtype, or f32
 };
 
-// Validates the shapes above (same float dtype and device for all; k >= 1) and that y does not
-// alias x.
+// Validates the shapes above (same float dtype and device for x, w, bias; y of that dtype or
+// f32; k >= 1) and that y does not alias x or w.
 GemmParams make_gemm_params(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y);
 
 // f32 only. Cache-blocked over weight rows, multithreaded over n.

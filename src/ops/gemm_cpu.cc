@@ -86,7 +86,8 @@ void run_groups(const GemmParams& p, int64_t g_begin, int64_t g_end, int64_t blo
 }  // namespace
 
 void gemm_cpu(const GemmParams& p) {
-  INFLIGHT_CHECK(p.dtype == DType::kF32, "gemm_cpu: f32 only, got {}", dtype_name(p.dtype));
+  INFLIGHT_CHECK(p.dtype == DType::kF32 && p.y_dtype == DType::kF32, "gemm_cpu: f32 only, got {}",
+                 dtype_name(p.dtype));
   if (p.m == 0 || p.n == 0) return;
   // Weight rows per cache block: a block stays in L2 while every x row passes over it.
   const int64_t row_bytes = p.k * static_cast<int64_t>(sizeof(float));

@@ -10,12 +10,14 @@
 
 #include <cuda_runtime_api.h>
 
+#include "ops/fill_random.h"
 #include "ops/gather_rows.h"
 #include "ops/gemm.h"
 #include "ops/paged_attention.h"
 #include "ops/rms_norm.h"
 #include "ops/rope_kv_write.h"
 #include "ops/swiglu.h"
+#include "ops/top_k_logits.h"
 
 namespace inflight {
 
@@ -31,6 +33,12 @@ void rope_kv_write_cuda(const RopeKvWriteParams& p, cudaStream_t stream);
 // head_dim <= kPagedAttentionMaxHeadDim.
 constexpr int32_t kPagedAttentionMaxHeadDim = 256;
 void paged_attention_cuda(const PagedAttentionParams& p, cudaStream_t stream);
+
+// bf16 or f32.
+void fill_random_cuda(const FillRandomParams& p, cudaStream_t stream);
+
+// One block per row; k <= kTopKLogitsMax.
+void top_k_logits_cuda(const TopKLogitsParams& p, cudaStream_t stream);
 
 // The plain CUDA-core GEMM (16x16 shared-memory tiles): the backend's fallback for shapes that
 // cuBLASLt has no algorithm for, and a second opinion in tests. cuBLASLt does the real work

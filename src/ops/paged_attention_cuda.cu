@@ -1,31 +1,78 @@
 // paged_attention on CUDA: causal attention of a ragged batch (prefill, chunked prefill with a
-// cached prefix, and decode in one launch) over the paged KV cache; GQA; sliding window.
-// bf16 q, K, V and out; fp32 scores, softmax and accumulators.
+// cached prefix, and decode in one call) over the paged KV cache; GQA; sliding window. bf16 q,
+// K, V and out; fp32 scores, softmax and accumulators.
 //
-// First pass, correctness before speed: one block of kWarps warps per (query token, query
-// head). Token t finds its sequence s by binary search over query_start and its context
-// position p = context_lens[s] - (query_start[s + 1] - t); it attends to keys [lo, p] of s,
-// lo = max(0, p - window + 1) with a window, else 0. Warp w takes keys lo + w, lo + w + kWarps,
-// ...; for each key the warp's lanes split the head dimension in bf16 pairs (lane l holds pairs
-// l, l + 32, ...), reduce the dot product with shuffles, and fold the key into the warp's
-// online softmax state (running max m, sum l, accumulator acc[D]). The kWarps states are then
-// merged through shared memory by rescaling each with exp(m_w - max_w m_w).
-//
-// What the fast versions need (next pass):
-//  - prefill: query tiles (e.g. 64 or 128 tokens of one sequence and one kv head, all its GQA
-//    heads) so K/V pages are loaded once per tile into shared memory and reused, with
-//    tensor-core mma (wgmma on sm_90a) for Q K^T and P V; a work list of (seq, q-tile) built on
-//    the host from the ForwardBatch (it knows the sequence lengths), so no binary search and no
-//    idle blocks on decode-only sequences.
-//  - decode: one block per (seq, kv head) handling its whole GQA group, 16-byte K/V loads, and
-//    split-KV for long contexts: partitions of the context in separate blocks, each writing
-//    (m, l, acc) to a workspace, merged by a second small kernel (log-sum-exp merge) — the
-//    merge below is the same arithmetic.
-//  - both: graph-capturable launch sizes (grid from max sizes, early exit on padding).
+// Two paths, picked on the host:
+//  - tiles (attention_tile.cuh): head_dim 64 and 128 with 16-byte aligned tensors on sm_80+.
+//    Tensor-core tiles of query rows of one (sequence, kv head) covering its whole GQA group:
+//    64- or 128-row prefill tiles for sequences with n * g > 16 new rows (wgmma on sm_90a),
+//    16-row decode tiles (split-KV at small batch) for the rest. At most two launches.
+//  - simple (below): any even head_dim <= 256. One block of kWarps warps per (query token,
+//    query head). Token t finds its sequence s by binary search over query_start and its
+//    context position p = context_lens[s] - (query_start[s + 1] - t); it attends to keys
+//    [lo, p] of s, lo = max(0, p - window + 1) with a window, else 0. Warp w takes keys
+//    lo + w, lo + w + kWarps, ...; for each key the warp's lanes split the head dimension in
+//    bf16 pairs (lane l holds pairs l, l + 32, ...), reduce the dot product with shuffles, and
+//    fold the key into the warp's online softmax state (running max m, sum l, accumulator
+//    acc[D]). The kWarps states are then merged through shared memory by rescaling each with
+//    exp(m_w - max_w m_w).
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "ops/attention_tile.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight {
+
+namespace attention {
+
+int num_sms() {
+  static std::atomic<int> cached[64] = {};
+  int device = 0;
+  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
+  if (device < 64 && cached[device].load(std::memory_order_relaxed) > 0) {
+    return cached[device].load(std::memory_order_relaxed);
+  }
+  int sms = 0;
+  INFLIGHT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  if (device < 64) cached[device].store(sms, std::memory_order_relaxed);
+  return sms;
+}
+
+SplitWorkspace split_workspace(cudaStream_t stream, int64_t bytes) {
+  // One buffer per (device, stream): launches on one stream are ordered, so reuse between them
+  // is safe. Sized for the largest plan launch_tiles makes (fewer than 3 CTAs per SM of 16
+  // head_dim-128 rows) so that it never has to grow. Layout: kMaxSplitTiles counters (zeroed
+  // here; each launch leaves them at zero), then the partials.
+  // NOTE: never freed: a CUDA graph captured with a buffer keeps its address.
+  static std::mutex mu;
+  static std::map<std::pair<int, cudaStream_t>, std::pair<char*, int64_t>> buffers;
+  constexpr int64_t kCounterBytes = kMaxSplitTiles * sizeof(int32_t);
+  int device = 0;
+  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mu);
+  auto& [ptr, capacity] = buffers[{device, stream}];
+  if (ptr == nullptr || capacity < bytes) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    INFLIGHT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone) return {};
+    const int64_t want = std::max<int64_t>(
+        bytes, int64_t{3} * num_sms() * kDecodeRows * (128 * sizeof(float) + sizeof(float2)));
+    void* fresh = nullptr;
+    if (cudaMalloc(&fresh, static_cast<size_t>(kCounterBytes + want)) != cudaSuccess) {
+      cudaGetLastError();  // out of memory: run without split-KV rather than fail
+      return {};
+    }
+    INFLIGHT_CUDA_CHECK(cudaMemset(fresh, 0, kCounterBytes));
+    ptr = static_cast<char*>(fresh);
+    capacity = want;
+  }
+  return {reinterpret_cast<int32_t*>(ptr), reinterpret_cast<float*>(ptr + kCounterBytes)};
+}
+
+}  // namespace attention
 
 namespace {
 
@@ -37,7 +84,7 @@ constexpr int kThreads = kWarps * 32;
 // bf16 pairs per lane: head_dim <= 2 * 32 * kPairsPerLane.
 constexpr int kPairsPerLane = kPagedAttentionMaxHeadDim / 64;
 
-__global__ void __launch_bounds__(kThreads) paged_attention_kernel(PagedAttentionParams p) {
+__global__ void __launch_bounds__(kThreads) paged_attention_simple_kernel(PagedAttentionParams p) {
   __shared__ float merge_m[kWarps];
   __shared__ float merge_l[kWarps];
   __shared__ float merge_acc[kWarps][kPagedAttentionMaxHeadDim];
@@ -148,8 +195,22 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(PagedAttentio
   }
 }
 
-bool aligned4(const void* ptr) {
-  return reinterpret_cast<uintptr_t>(ptr) % 4 == 0;
+bool aligned(const void* ptr, uintptr_t bytes) {
+  return reinterpret_cast<uintptr_t>(ptr) % bytes == 0;
+}
+
+// The tile kernels use cp.async, ldmatrix and mma.sync (sm_80+).
+bool tiles_supported() {
+  static std::atomic<int> major[64] = {};
+  int device = 0;
+  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
+  if (device >= 64) return false;
+  if (major[device].load(std::memory_order_relaxed) == 0) {
+    int value = 0;
+    INFLIGHT_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrComputeCapabilityMajor, device));
+    major[device].store(value, std::memory_order_relaxed);
+  }
+  return major[device].load(std::memory_order_relaxed) >= 8;
 }
 
 }  // namespace
@@ -162,14 +223,27 @@ void paged_attention_cuda(const PagedAttentionParams& p, cudaStream_t stream) {
                       kPagedAttentionMaxHeadDim);
   // bf16x2 loads: head_dim is even (rope_kv_write requires it); the bases must be 4-aligned.
   INFLIGHT_CHECK_CODE(
-      p.kv.head_dim % 2 == 0 && aligned4(p.q) && aligned4(p.kv.k) && aligned4(p.kv.v),
+      p.kv.head_dim % 2 == 0 && aligned(p.q, 4) && aligned(p.kv.k, 4) && aligned(p.kv.v, 4),
       ErrorCode::kUnsupported,
       "paged_attention_cuda: needs an even head_dim and 4-byte aligned q/k/v");
   if (p.num_tokens == 0 || p.num_heads == 0) return;
+  // Tiles: 16-byte copies of whole rows of q, out, K and V.
+  const bool tiles = (p.kv.head_dim == 64 || p.kv.head_dim == 128) && aligned(p.q, 16) &&
+                     aligned(p.out, 16) && aligned(p.kv.k, 16) && aligned(p.kv.v, 16) &&
+                     tiles_supported();
+  // Prefill tiles of 64 or 128 rows (wgmma on sm_90a), K/V double-buffered.
+  if (tiles && p.kv.head_dim == 64) {
+    attention::launch_tiles<64, 0, 2, 2, true>(p, stream);
+    return;
+  }
+  if (tiles) {
+    attention::launch_tiles<128, 0, 2, 2, true>(p, stream);
+    return;
+  }
   INFLIGHT_CHECK(p.num_tokens <= cuda::kMaxGridX && p.num_heads <= cuda::kMaxGridYZ,
                  "paged_attention_cuda: grid {} x {} is too large", p.num_tokens, p.num_heads);
   const dim3 grid(static_cast<unsigned>(p.num_tokens), static_cast<unsigned>(p.num_heads));
-  paged_attention_kernel<<<grid, kThreads, 0, stream>>>(p);
+  paged_attention_simple_kernel<<<grid, kThreads, 0, stream>>>(p);
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 

@@ -19,13 +19,11 @@ IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool 
 }
 
 std::string IncrementalDetokenizer::push(int32_t id) {
-  std::string piece = tokenizer_.token_piece(id, skip_special_);  // validates id
+  const std::string piece = tokenizer_.token_piece(id, skip_special_, first_);  // validates id
   ++num_tokens_;
   if (skip_special_ && tokenizer_.is_special(id)) return {};
-  std::string_view p = piece;
-  if (first_ && tokenizer_.strips_leading_space() && !p.empty() && p[0] == ' ') p.remove_prefix(1);
   first_ = false;
-  pending_.append(p);
+  pending_.append(piece);
   return emit(/*final=*/false);
 }
 

@@ -102,7 +102,7 @@ void build_spm(const GgufFile& gguf, TokenizerImpl& impl, const std::vector<floa
     impl.normalizer.add_space_prefix(" ", PrefixWhen::kAtStartOrAfterSpecial, false);
   }
   impl.normalizer.add_replace(" ", "\xE2\x96\x81");  // ' ' -> '▁'
-  impl.strip_leading_space = add_space_prefix;
+  impl.first_piece_rule = add_space_prefix ? FirstPieceRule::kStripOneSpace : FirstPieceRule::kKeep;
   impl.model = std::make_unique<SpmModel>(impl.texts, scores, impl.unk);
   impl.kind = TokenizerKind::kSentencePiece;
   impl.piece_rule = PieceRule::kSentencePiece;

@@ -24,8 +24,10 @@ constexpr const char* kByteLevelPattern =
 struct HfState {
   std::string path;
   TokenizerImpl& impl;
-  bool byte_level = false;     // a ByteLevel pre-tokenizer or decoder
-  bool sentencepiece = false;  // "▁" for spaces / <0xXX> bytes in the decoder
+  bool byte_level = false;             // a ByteLevel pre-tokenizer or decoder
+  bool sentencepiece = false;          // "▁" for spaces / <0xXX> bytes in the decoder
+  bool byte_fallback_decoder = false;  // the decoder turns <0xXX> tokens into bytes
+  bool byte_level_pre = false;         // a ByteLevel pre-tokenizer was seen (it must be last)
 };
 
 json read_json(const std::string& path) {
@@ -95,6 +97,11 @@ void parse_pre_tokenizer(HfState& st, const json& p, const std::string& where, b
   if (p.is_null()) return;
   const std::string type = type_of(st, p, where);
   PreTokenizer& pre = st.impl.pre_tokenizer;
+  // NOTE: HF's ByteLevel rewrites the text into its byte alphabet, so later steps would see
+  // "Ġ" where we see ' ': only a ByteLevel that comes last splits the same way here.
+  INFLIGHT_CHECK_CODE(!st.byte_level_pre || type == "Sequence", ErrorCode::kUnsupported,
+                      "{}: {} '{}' after a ByteLevel pre-tokenizer is not supported", st.path,
+                      where, type);
   if (type == "Sequence") {
     const json& list = p.at("pretokenizers");
     for (size_t i = 0; i < list.size(); ++i) {
@@ -112,6 +119,7 @@ void parse_pre_tokenizer(HfState& st, const json& p, const std::string& where, b
     }
   } else if (type == "ByteLevel") {
     st.byte_level = true;
+    st.byte_level_pre = true;
     if (p.value("add_prefix_space", false)) {
       INFLIGHT_CHECK_CODE(first, ErrorCode::kUnsupported,
                           "{}: {} ByteLevel with add_prefix_space after another pre-tokenizer "
@@ -131,7 +139,6 @@ void parse_pre_tokenizer(HfState& st, const json& p, const std::string& where, b
     if (scheme != "never") {
       st.impl.normalizer.add_space_prefix(
           repl, scheme == "first" ? PrefixWhen::kAtStart : PrefixWhen::kAlways, true);
-      st.impl.strip_leading_space = true;
     }
     if (p.value("split", true)) pre.add_literal(repl, SplitBehavior::kMergedWithNext);
     st.sentencepiece = true;
@@ -162,7 +169,9 @@ void parse_decoder(HfState& st, const json& d, const std::string& where) {
   } else if (type == "Metaspace") {
     st.sentencepiece = true;
     const std::string scheme = d.value("prepend_scheme", "always");
-    if (scheme != "never" && d.value("add_prefix_space", true)) st.impl.strip_leading_space = true;
+    if (scheme != "never" && d.value("add_prefix_space", true)) {
+      st.impl.first_piece_rule = FirstPieceRule::kRemoveSpaces;
+    }
   } else if (type == "Replace") {
     auto [pattern, is_regex] = pattern_of(st, d, where);
     INFLIGHT_CHECK_CODE(!is_regex && pattern == "\xE2\x96\x81" && d.value("content", "") == " ",
@@ -176,9 +185,11 @@ void parse_decoder(HfState& st, const json& d, const std::string& where) {
                         ErrorCode::kUnsupported,
                         "{}: {} Strip decoder other than one leading space is not supported",
                         st.path, where);
-    if (start == 1) st.impl.strip_leading_space = true;
-  } else if (type == "ByteFallback" || type == "Fuse") {
-    st.sentencepiece = st.sentencepiece || type == "ByteFallback";
+    if (start == 1) st.impl.first_piece_rule = FirstPieceRule::kStripOneSpace;
+  } else if (type == "ByteFallback") {
+    st.sentencepiece = true;
+    st.byte_fallback_decoder = true;
+  } else if (type == "Fuse") {
   } else {
     INFLIGHT_THROW(ErrorCode::kUnsupported, "{}: {} type '{}' is not supported", st.path, where,
                    type);
@@ -261,7 +272,9 @@ void build_model(HfState& st, const json& m, TokenIndex& by_text) {
     INFLIGHT_CHECK_CODE(id >= 0 && id < impl.vocab_size(), ErrorCode::kInvalidFile,
                         "{}: model.vocab['{}'] = {} is out of range", st.path, text, id);
     impl.texts[id] = text;
-    impl.types[id] = options.byte_fallback && text.size() == 6 && text.rfind("<0x", 0) == 0
+    // <0xXX> decode to their byte only through a ByteFallback decoder; otherwise HF writes
+    // them out as text.
+    impl.types[id] = st.byte_fallback_decoder && text.size() == 6 && text.rfind("<0x", 0) == 0
                          ? TokenType::kByte
                          : TokenType::kNormal;
     by_text.insert(text, id);

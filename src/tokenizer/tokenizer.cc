@@ -85,10 +85,11 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) c
   return impl_->decode(ids, skip_special);
 }
 
-std::string Tokenizer::token_piece(int32_t id, bool skip_special) const {
+std::string Tokenizer::token_piece(int32_t id, bool skip_special, bool first) const {
   impl_->check_id(id);
   if (skip_special && impl_->is_special(id)) return {};
-  return impl_->pieces[id];
+  std::string storage;
+  return std::string(impl_->piece(id, first, storage));
 }
 
 int32_t Tokenizer::vocab_size() const {
@@ -146,7 +147,7 @@ std::optional<int32_t> Tokenizer::find_token(std::string_view text) const {
 }
 
 bool Tokenizer::strips_leading_space() const {
-  return impl_->strip_leading_space;
+  return impl_->first_piece_rule != FirstPieceRule::kKeep;
 }
 
 }  // namespace inflight

@@ -85,10 +85,11 @@ class Tokenizer {
   // for an id outside [0, vocab_size()).
   std::string decode(std::span<const int32_t> ids, bool skip_special) const;
 
-  // The raw bytes token `id` contributes in the middle of a decoded sequence (no leading-space
-  // removal, no UTF-8 repair: a byte token gives one byte). Control/unknown tokens give their
-  // text unless skip_special. Throws like decode() for a bad id.
-  std::string token_piece(int32_t id, bool skip_special) const;
+  // The raw bytes token `id` contributes in the middle of a decoded sequence (no UTF-8 repair:
+  // a byte token gives one byte). With `first`, as the first token that decode() writes (the
+  // space the tokenizer prefixed is removed, see strips_leading_space()). Control/unknown
+  // tokens give their text unless skip_special. Throws like decode() for a bad id.
+  std::string token_piece(int32_t id, bool skip_special, bool first = false) const;
 
   int32_t vocab_size() const;
   TokenizerKind kind() const;
@@ -117,8 +118,8 @@ class Tokenizer {
   // Exact lookup of a vocabulary entry by its spelling (token_text's inverse).
   std::optional<int32_t> find_token(std::string_view text) const;
 
-  // True when decode() removes one leading space from the first token (SentencePiece-style
-  // vocabularies that prefix text with "▁"). The streaming detokenizer needs this.
+  // True when decode() removes the space(s) the tokenizer prefixed from the first token it
+  // writes (SentencePiece-style vocabularies that prefix text with "▁").
   bool strips_leading_space() const;
 
   // For the implementation (src/tokenizer/*.cc): takes ownership of a built implementation.

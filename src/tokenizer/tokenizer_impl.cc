@@ -47,7 +47,8 @@ std::span<const std::string_view> end_of_generation_names() {
       "<end_of_utterance>",
       "<|return|>",
       "<|call|>",
-      "<\xEF\xBD\x9Cend\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"};  // DeepSeek
+      "<\xEF\xBD\x9C"
+      "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"};  // DeepSeek
   return kNames;
 }
 
@@ -119,6 +120,25 @@ void TokenizerImpl::finalize() {
   for (int32_t id : eog) check_special(id, "end-of-generation");
 }
 
+std::string_view TokenizerImpl::piece(int32_t id, bool first, std::string& storage) const {
+  std::string_view p = pieces[id];
+  if (!first || p.empty()) return p;
+  switch (first_piece_rule) {
+    case FirstPieceRule::kKeep:
+      return p;
+    case FirstPieceRule::kStripOneSpace:
+      if (p[0] == ' ') p.remove_prefix(1);
+      return p;
+    case FirstPieceRule::kRemoveSpaces:
+      // Only normal tokens spell spaces as "▁"; added tokens keep theirs.
+      if (types[id] != TokenType::kNormal) return p;
+      storage.assign(p);
+      std::erase(storage, ' ');
+      return storage;
+  }
+  return p;
+}
+
 std::vector<int32_t> TokenizerImpl::encode(std::string_view input, bool add_special,
                                            bool parse_special) const {
   std::string repaired;
@@ -161,10 +181,9 @@ std::string TokenizerImpl::decode(std::span<const int32_t> ids, bool skip_specia
   for (int32_t id : ids) {
     check_id(id);
     if (skip_special && is_special(id)) continue;
-    std::string_view piece = pieces[id];
-    if (first && strip_leading_space && !piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
+    std::string storage;
+    raw.append(piece(id, first, storage));
     first = false;
-    raw.append(piece);
   }
   if (utf8::is_valid(raw)) return raw;
   std::string out;

@@ -22,6 +22,13 @@
 
 namespace inflight {
 
+// What decode() does to the first piece it writes (the text the tokenizer prefixed itself).
+enum class FirstPieceRule {
+  kKeep,
+  kStripOneSpace,  // one leading ' ' (llama.cpp SPM, HF Strip decoder)
+  kRemoveSpaces,   // every ' ' that was a "▁" (HF Metaspace decoder)
+};
+
 // How a token's spelling turns into the bytes it decodes to.
 enum class PieceRule {
   kByteLevel,      // GPT-2 byte-level spelling -> raw bytes
@@ -41,10 +48,10 @@ class TokenizerImpl {
   PieceRule piece_rule = PieceRule::kByteLevel;
   std::string description;
   int32_t bos = kNoToken, eos = kNoToken, pad = kNoToken, unk = kNoToken;
-  std::vector<int32_t> eog;          // extra end-of-generation ids (eos and names are added)
-  std::vector<int32_t> prefix_ids;   // added before the text by encode(add_special)
-  std::vector<int32_t> suffix_ids;   // added after it
-  bool strip_leading_space = false;  // decode drops one leading ' ' of the first piece
+  std::vector<int32_t> eog;         // extra end-of-generation ids (eos and names are added)
+  std::vector<int32_t> prefix_ids;  // added before the text by encode(add_special)
+  std::vector<int32_t> suffix_ids;  // added after it
+  FirstPieceRule first_piece_rule = FirstPieceRule::kKeep;
   SpecialTokens specials;
   Normalizer normalizer;
   PreTokenizer pre_tokenizer;
@@ -64,6 +71,8 @@ class TokenizerImpl {
     return valid(id) && (types[id] == TokenType::kControl || types[id] == TokenType::kUnknown);
   }
   void check_id(int32_t id) const;
+  // The bytes of `id` (which must be valid) at the start of the text, or in the middle.
+  std::string_view piece(int32_t id, bool first, std::string& storage) const;
 
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
   std::string decode(std::span<const int32_t> ids, bool skip_special) const;

@@ -1,6 +1,8 @@
 // CUDA backend vs the CPU reference: rope_kv_write and paged_attention over mixed batches
 // (prefill, chunked prefill with a cached prefix, decode), page sizes 1/3/16, GQA ratios
-// 1/3/8, head dims 8..256, with and without a sliding window.
+// 1/3/8, head dims 8..256, with and without a sliding window; then the tensor-core tile path
+// (head dims 64 and 128) on awkward shapes: new tokens 1/4/7/64/129, contexts 1..8192 (split-KV
+// decode at small batch), GQA ratios 1/4/8/32, windows.
 //
 // Cache slots that no sequence may read (spare blocks, the tail of each last block) hold NaN in
 // both backends' caches: a kernel that reads one turns its output NaN and fails the check.
@@ -10,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
@@ -203,6 +206,68 @@ TEST(CudaOpsTest, PagedAttentionMixedBatches) {
         expect_close("paged_attention",
                      fmt::format("{} bs={} H={} KH={} D={} window={}", name, block_size, g.heads,
                                  g.kv_heads, d, window),
+                     to_host(gpu, out_gpu), out_cpu);
+      }
+    }
+  }
+}
+
+// The tile path's seams: decode tiles with 1..16 rows (several new tokens at small GQA
+// ratios), split-KV parts at small batch (rows with no key in a part under a window), prefill
+// tiles with partial last tiles, a GQA ratio over 16 (decode through prefill tiles), batch 91.
+// q is drawn from a wide range so that the softmax is peaked even over 8k keys and a key read
+// wrongly shows in the output.
+TEST(CudaOpsTest, PagedAttentionTiles) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = cuda_backend();
+  Backend& cpu = cpu_backend();
+  std::mt19937 rng(13);
+  std::vector<SeqSpec> batch91;
+  std::uniform_int_distribution<int32_t> ctx91(1, 400);
+  for (int i = 0; i < 91; ++i) batch91.push_back({ctx91(rng), 1});
+  const std::vector<std::pair<std::string, std::vector<SeqSpec>>> scenarios = {
+      {"decode8192", {{8192, 1}}},
+      {"decode3_long", {{8000, 1}, {1, 1}, {4097, 1}}},
+      {"spec4", {{3000, 4}, {64, 2}, {17, 3}}},
+      {"chunk129", {{2000, 129}}},
+      {"prefill64_7", {{64, 64}, {7, 7}, {1, 1}}},
+      {"mixed6", {{1, 1}, {129, 129}, {5000, 7}, {777, 1}, {300, 64}, {8192, 1}}},
+      {"decode91", batch91},
+  };
+  struct Config {
+    Gqa gqa;
+    int64_t head_dim;
+    int32_t window;
+  };
+  const Config configs[] = {
+      {{32, 8}, 128, 0},  {{16, 4}, 64, 1000}, {{8, 8}, 128, 7},   {{32, 1}, 64, 0},
+      {{32, 4}, 128, 1},  {{8, 2}, 64, 0},     {{16, 16}, 64, 100}, {{32, 8}, 128, 4096},
+  };
+  int case_index = 0;
+  for (const auto& [name, seqs] : scenarios) {
+    for (const int32_t block_size : {1, 3, 16}) {
+      for (int rep = 0; rep < 2; ++rep) {
+        const Config& cfg = configs[case_index++ % std::size(configs)];
+        const PagedCase c = make_paged_case(seqs, block_size, rng);
+        const int64_t tokens = c.batch.num_tokens(), d = cfg.head_dim;
+        const Shape cache_shape = {c.num_blocks, block_size, cfg.gqa.kv_heads, d};
+        const Tensor k = cache_host(c, cache_shape, rng), v = cache_host(c, cache_shape, rng);
+        const Tensor q = random_host({tokens, cfg.gqa.heads, d}, rng, -6.0f, 6.0f);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+
+        const StepInputs in_gpu = gpu.upload_batch(c.batch);
+        const Tensor out_gpu = gpu.alloc({tokens, cfg.gqa.heads, d}, DType::kBF16);
+        poison(out_gpu);
+        gpu.paged_attention(to_backend(gpu, q), to_backend(gpu, k), to_backend(gpu, v), in_gpu,
+                            scale, cfg.window, out_gpu);
+
+        const StepInputs in_cpu = cpu.upload_batch(c.batch);
+        const Tensor out_cpu = cpu.alloc({tokens, cfg.gqa.heads, d}, DType::kF32);
+        cpu.paged_attention(to_backend(cpu, q), to_backend(cpu, k), to_backend(cpu, v), in_cpu,
+                            scale, cfg.window, out_cpu);
+        expect_close("paged_attention.tiles",
+                     fmt::format("{} bs={} H={} KH={} D={} window={}", name, block_size,
+                                 cfg.gqa.heads, cfg.gqa.kv_heads, d, cfg.window),
                      to_host(gpu, out_gpu), out_cpu);
       }
     }

@@ -284,7 +284,9 @@ class CoreGemmBackend final : public Backend {
   void download_f32(const Tensor& src, const Tensor& dst) override {
     inner_.download_f32(src, dst);
   }
+  void download(const Tensor& src, const Tensor& dst) override { inner_.download(src, dst); }
   void synchronize() override { inner_.synchronize(); }
+  MemoryInfo memory_info() const override { return inner_.memory_info(); }
   StepInputs upload_batch(const ForwardBatch& batch) override { return inner_.upload_batch(batch); }
   void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) override {
     inner_.gather_rows(src, indices, dst);
@@ -310,6 +312,13 @@ class CoreGemmBackend final : public Backend {
     inner_.paged_attention(q, k_cache, v_cache, in, scale, sliding_window, out);
   }
   void swiglu(const Tensor& gate_up, const Tensor& out) override { inner_.swiglu(gate_up, out); }
+  void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) override {
+    inner_.fill_random(t, seed, scale, offset);
+  }
+  void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
+                    const Tensor& top_ids, const Tensor& top_logits) override {
+    inner_.top_k_logits(logits, k, log_sum_exp, top_ids, top_logits);
+  }
 
  private:
   Backend& inner_;

@@ -1,7 +1,8 @@
-// Batch invariance with the real SmolLM2-135M on the CPU backend: each of 64 concurrent greedy
-// requests of mixed lengths (real prompts: the fortune items of the shared prompt set) produces
-// exactly the tokens it produces alone, also with prefix-cache hits, chunked prefill and
-// forced preemption. Prompts and outputs are short to keep a 2-core run modest.
+// Batch invariance with the real SmolLM2-135M on every device (cpu; cuda in its batch-invariant
+// mode, skipped without a GPU): each of 64 concurrent greedy requests of mixed lengths (real
+// prompts: the fortune items of the shared prompt set) produces exactly the tokens it produces
+// alone, also with prefix-cache hits, chunked prefill and forced preemption. Prompts and
+// outputs are short to keep a 2-core run modest.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -38,7 +39,7 @@ std::vector<std::string> fortune_prompts(const std::string& xz_path, int count, 
   return out;
 }
 
-class SmolLmBatchInvariance : public ::testing::Test {
+class SmolLmBatchInvariance : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
     const std::string model = model_path();
@@ -56,52 +57,58 @@ class SmolLmBatchInvariance : public ::testing::Test {
       r.sampling.max_tokens = 2 + i % 3;
       requests_->push_back(r);
     }
-    EngineConfig c;
-    c.enable_prefix_caching = false;  // each request really alone
-    auto engine = start(c);
-    alone_ = new std::vector<Completion>(run_alone(*engine, *requests_));
   }
   static void TearDownTestSuite() {
-    delete alone_;
+    alone_.clear();
     delete requests_;
     delete tokenizer_;
     delete files_;
   }
 
   void SetUp() override {
-    if (alone_ == nullptr) {
+    if (requests_ == nullptr) {
       GTEST_SKIP() << "skipped: needs the default model (scripts/fetch_model.sh) and the shared "
                       "prompts (INFLIGHT_DATA_DIR)";
     }
+    INFLIGHT_REQUIRE_DEVICE(GetParam());
+    if (!alone_.contains(GetParam())) {
+      EngineConfig c;
+      c.enable_prefix_caching = false;  // each request really alone
+      auto engine = start(c);
+      alone_[GetParam()] = run_alone(*engine, *requests_);
+    }
   }
 
-  static std::unique_ptr<Engine> start(EngineConfig c) {
+  std::unique_ptr<Engine> start(EngineConfig c) const {
     c.num_kv_blocks = c.num_kv_blocks == 0 ? 512 : c.num_kv_blocks;
-    auto runner = std::make_unique<LlamaRunner>(std::make_unique<CpuBackend>(), *files_);
+    auto runner = std::make_unique<LlamaRunner>(test_backend(GetParam()), *files_);
     return make_engine(c, std::move(runner), *tokenizer_);
   }
 
-  static void expect_matches_alone(const std::vector<Completion>& got, const std::string& what) {
-    ASSERT_EQ(got.size(), alone_->size());
+  void expect_matches_alone(const std::vector<Completion>& got, const std::string& what) const {
+    const std::vector<Completion>& alone = alone_.at(GetParam());
+    ASSERT_EQ(got.size(), alone.size());
     for (size_t i = 0; i < got.size(); ++i) {
       ASSERT_TRUE(got[i].status.ok()) << got[i].status.to_string();
-      EXPECT_EQ(got[i].tokens, (*alone_)[i].tokens)
+      EXPECT_EQ(got[i].tokens, alone[i].tokens)
           << what << ": request " << i << " \"" << (*requests_)[i].prompt << "\"";
-      EXPECT_EQ(got[i].text, (*alone_)[i].text) << what << ": request " << i;
+      EXPECT_EQ(got[i].text, alone[i].text) << what << ": request " << i;
     }
   }
 
   static ModelFiles* files_;
   static std::shared_ptr<const Tokenizer>* tokenizer_;
   static std::vector<Request>* requests_;
-  static std::vector<Completion>* alone_;
+  static std::map<std::string, std::vector<Completion>> alone_;  // by device
 };
 ModelFiles* SmolLmBatchInvariance::files_ = nullptr;
 std::shared_ptr<const Tokenizer>* SmolLmBatchInvariance::tokenizer_ = nullptr;
 std::vector<Request>* SmolLmBatchInvariance::requests_ = nullptr;
-std::vector<Completion>* SmolLmBatchInvariance::alone_ = nullptr;
+std::map<std::string, std::vector<Completion>> SmolLmBatchInvariance::alone_;
 
-TEST_F(SmolLmBatchInvariance, ConcurrentThenFromThePrefixCache) {
+INSTANTIATE_TEST_SUITE_P(Devices, SmolLmBatchInvariance, ::testing::Values("cpu", "cuda"));
+
+TEST_P(SmolLmBatchInvariance, ConcurrentThenFromThePrefixCache) {
   EngineConfig c;
   c.block_size = 4;  // short prompts still fill blocks
   auto engine = start(c);
@@ -111,7 +118,7 @@ TEST_F(SmolLmBatchInvariance, ConcurrentThenFromThePrefixCache) {
   EXPECT_GT(engine->stats().num_prefix_cache_hits - hits_before, 64u * 4u);
 }
 
-TEST_F(SmolLmBatchInvariance, ChunkedPrefillWithForcedPreemption) {
+TEST_P(SmolLmBatchInvariance, ChunkedPrefillWithForcedPreemption) {
   EngineConfig c;
   c.block_size = 2;                 // every other decode step needs a new block
   c.num_kv_blocks = 16;             // 32 tokens of KV for ~1000 tokens of requests

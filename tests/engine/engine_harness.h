@@ -1,17 +1,24 @@
-// Helpers for engine tests: engines on the CPU backend (tiny random-weight Llama or the real
+// Helpers for engine tests: engines on a chosen backend (tiny random-weight Llama or the real
 // model) and collection of whole completions from output streams.
+//
+// Device-parameterised suites run on "cpu" and "cuda"; the CUDA backend runs in its
+// batch-invariant mode there (backend/cuda/cuda_backend.h), so that a request's tokens are
+// bitwise the same alone and in any batch, as on the CPU. Without a CUDA device (or a CUDA
+// build) the "cuda" instances skip.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend_factory.h"
 #include "backend/tiny_llama.h"
 #include "engine/llama_runner.h"
 #include "inflight/engine.h"
@@ -38,11 +45,33 @@ inline ModelConfig tiny_model(int64_t vocab = 97, std::vector<int64_t> eos = {})
   return c;
 }
 
-inline std::unique_ptr<ModelRunner> tiny_runner(const ModelConfig& c) {
+// Whether tests can run on `device` here ("cpu" always).
+inline bool device_available(const std::string& device) {
+  return device == "cpu" || resolve_device("auto") != "cpu";
+}
+
+#define INFLIGHT_REQUIRE_DEVICE(device)                                              \
+  do {                                                                               \
+    if (!::inflight::testing::device_available(device)) {                            \
+      std::printf("skipped: no %s device\n", std::string(device).c_str());           \
+      GTEST_SKIP() << "skipped: no " << (device) << " device";                       \
+    }                                                                                \
+  } while (0)
+
+// The backend of device-parameterised tests: batch-invariant on CUDA.
+inline std::unique_ptr<Backend> test_backend(const std::string& device) {
+  BackendOptions options;
+  options.batch_invariant = true;
+  return make_backend(device, options);
+}
+
+inline std::unique_ptr<ModelRunner> tiny_runner(const ModelConfig& c,
+                                                const std::string& device = "cpu",
+                                                const RunnerOptions& options = {}) {
   static std::map<int64_t, LlamaModel::WeightMap> cache;  // by vocab: weights are slow to draw
   auto it = cache.find(c.vocab_size);
   if (it == cache.end()) it = cache.emplace(c.vocab_size, random_weights(c, 42)).first;
-  return std::make_unique<LlamaRunner>(std::make_unique<CpuBackend>(), c, it->second);
+  return std::make_unique<LlamaRunner>(test_backend(device), c, it->second, options);
 }
 
 inline std::unique_ptr<Engine> make_engine(const EngineConfig& config,
@@ -110,6 +139,43 @@ inline Request greedy(std::vector<int32_t> prompt, int32_t max_tokens) {
   r.sampling.temperature = 0.0f;
   r.sampling.max_tokens = max_tokens;
   return r;
+}
+
+// Small geometry for the tiny model: 4-token blocks, 64 sequences, 256 tokens per step.
+inline EngineConfig small_config() {
+  EngineConfig c;
+  c.block_size = 4;
+  c.num_kv_blocks = 512;
+  c.max_num_seqs = 64;
+  c.max_num_batched_tokens = 256;
+  return c;
+}
+
+// 64 greedy requests of mixed lengths; many share prefixes.
+inline std::vector<Request> mixed_requests(uint32_t seed, int count = 64) {
+  std::mt19937 rng(seed);
+  const auto base = random_tokens(40, 97, seed + 1);
+  std::vector<Request> out;
+  for (int i = 0; i < count; ++i) {
+    const int32_t shared = static_cast<int32_t>(rng() % 24);
+    const int32_t own = 1 + static_cast<int32_t>(rng() % 20);
+    std::vector<int32_t> prompt(base.begin(), base.begin() + shared);
+    const auto tail = random_tokens(own, 97, seed * 1000 + static_cast<uint32_t>(i));
+    prompt.insert(prompt.end(), tail.begin(), tail.end());
+    out.push_back(greedy(prompt, 1 + static_cast<int32_t>(rng() % 12)));
+  }
+  return out;
+}
+
+inline void expect_same_tokens(const std::vector<Completion>& got,
+                               const std::vector<Completion>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].status.ok())
+        << what << " request " << i << ": " << got[i].status.to_string();
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << what << ": request " << i << " differs";
+    EXPECT_EQ(got[i].finish, want[i].finish) << what << ": request " << i;
+  }
 }
 
 }  // namespace inflight::testing

@@ -1,10 +1,12 @@
-// The engine end to end on the CPU backend with a tiny random-weight Llama: batch invariance
-// under every scheduling path, sampling, choices, stop rules, cancellation, shutdown, stats.
+// The engine end to end with a tiny random-weight Llama: batch invariance under every
+// scheduling path (on every device: the TinyEngine suite runs on "cpu" and "cuda"), sampling,
+// choices, stop rules, cancellation, shutdown, stats.
 #include <gtest/gtest.h>
 
 #include <dirent.h>
 
 #include <atomic>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -13,87 +15,59 @@
 namespace inflight::testing {
 namespace {
 
-EngineConfig small_config() {
-  EngineConfig c;
-  c.block_size = 4;
-  c.num_kv_blocks = 512;
-  c.max_num_seqs = 64;
-  c.max_num_batched_tokens = 256;
-  return c;
-}
-
-// 64 greedy requests of mixed lengths; many share prefixes.
-std::vector<Request> mixed_requests(uint32_t seed, int count = 64) {
-  std::mt19937 rng(seed);
-  const auto base = random_tokens(40, 97, seed + 1);
-  std::vector<Request> out;
-  for (int i = 0; i < count; ++i) {
-    const int32_t shared = static_cast<int32_t>(rng() % 24);
-    const int32_t own = 1 + static_cast<int32_t>(rng() % 20);
-    std::vector<int32_t> prompt(base.begin(), base.begin() + shared);
-    const auto tail = random_tokens(own, 97, seed * 1000 + static_cast<uint32_t>(i));
-    prompt.insert(prompt.end(), tail.begin(), tail.end());
-    out.push_back(greedy(prompt, 1 + static_cast<int32_t>(rng() % 12)));
-  }
-  return out;
-}
-
-void expect_same_tokens(const std::vector<Completion>& got, const std::vector<Completion>& want,
-                        const std::string& what) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_TRUE(got[i].status.ok())
-        << what << " request " << i << ": " << got[i].status.to_string();
-    EXPECT_EQ(got[i].tokens, want[i].tokens) << what << ": request " << i << " differs";
-    EXPECT_EQ(got[i].finish, want[i].finish) << what << ": request " << i;
-  }
-}
-
-class TinyEngine : public ::testing::Test {
+class TinyEngine : public ::testing::TestWithParam<std::string> {
  protected:
-  static void SetUpTestSuite() {
-    auto engine = make_engine(small_config(), tiny_runner(tiny_model()));
-    alone_ = new std::vector<Completion>(run_alone(*engine, mixed_requests(7)));
+  void SetUp() override {
+    INFLIGHT_REQUIRE_DEVICE(GetParam());
+    std::vector<Completion>& alone = alone_[GetParam()];
+    if (alone.empty()) {
+      auto engine = make_engine(small_config(), runner());
+      alone = run_alone(*engine, mixed_requests(7));
+    }
   }
-  static void TearDownTestSuite() { delete alone_; }
-  static std::vector<Completion>* alone_;
-};
-std::vector<Completion>* TinyEngine::alone_ = nullptr;
+  std::unique_ptr<ModelRunner> runner() const { return tiny_runner(tiny_model(), GetParam()); }
+  const std::vector<Completion>& alone() const { return alone_.at(GetParam()); }
 
-TEST_F(TinyEngine, ConcurrentGreedyRequestsMatchTheirSoloRuns) {
-  for (const auto& c : *alone_) {
+  static std::map<std::string, std::vector<Completion>> alone_;  // by device
+};
+std::map<std::string, std::vector<Completion>> TinyEngine::alone_;
+
+INSTANTIATE_TEST_SUITE_P(Devices, TinyEngine, ::testing::Values("cpu", "cuda"));
+
+TEST_P(TinyEngine, ConcurrentGreedyRequestsMatchTheirSoloRuns) {
+  for (const auto& c : alone()) {
     ASSERT_TRUE(c.last.request_finished);
     EXPECT_EQ(c.finish[0], FinishReason::kLength);
   }
-  auto engine = make_engine(small_config(), tiny_runner(tiny_model()));
-  expect_same_tokens(run_all(*engine, mixed_requests(7)), *alone_, "concurrent");
+  auto engine = make_engine(small_config(), runner());
+  expect_same_tokens(run_all(*engine, mixed_requests(7)), alone(), "concurrent");
   // Second pass on the same engine: prompts come from the prefix cache.
   const EngineStats before = engine->stats();
-  expect_same_tokens(run_all(*engine, mixed_requests(7)), *alone_, "prefix hits");
+  expect_same_tokens(run_all(*engine, mixed_requests(7)), alone(), "prefix hits");
   const EngineStats after = engine->stats();
   EXPECT_GT(after.num_prefix_cache_hits - before.num_prefix_cache_hits, 500u);
 }
 
-TEST_F(TinyEngine, ChunkedPrefillGivesTheSameTokens) {
+TEST_P(TinyEngine, ChunkedPrefillGivesTheSameTokens) {
   EngineConfig c = small_config();
   c.max_num_batched_tokens = 7;  // prompts of up to 43 tokens in chunks of at most 7
   c.enable_prefix_caching = false;
-  auto engine = make_engine(c, tiny_runner(tiny_model()));
-  expect_same_tokens(run_all(*engine, mixed_requests(7)), *alone_, "chunked");
+  auto engine = make_engine(c, runner());
+  expect_same_tokens(run_all(*engine, mixed_requests(7)), alone(), "chunked");
   c.max_num_batched_tokens = 64;
   c.long_prefill_token_threshold = 5;
-  engine = make_engine(c, tiny_runner(tiny_model()));
-  expect_same_tokens(run_all(*engine, mixed_requests(7)), *alone_, "capped chunks");
+  engine = make_engine(c, runner());
+  expect_same_tokens(run_all(*engine, mixed_requests(7)), alone(), "capped chunks");
 }
 
-TEST_F(TinyEngine, PreemptionUnderATinyCacheLosesNothing) {
+TEST_P(TinyEngine, PreemptionUnderATinyCacheLosesNothing) {
   for (const bool prefix : {false, true}) {
     EngineConfig c = small_config();
     c.block_size = 3;
     c.num_kv_blocks = 20;  // 60 tokens for 64 requests of up to 55 tokens each
     c.enable_prefix_caching = prefix;
-    auto engine = make_engine(c, tiny_runner(tiny_model()));
-    expect_same_tokens(run_all(*engine, mixed_requests(7)), *alone_,
+    auto engine = make_engine(c, runner());
+    expect_same_tokens(run_all(*engine, mixed_requests(7)), alone(),
                        prefix ? "preemption + prefix cache" : "preemption");
     const EngineStats s = engine->stats();
     EXPECT_GT(s.num_preemptions, 0u);
@@ -346,16 +320,20 @@ class FailingRunner final : public ModelRunner {
 
   const ModelConfig& model_config() const override { return real_->model_config(); }
   std::string_view device_name() const override { return real_->device_name(); }
+  void reserve_workspace(int32_t tokens, int32_t seqs) override {
+    real_->reserve_workspace(tokens, seqs);
+  }
+  RunnerMemory memory() const override { return real_->memory(); }
   int64_t kv_bytes_per_block(int32_t bs) const override { return real_->kv_bytes_per_block(bs); }
   void init_kv_cache(int64_t n, int32_t bs) override { real_->init_kv_cache(n, bs); }
-  void begin_step(const ForwardBatch& batch) override {
+  void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override {
     if (fail_next > 0) {
       --fail_next;
       INFLIGHT_THROW(ErrorCode::kInternal, "injected device fault");
     }
-    real_->begin_step(batch);
+    real_->begin_step(batch, request);
   }
-  Tensor end_step() override { return real_->end_step(); }
+  StepLogits& end_step() override { return real_->end_step(); }
 
  private:
   std::unique_ptr<ModelRunner> real_;

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
+#include <random>
 
 #include "core/check.h"
 
@@ -205,6 +208,101 @@ TEST(Sampler, LogprobsComeFromTheRawLogits) {
   row = raw;
   sampler.sample(row, ctx, &lp);
   EXPECT_TRUE(lp.top.empty());
+}
+
+// The candidates a device computes (ops/top_k_logits.h), built here from the row: the k best ids
+// (equal logits by lower id) and the log-sum-exp.
+struct Candidates {
+  std::vector<int32_t> ids;
+  std::vector<float> logits;
+  float log_sum_exp = 0.0f;
+  LogitsView view() const { return LogitsView{{}, ids, logits, log_sum_exp}; }
+};
+
+Candidates candidates_of(const std::vector<float>& row, size_t k) {
+  Candidates c;
+  std::vector<int32_t> ids(row.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+  ids.resize(k);
+  c.ids = ids;
+  for (int32_t id : ids) c.logits.push_back(row[static_cast<size_t>(id)]);
+  const float max = c.logits[0];
+  double sum = 0.0;
+  for (float l : row) sum += std::exp(static_cast<double>(l) - max);
+  c.log_sum_exp = static_cast<float>(max + std::log(sum));
+  return c;
+}
+
+TEST(Sampler, CandidatesGiveTheTokensAndLogprobsOfWholeRows) {
+  std::mt19937 rng(5);
+  constexpr int64_t kVocab = 301;
+  Sampler whole(kVocab), from_candidates(kVocab);
+  std::vector<SamplingParams> grid;
+  for (float t : {0.0f, 0.5f, 1.0f, 1.7f}) {
+    for (int32_t top_k : {1, 3, 17, 64}) {
+      for (float top_p : {1.0f, 0.6f}) {
+        for (float min_p : {0.0f, 0.2f}) {
+          SamplingParams p;
+          p.temperature = t;
+          p.top_k = t == 0.0f ? 0 : top_k;
+          p.top_p = top_p;
+          p.min_p = min_p;
+          p.logprobs = top_k % 2 == 1 ? 4 : 0;
+          grid.push_back(p);
+        }
+      }
+    }
+  }
+  int compared = 0;
+  for (int row_index = 0; row_index < 40; ++row_index) {
+    // Coarse values: many exact ties, a few -inf.
+    std::vector<float> row(kVocab);
+    std::uniform_int_distribution<int> level(-40, 40);
+    for (float& l : row) l = static_cast<float>(level(rng)) * 0.25f;
+    for (int i = 0; i < 5; ++i) row[rng() % kVocab] = -INFINITY;
+    for (const SamplingParams& p : grid) {
+      const int32_t need = Sampler::candidates_needed(p, false);
+      ASSERT_GT(need, 0);
+      const Candidates c = candidates_of(row, static_cast<size_t>(need) + row_index % 3);
+      for (int32_t step = 0; step < 3; ++step) {
+        const std::vector<int32_t> output(static_cast<size_t>(step), 7);
+        SamplingContext ctx{&p, {}, output, 1000u + static_cast<uint64_t>(row_index), 0, {}};
+        auto copy = row;
+        TokenLogprob want, got;
+        const int32_t a = whole.sample(std::span<float>(copy), ctx, &want);
+        const int32_t b = from_candidates.sample(c.view(), ctx, &got);
+        ASSERT_EQ(a, b) << "row " << row_index << " T " << p.temperature << " top_k " << p.top_k
+                        << " top_p " << p.top_p << " min_p " << p.min_p;
+        if (p.logprobs) {
+          EXPECT_EQ(got.token_id, want.token_id);
+          EXPECT_NEAR(got.logprob, want.logprob, 1e-5);
+          ASSERT_EQ(got.top.size(), want.top.size());
+          for (size_t j = 0; j < got.top.size(); ++j) {
+            EXPECT_EQ(got.top[j].first, want.top[j].first);
+            EXPECT_NEAR(got.top[j].second, want.top[j].second, 1e-5);
+          }
+        }
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 40 * 3 * static_cast<int>(grid.size()));
+}
+
+TEST(Sampler, CandidatesAreNeededOnlyWhereTheyDecide) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  EXPECT_EQ(Sampler::candidates_needed(p, false), 1);
+  p.logprobs = 5;
+  EXPECT_EQ(Sampler::candidates_needed(p, false), 5);
+  EXPECT_EQ(Sampler::candidates_needed(p, true), 0) << "suppressed stop tokens need the row";
+  p = SamplingParams();
+  EXPECT_EQ(Sampler::candidates_needed(p, false), 0) << "sampling over the whole vocabulary";
+  p.top_k = 40;
+  EXPECT_EQ(Sampler::candidates_needed(p, false), 40);
+  p.repetition_penalty = 1.1f;
+  EXPECT_EQ(Sampler::candidates_needed(p, false), 0);
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ std::unique_ptr<Tokenizer> make_tokenizer() {
   impl->eos = 2;
   impl->normalizer.add_space_prefix(" ", PrefixWhen::kAtStartOrAfterSpecial, false);
   impl->normalizer.add_replace(" ", "\xE2\x96\x81");
-  impl->strip_leading_space = true;
+  impl->first_piece_rule = FirstPieceRule::kStripOneSpace;
   impl->model = std::make_unique<SpmModel>(impl->texts, scores, 0);
   impl->kind = TokenizerKind::kSentencePiece;
   impl->piece_rule = PieceRule::kSentencePiece;

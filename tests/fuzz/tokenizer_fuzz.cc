@@ -97,7 +97,7 @@ std::unique_ptr<Tokenizer> sentencepiece_tokenizer() {
   impl->prefix_ids = {1};
   impl->normalizer.add_space_prefix(" ", PrefixWhen::kAtStartOrAfterSpecial, false);
   impl->normalizer.add_replace(" ", "\xE2\x96\x81");
-  impl->strip_leading_space = true;
+  impl->first_piece_rule = FirstPieceRule::kStripOneSpace;
   impl->specials = SpecialTokens({{"<s>", 1, false}, {"</s>", 2, false}},
                                  SpecialTokens::Rule::kLongestTokenFirst);
   impl->model = std::make_unique<SpmModel>(impl->texts, scores, 0);

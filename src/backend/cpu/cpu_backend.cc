@@ -1,13 +1,19 @@
 #include "backend/cpu/cpu_backend.h"
 
-#include <cstring>
+#include <unistd.h>
 
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "ops/fill_random.h"
 #include "ops/gather_rows.h"
 #include "ops/gemm.h"
 #include "ops/paged_attention.h"
 #include "ops/rms_norm.h"
 #include "ops/rope_kv_write.h"
 #include "ops/swiglu.h"
+#include "ops/top_k_logits.h"
 
 namespace inflight {
 
@@ -35,6 +41,33 @@ void CpuBackend::download_f32(const Tensor& src, const Tensor& dst) {
                       "cpu download: dst must be a host f32 tensor of shape {}",
                       shape_str(src.shape()));
   if (src.nbytes() && src.raw() != dst.raw()) std::memcpy(dst.raw(), src.raw(), src.nbytes());
+}
+
+void CpuBackend::download(const Tensor& src, const Tensor& dst) {
+  INFLIGHT_CHECK_CODE(src.defined() && src.device() == Device::kCpu && dst.defined() &&
+                          dst.device() == Device::kCpu && dst.dtype() == src.dtype() &&
+                          dst.shape() == src.shape(),
+                      ErrorCode::kInvalidArgument,
+                      "cpu download: dst must be a host tensor of src's dtype and shape {}",
+                      shape_str(src.shape()));
+  if (src.nbytes() && src.raw() != dst.raw()) std::memcpy(dst.raw(), src.raw(), src.nbytes());
+}
+
+MemoryInfo CpuBackend::memory_info() const {
+  MemoryInfo info;
+  info.total = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  info.free = info.total;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") {
+      info.free = kib * 1024;
+      break;
+    }
+  }
+  return info;
 }
 
 StepInputs CpuBackend::upload_batch(const ForwardBatch& batch) {
@@ -75,6 +108,23 @@ void CpuBackend::paged_attention(const Tensor& q, const Tensor& k_cache, const T
 
 void CpuBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
   swiglu_cpu(make_swiglu_params(gate_up, out));
+}
+
+}  // namespace inflight
+
+namespace inflight {
+
+void CpuBackend::fill_random(const Tensor& t, uint64_t seed, float scale, float offset) {
+  INFLIGHT_CHECK_CODE(t.defined() && t.device() == Device::kCpu, ErrorCode::kInvalidArgument,
+                      "cpu fill_random: expected a cpu tensor");
+  fill_random_cpu(make_fill_random_params(t, seed, scale, offset));
+}
+
+void CpuBackend::top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
+                              const Tensor& top_ids, const Tensor& top_logits) {
+  INFLIGHT_CHECK_CODE(logits.defined() && logits.device() == Device::kCpu,
+                      ErrorCode::kInvalidArgument, "cpu top_k_logits: expected cpu tensors");
+  top_k_logits_cpu(make_top_k_logits_params(logits, k, log_sum_exp, top_ids, top_logits));
 }
 
 }  // namespace inflight

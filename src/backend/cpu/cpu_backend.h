@@ -18,7 +18,10 @@ class CpuBackend final : public Backend {
   Tensor alloc(const Shape& shape, DType dtype) override;
   Tensor upload(const Tensor& host_f32, DType dtype) override;
   void download_f32(const Tensor& src, const Tensor& dst) override;
+  void download(const Tensor& src, const Tensor& dst) override;
   void synchronize() override {}
+  // total: physical RAM; free: MemAvailable; allocated: not tracked (0).
+  MemoryInfo memory_info() const override;
 
   StepInputs upload_batch(const ForwardBatch& batch) override;
 
@@ -32,6 +35,9 @@ class CpuBackend final : public Backend {
                        const StepInputs& in, float scale, int32_t sliding_window,
                        const Tensor& out) override;
   void swiglu(const Tensor& gate_up, const Tensor& out) override;
+  void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) override;
+  void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
+                    const Tensor& top_ids, const Tensor& top_logits) override;
 
  private:
   Tensor step_buffer_;  // [capacity] u8: the packed step inputs, grown on demand

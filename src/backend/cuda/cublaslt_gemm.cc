@@ -10,9 +10,9 @@ namespace {
 
 // The largest power of two (up to 256) that divides both the address and the row stride in
 // bytes: the alignment of every row of the operand, which is what cuBLASLt may assume.
-uint16_t alignment_of(const void* ptr, int64_t row_elems) {
+uint16_t alignment_of(const void* ptr, int64_t row_elems, size_t elem_bytes = 2) {
   const uintptr_t v = reinterpret_cast<uintptr_t>(ptr) |
-                      static_cast<uintptr_t>(row_elems) * 2 /* bf16 */ | uintptr_t{256};
+                      static_cast<uintptr_t>(row_elems) * elem_bytes | uintptr_t{256};
   return static_cast<uint16_t>(v & (~v + 1));
 }
 
@@ -45,12 +45,12 @@ size_t CublasLtGemm::KeyHash::operator()(const Key& key) const {
   mix(static_cast<uint64_t>(key.k));
   mix((static_cast<uint64_t>(key.align_x) << 48) | (static_cast<uint64_t>(key.align_w) << 32) |
       (static_cast<uint64_t>(key.align_y) << 16) | key.align_bias);
-  mix(key.bias ? 1 : 0);
+  mix((key.bias ? 1 : 0) | (key.f32_out ? 2 : 0));
   return h;
 }
 
-CublasLtGemm::CublasLtGemm(void* workspace, size_t workspace_bytes)
-    : workspace_(workspace), workspace_bytes_(workspace_bytes) {
+CublasLtGemm::CublasLtGemm(void* workspace, size_t workspace_bytes, bool batch_invariant)
+    : workspace_(workspace), workspace_bytes_(workspace_bytes), batch_invariant_(batch_invariant) {
   INFLIGHT_CUBLAS_CHECK(cublasLtCreate(&handle_));
 }
 
@@ -90,8 +90,8 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key) {
       cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, k, n, static_cast<int64_t>(k)));
   INFLIGHT_CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, k, m, static_cast<int64_t>(k)));
-  INFLIGHT_CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(&plan->d, CUDA_R_16BF, n, m, static_cast<int64_t>(n)));
+  INFLIGHT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(
+      &plan->d, key.f32_out ? CUDA_R_32F : CUDA_R_16BF, n, m, static_cast<int64_t>(n)));
 
   cublasLtMatmulPreference_t pref = nullptr;
   INFLIGHT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -128,16 +128,25 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key) {
 }
 
 void CublasLtGemm::run(const GemmParams& p, cudaStream_t stream) {
-  INFLIGHT_CHECK_CODE(p.dtype == DType::kBF16, ErrorCode::kUnsupported,
-                      "cublaslt gemm: bf16 only, got {}", dtype_name(p.dtype));
+  INFLIGHT_CHECK_CODE(p.dtype == DType::kBF16 &&
+                          (p.y_dtype == DType::kBF16 || p.y_dtype == DType::kF32),
+                      ErrorCode::kUnsupported,
+                      "cublaslt gemm: bf16 operands with a bf16 or f32 output only, got {} -> {}",
+                      dtype_name(p.dtype), dtype_name(p.y_dtype));
   if (p.m == 0 || p.n == 0) return;
+  if (batch_invariant_) {
+    gemm_cuda(p, stream);
+    return;
+  }
+  const bool f32_out = p.y_dtype == DType::kF32;
   const Key key{p.m,
                 p.n,
                 p.k,
                 p.bias != nullptr,
+                f32_out,
                 alignment_of(p.x, p.k),
                 alignment_of(p.w, p.k),
-                alignment_of(p.y, p.n),
+                alignment_of(p.y, p.n, f32_out ? 4 : 2),
                 alignment_of(p.bias, 0)};
   Plan& plan = plan_for(key);
   if (!plan.has_algo) {

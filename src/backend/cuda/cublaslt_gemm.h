@@ -1,13 +1,19 @@
 // CublasLtGemm: y[m, n] = x[m, k] w[n, k]^T (+ bias[n]) through cuBLASLt, bf16 operands, fp32
-// accumulation and scaling, bias fused as the matmul epilogue.
+// accumulation and scaling, bias fused as the matmul epilogue, y bf16 or f32 (the LM head).
 //
 // Row-major tensors are column-major matrices transposed, so the product is computed as the
 // column-major D[n, m] = op(A)[n, k] B[k, m] with A = w stored k x n (transposed: op = T),
 // B = x stored k x m, D = y stored n x m.
 //
 // The algorithm of each shape is chosen once by cuBLASLt's heuristic and cached with its
-// descriptors, keyed by (m, n, k, bias, operand alignments): a step only looks it up. A shape
-// with no algorithm falls back to the plain CUDA-core kernel (ops/ops_cuda.cuh gemm_cuda).
+// descriptors, keyed by (m, n, k, bias, output type, operand alignments): a step only looks it
+// up. A shape with no algorithm falls back to the plain CUDA-core kernel (ops/ops_cuda.cuh
+// gemm_cuda).
+//
+// Batch invariance: cuBLASLt picks different kernels (tile shapes, split-K) for different m, so
+// a token's output can differ in its last bits with the batch it runs in. With
+// `batch_invariant` every product runs on the CUDA-core kernel instead, whose reduction order
+// depends on k only (slow: for tests and for users who need bitwise-reproducible serving).
 // NOTE: not thread-safe; the owning backend calls it from one thread.
 #pragma once
 
@@ -27,7 +33,7 @@ class CublasLtGemm {
  public:
   // `workspace` is device memory of `workspace_bytes` that outlives this object and is used
   // only on the stream passed to run().
-  CublasLtGemm(void* workspace, size_t workspace_bytes);
+  CublasLtGemm(void* workspace, size_t workspace_bytes, bool batch_invariant = false);
   ~CublasLtGemm();
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
@@ -43,6 +49,7 @@ class CublasLtGemm {
   struct Key {
     int64_t m, n, k;
     bool bias;
+    bool f32_out;
     uint16_t align_x, align_w, align_y, align_bias;  // bytes of every row, powers of 2 <= 256
     bool operator==(const Key&) const = default;
   };
@@ -56,6 +63,7 @@ class CublasLtGemm {
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_;
   size_t workspace_bytes_;
+  bool batch_invariant_;
   std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> plans_;
 };
 

@@ -5,8 +5,12 @@
 //                    sends them in one cudaMemcpyAsync to a device buffer reused every step;
 //   upload staging   two 16 MiB halves: upload() converts f32 weights to bf16 on the host into
 //                    one half while the other half's copy runs;
-//   download staging download_f32 copies device tensors here; synchronize() waits for the
-//                    stream and then converts them into the callers' f32 host tensors.
+//   download staging download_f32 / download copy device tensors here; synchronize() waits
+//                    for the stream and then converts (or copies) them into the callers' host
+//                    tensors.
+// Graphs: begin_capture / end_capture record the ops enqueued in between on the stream as a
+// CUDA graph (thread-local capture mode); replay launches it on the same stream. While
+// capturing, anything that would allocate, copy or wait is refused with an error.
 #include "backend/cuda/cuda_backend.h"
 
 #include <cuda_runtime_api.h>
@@ -75,9 +79,23 @@ void check_device_index(int device) {
                       count, cudaGetErrorString(err));
 }
 
+class CudaGraph final : public BackendGraph {
+ public:
+  explicit CudaGraph(cudaGraphExec_t exec) : exec_(exec) {}
+  ~CudaGraph() override {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);  // errors ignored in a destructor
+  }
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+  cudaGraphExec_t exec() const { return exec_; }
+
+ private:
+  cudaGraphExec_t exec_;
+};
+
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device);
+  CudaBackend(int device, const CudaBackendOptions& options);
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
@@ -89,7 +107,15 @@ class CudaBackend final : public Backend {
   Tensor alloc(const Shape& shape, DType dtype) override;
   Tensor upload(const Tensor& host_f32, DType dtype) override;
   void download_f32(const Tensor& src, const Tensor& dst) override;
+  void download(const Tensor& src, const Tensor& dst) override;
   void synchronize() override;
+  MemoryInfo memory_info() const override;
+
+  bool supports_graphs() const override { return true; }
+  void begin_capture() override;
+  std::unique_ptr<BackendGraph> end_capture() override;
+  void abort_capture() noexcept override;
+  void replay(const BackendGraph& graph) override;
 
   StepInputs upload_batch(const ForwardBatch& batch) override;
 
@@ -103,18 +129,28 @@ class CudaBackend final : public Backend {
                        const StepInputs& in, float scale, int32_t sliding_window,
                        const Tensor& out) override;
   void swiglu(const Tensor& gate_up, const Tensor& out) override;
+  void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) override;
+  void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
+                    const Tensor& top_ids, const Tensor& top_logits) override;
 
  private:
   // A download waiting for synchronize(): numel elements of src_dtype at `offset` in the
-  // download staging buffer, to be converted into dst.
+  // download staging buffer, to be converted (or, raw, copied bit for bit) into dst.
   struct PendingDownload {
     size_t offset;
     Tensor dst;
     DType src_dtype;
     int64_t numel;
+    bool raw;
   };
 
+  // Enqueues the device -> staging copy of src; the caller records what to do at synchronize().
+  size_t stage_download(const Tensor& src);
+  void check_not_capturing(const char* what) const;
+
   const int device_;
+  const CudaBackendOptions options_;
+  bool capturing_ = false;
   cudaStream_t stream_ = nullptr;
   std::shared_ptr<CudaAllocator> allocator_;
   std::shared_ptr<void> gemm_workspace_;
@@ -132,7 +168,8 @@ class CudaBackend final : public Backend {
   std::vector<PendingDownload> pending_;
 };
 
-CudaBackend::CudaBackend(int device) : device_(device) {
+CudaBackend::CudaBackend(int device, const CudaBackendOptions& options)
+    : device_(device), options_(options) {
   check_device_index(device);
   INFLIGHT_CUDA_CHECK(cudaSetDevice(device));
   INFLIGHT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -142,12 +179,14 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   }
   allocator_ = CudaAllocator::create(device);
   gemm_workspace_ = allocator_->allocate(kGemmWorkspaceBytes);
-  gemm_ = std::make_unique<CublasLtGemm>(gemm_workspace_.get(), kGemmWorkspaceBytes);
+  gemm_ = std::make_unique<CublasLtGemm>(gemm_workspace_.get(), kGemmWorkspaceBytes,
+                                         options_.batch_invariant);
 }
 
 CudaBackend::~CudaBackend() {
   // Nothing may throw here: errors are ignored, the stream is drained before anything it may
   // still use is released.
+  abort_capture();
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   gemm_.reset();
   for (cudaEvent_t e : upload_copied_) {
@@ -157,7 +196,12 @@ CudaBackend::~CudaBackend() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+void CudaBackend::check_not_capturing(const char* what) const {
+  INFLIGHT_CHECK(!capturing_, "cuda backend: {} while capturing a graph", what);
+}
+
 Tensor CudaBackend::alloc(const Shape& shape, DType dtype) {
+  check_not_capturing("alloc");
   int64_t numel = 1;
   for (const int64_t d : shape) {
     INFLIGHT_CHECK_CODE(d >= 0, ErrorCode::kInvalidArgument, "cuda alloc: bad shape {}",
@@ -176,6 +220,7 @@ Tensor CudaBackend::upload(const Tensor& host_f32, DType dtype) {
       ErrorCode::kInvalidArgument, "cuda upload: expected a host f32 tensor");
   INFLIGHT_CHECK_CODE(is_float(dtype), ErrorCode::kUnsupported,
                       "cuda upload: cannot convert f32 to {}", dtype_name(dtype));
+  check_not_capturing("upload");
   Tensor dst = alloc(host_f32.shape(), dtype);
   const size_t esize = dtype_size(dtype);
   const int64_t numel = host_f32.numel();
@@ -197,17 +242,9 @@ Tensor CudaBackend::upload(const Tensor& host_f32, DType dtype) {
   return dst;
 }
 
-void CudaBackend::download_f32(const Tensor& src, const Tensor& dst) {
-  INFLIGHT_CHECK_CODE(src.defined() && src.device() == Device::kCuda && is_float(src.dtype()),
-                      ErrorCode::kInvalidArgument,
-                      "cuda download: src must be a float tensor on the device");
-  INFLIGHT_CHECK_CODE(dst.defined() && dst.device() == Device::kCpu && dst.dtype() == DType::kF32 &&
-                          dst.shape() == src.shape(),
-                      ErrorCode::kInvalidArgument,
-                      "cuda download: dst must be a host f32 tensor of shape {}",
-                      shape_str(src.shape()));
+size_t CudaBackend::stage_download(const Tensor& src) {
+  check_not_capturing("download");
   const size_t bytes = src.nbytes();
-  if (bytes == 0) return;
   size_t offset = (download_used_ + 63) / 64 * 64;
   if (offset + bytes > download_staging_.capacity()) {
     // Growing frees the old buffer: drain the copies that target it first.
@@ -217,20 +254,96 @@ void CudaBackend::download_f32(const Tensor& src, const Tensor& dst) {
   }
   INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(download_staging_.data() + offset, src.raw(), bytes,
                                       cudaMemcpyDeviceToHost, stream_));
-  pending_.push_back(PendingDownload{offset, dst, src.dtype(), src.numel()});
   download_used_ = offset + bytes;
+  return offset;
+}
+
+void CudaBackend::download_f32(const Tensor& src, const Tensor& dst) {
+  INFLIGHT_CHECK_CODE(src.defined() && src.device() == Device::kCuda && is_float(src.dtype()),
+                      ErrorCode::kInvalidArgument,
+                      "cuda download: src must be a float tensor on the device");
+  INFLIGHT_CHECK_CODE(dst.defined() && dst.device() == Device::kCpu && dst.dtype() == DType::kF32 &&
+                          dst.shape() == src.shape(),
+                      ErrorCode::kInvalidArgument,
+                      "cuda download: dst must be a host f32 tensor of shape {}",
+                      shape_str(src.shape()));
+  if (src.nbytes() == 0) return;
+  const size_t offset = stage_download(src);
+  pending_.push_back(PendingDownload{offset, dst, src.dtype(), src.numel(), false});
+}
+
+void CudaBackend::download(const Tensor& src, const Tensor& dst) {
+  INFLIGHT_CHECK_CODE(src.defined() && src.device() == Device::kCuda && dst.defined() &&
+                          dst.device() == Device::kCpu && dst.dtype() == src.dtype() &&
+                          dst.shape() == src.shape(),
+                      ErrorCode::kInvalidArgument,
+                      "cuda download: dst must be a host tensor of src's dtype and shape {}",
+                      shape_str(src.shape()));
+  if (src.nbytes() == 0) return;
+  const size_t offset = stage_download(src);
+  pending_.push_back(PendingDownload{offset, dst, src.dtype(), src.numel(), true});
 }
 
 void CudaBackend::synchronize() {
+  check_not_capturing("synchronize");
   INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   for (const PendingDownload& d : pending_) {
-    convert_to_f32(download_staging_.data() + d.offset, d.src_dtype, d.dst.data<float>(), d.numel);
+    if (d.raw) {
+      std::memcpy(d.dst.raw(), download_staging_.data() + d.offset, d.dst.nbytes());
+    } else {
+      convert_to_f32(download_staging_.data() + d.offset, d.src_dtype, d.dst.data<float>(),
+                     d.numel);
+    }
   }
   pending_.clear();
   download_used_ = 0;
 }
 
+MemoryInfo CudaBackend::memory_info() const {
+  size_t free = 0, total = 0;
+  INFLIGHT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  MemoryInfo info;
+  info.total = static_cast<int64_t>(total);
+  info.free = static_cast<int64_t>(free);
+  info.allocated = static_cast<int64_t>(allocator_->bytes_in_use());
+  return info;
+}
+
+void CudaBackend::begin_capture() {
+  check_not_capturing("begin_capture");
+  INFLIGHT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  capturing_ = true;
+}
+
+std::unique_ptr<BackendGraph> CudaBackend::end_capture() {
+  INFLIGHT_CHECK(capturing_, "cuda backend: end_capture without begin_capture");
+  capturing_ = false;
+  cudaGraph_t graph = nullptr;
+  INFLIGHT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);  // the executable graph keeps what it needs
+  INFLIGHT_CUDA_CHECK(err);
+  return std::make_unique<CudaGraph>(exec);
+}
+
+void CudaBackend::abort_capture() noexcept {
+  if (!capturing_) return;
+  capturing_ = false;
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamEndCapture(stream_, &graph) == cudaSuccess && graph != nullptr) {
+    cudaGraphDestroy(graph);
+  }
+  cudaGetLastError();  // an invalidated capture leaves a sticky launch error behind
+}
+
+void CudaBackend::replay(const BackendGraph& graph) {
+  check_not_capturing("replay");
+  INFLIGHT_CUDA_CHECK(cudaGraphLaunch(static_cast<const CudaGraph&>(graph).exec(), stream_));
+}
+
 StepInputs CudaBackend::upload_batch(const ForwardBatch& batch) {
+  check_not_capturing("upload_batch");
   const StepInputLayout layout = StepInputLayout::of(batch);
   // The previous step's copy may still be reading the staging buffer.
   INFLIGHT_CUDA_CHECK(cudaEventSynchronize(step_copied_));
@@ -279,6 +392,20 @@ void CudaBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
   swiglu_cuda(make_swiglu_params(gate_up, out), stream_);
 }
 
+void CudaBackend::fill_random(const Tensor& t, uint64_t seed, float scale, float offset) {
+  INFLIGHT_CHECK_CODE(t.defined() && t.device() == Device::kCuda, ErrorCode::kInvalidArgument,
+                      "cuda fill_random: expected a device tensor");
+  fill_random_cuda(make_fill_random_params(t, seed, scale, offset), stream_);
+}
+
+void CudaBackend::top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
+                               const Tensor& top_ids, const Tensor& top_logits) {
+  INFLIGHT_CHECK_CODE(logits.defined() && logits.device() == Device::kCuda,
+                      ErrorCode::kInvalidArgument, "cuda top_k_logits: expected device tensors");
+  top_k_logits_cuda(make_top_k_logits_params(logits, k, log_sum_exp, top_ids, top_logits),
+                    stream_);
+}
+
 }  // namespace
 
 bool cuda_device_available() {
@@ -304,8 +431,8 @@ std::string cuda_device_description(int device) {
                      driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10, cublasLtGetVersion());
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device) {
-  return std::make_unique<CudaBackend>(device);
+std::unique_ptr<Backend> make_cuda_backend(int device, const CudaBackendOptions& options) {
+  return std::make_unique<CudaBackend>(device, options);
 }
 
 }  // namespace inflight

@@ -21,8 +21,15 @@ bool cuda_device_available();
 // Throws Error(kInvalidArgument) for a device that does not exist.
 std::string cuda_device_description(int device);
 
+struct CudaBackendOptions {
+  // Every GEMM on the CUDA-core kernel, whose per-output reduction order does not depend on the
+  // batch: a token's logits are then bitwise the same whatever else is in the step (slow; see
+  // backend/cuda/cublaslt_gemm.h).
+  bool batch_invariant = false;
+};
+
 // A backend on CUDA device `device` with its own stream, allocator, cuBLASLt handle and
 // staging buffers. Throws Error(kInvalidArgument) for a device that does not exist.
-std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+std::unique_ptr<Backend> make_cuda_backend(int device = 0, const CudaBackendOptions& options = {});
 
 }  // namespace inflight

@@ -9,6 +9,7 @@
 #include "tokenizer/chat_template/builtins.h"
 #include "tokenizer/chat_template/markup.h"
 #include "tokenizer/chat_template/methods.h"
+#include "tokenizer/chat_template/operators.h"
 #include "tokenizer/chat_template/python_format.h"
 #include "tokenizer/chat_template/render_error.h"
 #include "tokenizer/chat_template/string_methods.h"
@@ -342,12 +343,26 @@ Value f_wordcount(Interpreter&, const Value& v, const CallArgs& a) {
   return Value(words);
 }
 
+// value|format(*args) is `str(value) % args` (or % kwargs).
+Value f_format(Interpreter&, const Value& v, const CallArgs& a) {
+  if (!a.positional.empty() && !a.keyword.empty()) {
+    render_fail("can't handle positional and keyword arguments at the same time");
+  }
+  Value args = Value::tuple(a.positional);
+  if (!a.keyword.empty()) {
+    ValueMap kw;
+    for (const auto& [k, val] : a.keyword) kw.set(Value(k), val);
+    args = Value::dict(std::move(kw));
+  }
+  return binary_op(BinaryOp::kMod, v.is_string() ? v : Value(to_str(v)), args);
+}
+
 Value f_safe(Interpreter&, const Value& v, const CallArgs& a) {
   ArgParser p("safe", a, {});
   return v.is_markup() ? v : Value::markup(to_str(v));
 }
 
-constexpr std::array<std::pair<std::string_view, FilterFn>, 25> kFilters = {{
+constexpr std::array<std::pair<std::string_view, FilterFn>, 26> kFilters = {{
     {"abs", f_abs}, {"attr", f_attr}, {"capitalize", f_capitalize},
     {"center", f_center}, {"count", f_length}, {"length", f_length},
     {"d", f_default}, {"default", f_default}, {"e", f_escape},
@@ -356,7 +371,7 @@ constexpr std::array<std::pair<std::string_view, FilterFn>, 25> kFilters = {{
     {"lower", f_lower}, {"upper", f_upper}, {"title", f_title},
     {"replace", f_replace}, {"round", f_round}, {"string", f_string},
     {"tojson", f_tojson}, {"trim", f_trim}, {"wordcount", f_wordcount},
-    {"safe", f_safe},
+    {"safe", f_safe}, {"format", f_format},
 }};
 
 }  // namespace

@@ -49,7 +49,7 @@ Value make_loop(std::size_t i, const ValueList& items) {
              if (args.positional.empty()) render_fail("no items for cycling given");
              return args.positional[static_cast<std::size_t>(idx) % args.positional.size()];
            }));
-  return Value::dict(std::move(loop));
+  return Value::new_namespace(std::move(loop), false);
 }
 
 }  // namespace
@@ -209,7 +209,7 @@ void Interpreter::exec_call_block(const CallBlockStmt& s, const ScopePtr& scope,
 void Interpreter::assign(const Target& target, const Value& value, Scope& scope) {
   if (!target.ns_attr.empty()) {
     const Value* ns = scope.find(target.names[0]);
-    if (ns == nullptr || !ns->is_namespace()) {
+    if (ns == nullptr || !ns->is_namespace() || !ns->ns().assignable) {
       render_fail("cannot assign attribute on non-namespace object '{}'", target.names[0]);
     }
     ns->ns().attrs.set(target.ns_attr, value);

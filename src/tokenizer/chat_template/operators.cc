@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "tokenizer/chat_template/markup.h"
+#include "tokenizer/chat_template/percent_format.h"
 #include "tokenizer/chat_template/render_error.h"
 
 namespace inflight::jinja {
@@ -99,15 +100,25 @@ double python_floordiv(double a, double b) {
 }  // namespace
 
 Value binary_op(BinaryOp op, const Value& a, const Value& b) {
+  if (op == BinaryOp::kMod && a.is_string()) {
+    if (!a.is_markup()) return Value(percent_format(a.str(), b));
+    // Markup % args escapes the str arguments.
+    Value args = b;
+    if (b.kind() == Value::Kind::kTuple) {
+      ValueList escaped;
+      for (const Value& v : b.items()) escaped.push_back(v.is_string() ? escape_to_markup(v) : v);
+      args = Value::tuple(std::move(escaped));
+    } else if (b.is_string()) {
+      args = escape_to_markup(b);
+    }
+    return Value::markup(percent_format(a.str(), args));
+  }
   if (a.is_undefined()) fail_undefined(a);
   if (b.is_undefined()) fail_undefined(b);
   if (op == BinaryOp::kAdd && !(a.is_number() && b.is_number())) return add(a, b);
   if (op == BinaryOp::kMul) {
     if ((a.is_string() || a.is_list_or_tuple()) && is_integral(b)) return repeat(a, b.as_integer());
     if ((b.is_string() || b.is_list_or_tuple()) && is_integral(a)) return repeat(b, a.as_integer());
-  }
-  if (op == BinaryOp::kMod && a.is_string()) {
-    render_fail("printf-style '%' string formatting is not supported; use '~' or filters");
   }
   if (!a.is_number() || !b.is_number()) unsupported_operands(op, a, b);
 

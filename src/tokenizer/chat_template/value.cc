@@ -105,10 +105,10 @@ Value Value::dict(ValueMap map) {
   return v;
 }
 
-Value Value::new_namespace(ValueMap attrs) {
+Value Value::new_namespace(ValueMap attrs, bool assignable) {
   Value v;
   v.kind_ = Kind::kNamespace;
-  v.data_ = std::make_shared<Namespace>(Namespace{std::move(attrs)});
+  v.data_ = std::make_shared<Namespace>(Namespace{std::move(attrs), assignable});
   return v;
 }
 

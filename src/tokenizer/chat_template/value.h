@@ -61,9 +61,11 @@ struct Callable {
   std::uint32_t depth = 0;  // nesting of the values fn holds (a bound method's receiver)
 };
 
-// jinja2's namespace(): attribute bag that `{% set ns.attr = value %}` may change.
+// jinja2's namespace(): attribute bag that `{% set ns.attr = value %}` may change. Also the
+// read-only `loop` object of for-loops (assignable = false), which is no mapping either.
 struct Namespace {
   ValueMap attrs;
+  bool assignable = true;
 };
 
 // A Python iterator or dict view, as some filters and methods return them:
@@ -114,7 +116,7 @@ class Value {
   static Value list(ValueList items);
   static Value tuple(ValueList items);
   static Value dict(ValueMap map);
-  static Value new_namespace(ValueMap attrs);
+  static Value new_namespace(ValueMap attrs, bool assignable = true);
   // `holds`: a value the function keeps (a bound method's receiver), for the nesting bound.
   static Value callable(std::string name, std::function<Value(Interpreter&, const CallArgs&)> fn,
                         const Value* holds = nullptr);

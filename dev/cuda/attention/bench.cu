@@ -1,0 +1,376 @@
+// Paged-attention lab bench: version 1 (dev/cuda/attention/v1_simple.cuh) against the tile path
+// (src/ops/attention_tile.cuh, as paged_attention_cuda runs it, plus lab variants) on
+// Llama-3.1-8B attention shapes: 32 query heads, 8 kv heads, head_dim 128, pages of 16.
+//
+//   decode  batch 1/32/256 x context 512/2048/8192 (one new token per sequence)
+//   prefill one sequence of 2048 new tokens; mixed: a 512-token chunk at context 2048 + 63
+//   decodes at 2048.
+//
+// Floors: bytes = K and V of every context token once (+ q and out), over the measured read
+// bandwidth; FLOPs = 4 * D * H * (keys each query row attends), over the measured (cuBLASLt via
+// PyTorch, run by the device script) bf16 matrix rate, passed as argv[1] in TFLOP/s.
+// Each case checks the tile path against version 1 (rel. L2 of the bf16 outputs, NaN count)
+// before timing. Timing: a spin kernel lets the host queue ahead, then events around R calls
+// rotating over enough copies of the KV cache (distinct blocks) to defeat the 50 MB L2; the
+// median over batches of R calls.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dev/cuda/attention/v1_simple.cuh"
+#include "ops/attention_tile.cuh"
+#include "ops/ops_cuda.cuh"
+
+namespace inflight::lab {
+namespace {
+
+using cuda::bf16;
+
+#define CK(call) INFLIGHT_CUDA_CHECK(call)
+
+constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128, kBlockSize = 16;
+
+__global__ void fill_random(bf16* x, int64_t n, uint32_t seed, float amp) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32);
+    h ^= h >> 16;
+    h *= 0x7feb352dU;
+    h ^= h >> 15;
+    h *= 0x846ca68bU;
+    h ^= h >> 16;
+    x[i] = __float2bfloat16_rn(amp * (static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f));
+  }
+}
+
+__global__ void spin(int64_t cycles) {
+  const int64_t start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+__global__ void read_bytes(const uint4* x, int64_t n, uint4* sink) {
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const uint4 v = x[i];
+    acc.x ^= v.x;
+    acc.y ^= v.y;
+    acc.z ^= v.z;
+    acc.w ^= v.w;
+  }
+  if (acc.x == 0x12345678u) sink[0] = acc;  // practically never: keeps the loads alive
+}
+
+struct Seq {
+  int ctx, n;
+};
+
+struct Case {
+  std::string name;
+  std::vector<Seq> seqs;
+  bool decode = true;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+float bf16_bits_to_float(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Median microseconds per call of fn(copy) over batches of `reps` calls.
+double time_us(const std::function<void(int)>& fn, int copies, int reps, int batches) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 2; ++i) fn(i % copies);  // warm-up
+  std::vector<double> per_call;
+  int copy = 0;
+  for (int b = 0; b < batches; ++b) {
+    spin<<<1, 1>>>(10'000'000);  // ~5 ms: the host queues the batch meanwhile
+    CK(cudaEventRecord(e0));
+    for (int r = 0; r < reps; ++r) fn(copy++ % copies);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0.0f;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    per_call.push_back(1000.0 * ms / reps);
+  }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  return median(per_call);
+}
+
+struct Row {
+  std::string name;
+  double mbytes, gflop, floor_us, v1_us, v2_us, var_us;
+  std::string var_name;
+  double err;
+  long nan;
+};
+
+int run(double peak_tflops) {
+  int device = 0;
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, device));
+  int driver = 0, runtime = 0;
+  CK(cudaDriverGetVersion(&driver));
+  CK(cudaRuntimeGetVersion(&runtime));
+  std::printf("device %s, %d SMs, L2 %d MB, driver %d, runtime %d\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20, driver, runtime);
+
+  // Read bandwidth: 4 GiB streamed once per call.
+  double read_gbs = 0.0;
+  {
+    const int64_t bytes = int64_t{4} << 30;
+    uint4 *buf = nullptr, *sink = nullptr;
+    CK(cudaMalloc(&buf, bytes));
+    CK(cudaMalloc(&sink, 64));
+    CK(cudaMemset(buf, 1, bytes));
+    const double us = time_us(
+        [&](int) {
+          read_bytes<<<prop.multiProcessorCount * 8, 512>>>(buf, bytes / 16, sink);
+        },
+        1, 5, 3);
+    read_gbs = bytes / us / 1e3;
+    // Device-to-device copy, counting bytes read and written.
+    const double copy_us = time_us(
+        [&](int) {
+          CK(cudaMemcpyAsync(reinterpret_cast<char*>(buf) + bytes / 2, buf, bytes / 2,
+                             cudaMemcpyDeviceToDevice));
+        },
+        1, 5, 3);
+    std::printf("read bandwidth %.0f GB/s, device copy %.0f GB/s (read + write)\n", read_gbs,
+                bytes / copy_us / 1e3);
+    CK(cudaFree(buf));
+    CK(cudaFree(sink));
+  }
+
+  std::vector<Case> cases;
+  for (const int batch : {1, 32, 256}) {
+    for (const int ctx : {512, 2048, 8192}) {
+      cases.push_back({"decode b" + std::to_string(batch) + " ctx" + std::to_string(ctx),
+                       std::vector<Seq>(batch, Seq{ctx, 1}), true});
+    }
+  }
+  cases.push_back({"prefill 2048", {{2048, 2048}}, false});
+  {
+    Case mixed{"mixed 512@2048+63dec", {{2048, 512}}, false};
+    for (int i = 0; i < 63; ++i) mixed.seqs.push_back({2048, 1});
+    cases.push_back(mixed);
+  }
+
+  std::mt19937 rng(7);
+  std::vector<Row> rows;
+  for (const Case& c : cases) {
+    const int num_seqs = static_cast<int>(c.seqs.size());
+    int max_ctx = 0, tokens = 0;
+    double keys = 0, ctx_tokens = 0;
+    std::vector<int32_t> qs = {0}, ctxs;
+    for (const Seq& s : c.seqs) {
+      max_ctx = std::max(max_ctx, s.ctx);
+      tokens += s.n;
+      qs.push_back(tokens);
+      ctxs.push_back(s.ctx);
+      ctx_tokens += s.ctx;
+      for (int i = 0; i < s.n; ++i) keys += s.ctx - s.n + i + 1;
+    }
+    const int blocks_per_seq = (max_ctx + kBlockSize - 1) / kBlockSize;
+    const int64_t need = static_cast<int64_t>(num_seqs) * blocks_per_seq;
+    const int64_t block_bytes = int64_t{kBlockSize} * kKvHeads * kHeadDim * 2;
+    const double kv_bytes = ctx_tokens * kKvHeads * kHeadDim * 4.0;
+    const double io_bytes = 2.0 * tokens * kHeads * kHeadDim * 2.0;
+    const int copies = static_cast<int>(
+        std::clamp<int64_t>((int64_t{256} << 20) / (need * block_bytes * 2) + 1, 1, 128));
+    const int64_t num_blocks = need * copies;
+    const int64_t cache_elems = num_blocks * kBlockSize * kKvHeads * kHeadDim;
+
+    bf16 *k = nullptr, *v = nullptr, *q = nullptr, *out_v1 = nullptr, *out_v2 = nullptr;
+    int32_t *d_tables = nullptr, *d_qs = nullptr, *d_ctx = nullptr;
+    const int64_t q_elems = int64_t{tokens} * kHeads * kHeadDim;
+    CK(cudaMalloc(&k, cache_elems * 2));
+    CK(cudaMalloc(&v, cache_elems * 2));
+    CK(cudaMalloc(&q, q_elems * 2));
+    CK(cudaMalloc(&out_v1, q_elems * 2));
+    CK(cudaMalloc(&out_v2, q_elems * 2));
+    fill_random<<<1024, 256>>>(k, cache_elems, 1, 1.0f);
+    fill_random<<<1024, 256>>>(v, cache_elems, 2, 1.0f);
+    fill_random<<<1024, 256>>>(q, q_elems, 3, 2.0f);
+    CK(cudaMemset(out_v1, 0xff, q_elems * 2));
+    CK(cudaMemset(out_v2, 0xff, q_elems * 2));
+    // Copy i uses blocks [i * need, (i + 1) * need), shuffled.
+    std::vector<int32_t> tables(static_cast<size_t>(need * copies));
+    for (int i = 0; i < copies; ++i) {
+      auto* t = tables.data() + i * need;
+      std::iota(t, t + need, static_cast<int32_t>(i * need));
+      std::shuffle(t, t + need, rng);
+    }
+    CK(cudaMalloc(&d_tables, tables.size() * 4));
+    CK(cudaMalloc(&d_qs, qs.size() * 4));
+    CK(cudaMalloc(&d_ctx, ctxs.size() * 4));
+    CK(cudaMemcpy(d_tables, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_qs, qs.data(), qs.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_ctx, ctxs.data(), ctxs.size() * 4, cudaMemcpyHostToDevice));
+
+    auto params = [&](int copy, bf16* out) {
+      PagedAttentionParams p;
+      p.q = q;
+      p.out = out;
+      p.kv.k = k;
+      p.kv.v = v;
+      p.kv.block_tables = d_tables + copy * need;
+      p.kv.num_blocks = num_blocks;
+      p.kv.max_blocks_per_seq = blocks_per_seq;
+      p.kv.block_size = kBlockSize;
+      p.kv.num_kv_heads = kKvHeads;
+      p.kv.head_dim = kHeadDim;
+      p.query_start = d_qs;
+      p.context_lens = d_ctx;
+      p.num_tokens = tokens;
+      p.num_seqs = num_seqs;
+      p.num_heads = kHeads;
+      p.max_context_len = max_ctx;
+      p.sliding_window = 0;
+      p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+      p.dtype = DType::kBF16;
+      return p;
+    };
+
+    // Correctness: the tile path against version 1 on copy 0.
+    lab::v1::paged_attention_v1(params(0, out_v1), nullptr);
+    paged_attention_cuda(params(0, out_v2), nullptr);
+    CK(cudaDeviceSynchronize());
+    std::vector<uint16_t> h1(q_elems), h2(q_elems);
+    CK(cudaMemcpy(h1.data(), out_v1, q_elems * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h2.data(), out_v2, q_elems * 2, cudaMemcpyDeviceToHost));
+    double num = 0, den = 0;
+    long nan = 0;
+    for (int64_t i = 0; i < q_elems; ++i) {
+      const float a = bf16_bits_to_float(h1[i]), b = bf16_bits_to_float(h2[i]);
+      if (!std::isfinite(b) || !std::isfinite(a)) {
+        ++nan;
+        continue;
+      }
+      num += (a - b) * (a - b);
+      den += a * a;
+    }
+    const double err = std::sqrt(num / std::max(den, 1e-30));
+
+    const double flops = 4.0 * kHeadDim * kHeads * keys;
+    const double floor_us =
+        std::max((kv_bytes + io_bytes) / read_gbs / 1e3, flops / (peak_tflops * 1e6));
+    auto reps_for = [&](double est_us) {
+      return static_cast<int>(std::clamp(3000.0 / std::max(est_us, 1.0), 3.0, 100.0));
+    };
+    auto v2 = [&](int copy) { paged_attention_cuda(params(copy, out_v2), nullptr); };
+    const double v2_once = time_us(v2, copies, 1, 1);
+    const double v2_us = time_us(v2, copies, reps_for(v2_once), 5);
+    auto v1 = [&](int copy) { lab::v1::paged_attention_v1(params(copy, out_v1), nullptr); };
+    const double v1_once = time_us(v1, copies, 1, 1);
+    const double v1_us = time_us(v1, copies, reps_for(v1_once), 3);
+    // Lab variants: decode tiles 3 stages deep; prefill tiles of 64 or 128 rows, 3 stages deep.
+    std::vector<std::pair<std::string, std::function<void(int)>>> variants;
+    if (c.decode) {
+      variants.push_back({"dec 3 stages", [&](int copy) {
+                            attention::launch_tiles<128, 0, 2, 3, true>(params(copy, out_v2),
+                                                                        nullptr);
+                          }});
+    } else {
+      variants.push_back({"64 rows 3 st", [&](int copy) {
+                            attention::launch_tiles<128, 64, 3, 2, true>(params(copy, out_v2),
+                                                                         nullptr);
+                          }});
+      variants.push_back({"128 rows 3 st", [&](int copy) {
+                            attention::launch_tiles<128, 128, 3, 2, true>(params(copy, out_v2),
+                                                                          nullptr);
+                          }});
+      variants.push_back({"128 rows 2 st", [&](int copy) {
+                            attention::launch_tiles<128, 128, 2, 2, true>(params(copy, out_v2),
+                                                                          nullptr);
+                          }});
+    }
+    std::string var_name;
+    double var_us = 0.0;
+    for (const auto& [name, fn] : variants) {
+      // Each variant's output is checked against version 1 too.
+      CK(cudaMemset(out_v2, 0xff, q_elems * 2));
+      fn(0);
+      CK(cudaDeviceSynchronize());
+      CK(cudaMemcpy(h2.data(), out_v2, q_elems * 2, cudaMemcpyDeviceToHost));
+      double vn = 0;
+      long vnan = 0;
+      for (int64_t i = 0; i < q_elems; ++i) {
+        const float a = bf16_bits_to_float(h1[i]), b = bf16_bits_to_float(h2[i]);
+        if (!std::isfinite(b)) {
+          ++vnan;
+          continue;
+        }
+        vn += (a - b) * (a - b);
+      }
+      const double once = time_us(fn, copies, 1, 1);
+      const double us = time_us(fn, copies, reps_for(once), 5);
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), "%s%s %.1f us (err %.1e%s)", var_name.empty() ? "" : "; ",
+                    name.c_str(), us, std::sqrt(vn / std::max(den, 1e-30)),
+                    vnan ? " NAN" : "");
+      var_name += buf;
+      var_us = var_us == 0.0 ? us : std::min(var_us, us);
+    }
+    CK(cudaDeviceSynchronize());
+
+    rows.push_back({c.name, (kv_bytes + io_bytes) / 1e6, flops / 1e9, floor_us, v1_us, v2_us,
+                    var_us, var_name, err, nan});
+    std::printf("%-22s copies %3d  err %.2e nan %ld  v1 %9.1f us  v2 %8.1f us  %s\n",
+                c.name.c_str(), copies, err, nan, v1_us, v2_us, var_name.c_str());
+    std::fflush(stdout);
+    for (void* ptr : {static_cast<void*>(k), static_cast<void*>(v), static_cast<void*>(q),
+                      static_cast<void*>(out_v1), static_cast<void*>(out_v2),
+                      static_cast<void*>(d_tables), static_cast<void*>(d_qs),
+                      static_cast<void*>(d_ctx)}) {
+      CK(cudaFree(ptr));
+    }
+  }
+
+  std::printf("\n== paged attention, H=32 KH=8 D=128 pages of 16 (%s; read %.0f GB/s, matrix "
+              "%.0f TFLOP/s) ==\n",
+              prop.name, read_gbs, peak_tflops);
+  std::printf("%-22s %8s %7s %8s %9s %8s %6s %7s %7s %6s %8s\n", "case", "MB", "GFLOP",
+              "floor us", "v1 us", "v2 us", "v1/v2", "v2 GB/s", "v2 TF/s", "floor", "err");
+  for (const Row& r : rows) {
+    std::printf("%-22s %8.1f %7.2f %8.1f %9.1f %8.1f %6.1f %7.0f %7.1f %5.0f%% %8.1e%s\n",
+                r.name.c_str(), r.mbytes, r.gflop, r.floor_us, r.v1_us, r.v2_us, r.v1_us / r.v2_us,
+                r.mbytes * 1e6 / r.v2_us / 1e3, r.gflop * 1e9 / r.v2_us / 1e6,
+                100.0 * r.floor_us / r.v2_us, r.err, r.nan ? " NAN" : "");
+  }
+  std::printf("variants (lab):\n");
+  for (const Row& r : rows) std::printf("  %-22s %s\n", r.name.c_str(), r.var_name.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace inflight::lab
+
+int main(int argc, char** argv) {
+  const double peak = argc > 1 ? std::atof(argv[1]) : 0.0;
+  try {
+    return inflight::lab::run(peak > 0 ? peak : 790.0);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench failed: %s\n", e.what());
+    return 1;
+  }
+}

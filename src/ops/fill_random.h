@@ -1,0 +1,56 @@
+// fill_random: deterministic pseudo-random values for dummy weights and tests, identical on
+// every backend. Element i of a fill with `seed` is
+//   value(i) = f32(offset + scale * u(seed, i)),   u in [-1, 1) on a grid of 2^-23
+// where u comes from a counter-based hash (splitmix64 of seed and i): every element is computed
+// independently (one GPU thread each, no state), and the CPU reference produces the same f32
+// value bit for bit (the CUDA backend then rounds it to bf16 once). The arithmetic is done in
+// double, where the product of two floats is exact, so fused or separate multiply-add (which
+// compilers choose freely) give the same sum on the host and the device.
+//
+// Dummy weights use scale ~ 1/sqrt(fan_in) (offset 0) for linear layers and offset 1 with a
+// small scale for norm weights, so activations stay finite through many layers.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "ops/paged_kv.h"  // INFLIGHT_HOST_DEVICE
+
+namespace inflight {
+
+struct FillRandomParams {
+  void* data = nullptr;  // [numel] contiguous
+  int64_t numel = 0;
+  DType dtype = DType::kF32;
+  uint64_t seed = 0;
+  float scale = 1.0f;
+  float offset = 0.0f;
+};
+
+INFLIGHT_HOST_DEVICE uint64_t fill_random_mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// u(seed, i) in [-1, 1): 24 random bits scaled by 2^-23, exact in f32.
+INFLIGHT_HOST_DEVICE float fill_random_unit(uint64_t seed, int64_t i) {
+  const uint64_t h = fill_random_mix(fill_random_mix(seed) ^ static_cast<uint64_t>(i));
+  return static_cast<float>(static_cast<int32_t>(h >> 40)) * 0x1.0p-23f - 1.0f;
+}
+
+INFLIGHT_HOST_DEVICE float fill_random_value(const FillRandomParams& p, int64_t i) {
+  const double v = static_cast<double>(p.scale) * static_cast<double>(fill_random_unit(p.seed, i)) +
+                   static_cast<double>(p.offset);
+  return static_cast<float>(v);
+}
+
+// Validates: t defined, contiguous float tensor; scale and offset finite.
+FillRandomParams make_fill_random_params(const Tensor& t, uint64_t seed, float scale,
+                                         float offset);
+
+// f32 only; multithreaded.
+void fill_random_cpu(const FillRandomParams& p);
+
+}  // namespace inflight
