@@ -21,6 +21,7 @@
 #include "bench/serve_bench.h"
 #include "bench/token_codec.h"
 #include "core/check.h"
+#include "model/default_model.h"
 #include "tools/command.h"
 
 namespace inflight::tools {
@@ -194,7 +195,7 @@ int run_serve() {
   context.percentiles = parse_percentiles(a.percentiles);
   context.goodput = parse_goodput(a.goodput);
   context.save_detailed = a.save_detailed;
-  context.tokenizer = a.tokenizer.empty() ? default_model_path() : a.tokenizer;
+  context.tokenizer = a.tokenizer.empty() ? find_default_model() : a.tokenizer;
   const auto codec = load_token_codec(context.tokenizer);
   std::vector<BenchRequest> requests;
   if (a.dataset == "random") {
@@ -236,7 +237,7 @@ int run_serve() {
 EngineSetupOptions engine_options() {
   EngineSetupOptions e;
   e.model_path =
-      g_engine.model.empty() && !g_engine.dummy_weights ? default_model_path() : g_engine.model;
+      g_engine.model.empty() && !g_engine.dummy_weights ? find_default_model() : g_engine.model;
   e.dummy_weights = g_engine.dummy_weights;
   e.arch = g_engine.arch;
   e.config_path = g_engine.config;

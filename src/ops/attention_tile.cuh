@@ -34,9 +34,9 @@ namespace inflight::attention {
 
 using cuda::bf16;
 
-constexpr int kDecodeRows = 16;     // rows of a decode tile: n * g <= 16 makes a decode sequence
-constexpr int kMaxParts = 256;      // split-KV parts per decode tile, at most
-constexpr int kMinPartLen = 128;    // keys per part, at least (a part costs a partial write)
+constexpr int kDecodeRows = 16;   // rows of a decode tile: n * g <= 16 makes a decode sequence
+constexpr int kMaxParts = 256;    // split-KV parts per decode tile, at most
+constexpr int kMinPartLen = 128;  // keys per part, at least (a part costs a partial write)
 constexpr float kLog2e = 1.4426950408889634f;
 
 // The op's params plus the launch plan made on the host.
@@ -106,8 +106,7 @@ struct TileShape {
 // different bank groups, and the pattern is wgmma's 128-byte swizzle.
 template <int kTileRows>
 __device__ __forceinline__ uint32_t tile_offset(int r, int c) {
-  return static_cast<uint32_t>((c >> 3) * (kTileRows * 128) + r * 128 +
-                               (((c & 7) ^ (r & 7)) << 4));
+  return static_cast<uint32_t>((c >> 3) * (kTileRows * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4));
 }
 
 // Stages keys [kb, kb + kKeys) of sequence `seq`, kv head kh into shared K/V at sk, sv. Keys
@@ -135,8 +134,7 @@ __device__ __forceinline__ void load_kv_stage(const PagedKv& kv, int32_t seq, in
 // Every thread of the block calls this (block-wide scan of tiles per sequence); false past the
 // last tile.
 template <int kRows, int kThreads>
-__device__ bool find_prefill_tile(const TileParams& tp, int32_t item, int32_t& seq,
-                                  int32_t& tile) {
+__device__ bool find_prefill_tile(const TileParams& tp, int32_t item, int32_t& seq, int32_t& tile) {
   __shared__ int32_t warp_total[kThreads / 32];
   __shared__ int32_t found[2];
   const int32_t* qs = tp.p.query_start;
@@ -210,8 +208,8 @@ __device__ void merge_parts(const TileParams& tp, int64_t item, int32_t num_part
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int pi = 0; pi < num_parts; ++pi) {
       const float w = weight[r * kMaxParts + pi];
-      const float4 v = __ldcg(reinterpret_cast<const float4*>(
-          tp.partial_o + (item + pi * kDecodeRows + r) * D + c4));
+      const float4 v = __ldcg(
+          reinterpret_cast<const float4*>(tp.partial_o + (item + pi * kDecodeRows + r) * D + c4));
       acc.x += w * v.x;
       acc.y += w * v.y;
       acc.z += w * v.z;
@@ -234,19 +232,19 @@ __device__ __forceinline__ float (&quad(float (&a)[N], int i))[4] {
 // per-warp mma.sync fed by ldmatrix; everything else is shared.
 // CTAs per SM that shared memory allows and registers must not prevent: two 8-warp wgmma
 // prefill CTAs (<= 128 registers a thread), three 2-stage decode CTAs (<= 168).
-template <int D, int kWarpsM, int kWarpsN, int kStages, bool kWgmma>
-constexpr int kTileMinBlocks = kWarpsM == 1 ? (kStages == 2 ? 3 : 1)
-                               : kWgmma && INFLIGHT_ATTN_WGMMA && kWarpsM == 8 && kStages == 2
-                                   ? 2
-                                   : 1;
+template <int kWarpsM, int kStages, bool kWgmma>
+constexpr int tile_min_blocks() {
+  if (kWarpsM == 1) return kStages == 2 ? 3 : 1;
+  return kWgmma && kHasWgmma && kWarpsM == 8 && kStages == 2 ? 2 : 1;
+}
 
 template <int D, int kWarpsM, int kWarpsN, int kStages, bool kWgmma>
 __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThreads,
-                                  kTileMinBlocks<D, kWarpsM, kWarpsN, kStages, kWgmma>)
+                                  tile_min_blocks<kWarpsM, kStages, kWgmma>())
     paged_attention_tile_kernel(TileParams tp) {
   using Shape = TileShape<D, kWarpsM, kWarpsN, kStages>;
   constexpr bool kDecode = Shape::kDecode;
-  constexpr bool kUseWgmma = kWgmma && !kDecode && INFLIGHT_ATTN_WGMMA;
+  constexpr bool kUseWgmma = kWgmma && !kDecode && kHasWgmma;
   static_assert(!kWgmma || kWarpsM % 4 == 0, "wgmma tiles are whole warpgroups");
   constexpr int kKeys = Shape::kKeys, kWarpKeys = Shape::kWarpKeys, kNt = kWarpKeys / 8;
   extern __shared__ unsigned char smem_raw[];
@@ -391,8 +389,8 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
 
     // Scale to the log2 domain; mask keys outside each row's [lo, hi] (only near the diagonal,
     // the window's start, or the range's end).
-    const bool full = kb >= max(row_lo[0], row_lo[1]) &&
-                      kb + kWarpKeys - 1 <= min(row_hi[0], row_hi[1]);
+    const bool full =
+        kb >= max(row_lo[0], row_lo[1]) && kb + kWarpKeys - 1 <= min(row_hi[0], row_hi[1]);
 #pragma unroll
     for (int nt = 0; nt < kNt; ++nt) {
 #pragma unroll
@@ -463,9 +461,9 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
 #pragma unroll
         for (int dp = 0; dp < D / 16; ++dp) {
           uint32_t b[4];
-          ldmatrix_x4_trans(b, wv + tile_offset<kKeys>(kw0 + kk * 16 + ((lane / 8) % 2) * 8 +
-                                                           lane % 8,
-                                                       dp * 2 + lane / 16));
+          ldmatrix_x4_trans(b,
+                            wv + tile_offset<kKeys>(kw0 + kk * 16 + ((lane / 8) % 2) * 8 + lane % 8,
+                                                    dp * 2 + lane / 16));
           mma_bf16(quad(o, 2 * dp), a[kk], b[0], b[1]);
           mma_bf16(quad(o, 2 * dp + 1), a[kk], b[2], b[3]);
         }
@@ -551,8 +549,8 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
         if (c4 == 0) tp.partial_ml[item + r] = make_float2(mx, sum);
       } else {
         const float inv = 1.0f / sum;
-        *reinterpret_cast<uint2*>(out + row_offset(r) + c4) =
-            make_uint2(pack_bf16x2(acc.x * inv, acc.y * inv), pack_bf16x2(acc.z * inv, acc.w * inv));
+        *reinterpret_cast<uint2*>(out + row_offset(r) + c4) = make_uint2(
+            pack_bf16x2(acc.x * inv, acc.y * inv), pack_bf16x2(acc.z * inv, acc.w * inv));
       }
     }
     if (split) {
@@ -612,8 +610,7 @@ void launch_prefill(const TileParams& tp, cudaStream_t stream) {
   // sequences are; the sum over them of ceil(n g / rows) is at most this bound.
   const int64_t prefill_seqs = std::min<int64_t>(seqs, tokens / (kDecodeRows / g + 1));
   const int64_t tiles = (tokens * g + (Prefill::kRows - 1) * prefill_seqs) / Prefill::kRows;
-  INFLIGHT_CHECK(tiles <= cuda::kMaxGridX, "paged_attention_cuda: {} tiles exceed the grid",
-                 tiles);
+  INFLIGHT_CHECK(tiles <= cuda::kMaxGridX, "paged_attention_cuda: {} tiles exceed the grid", tiles);
   constexpr auto kKernel = paged_attention_tile_kernel<D, kWarps, 1, kStages, kWgmma>;
   allow_dynamic_smem<kKernel, Prefill::kSmemBytes>();
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(p.kv.num_kv_heads));
@@ -647,10 +644,10 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
     // Split-KV when (sequences x kv heads) would leave SMs idle: about two CTAs per SM.
     const int64_t ctas = seqs * kv_heads;
     if (ctas < sms && ctas <= kMaxSplitTiles && p.max_context_len > 0) {
-      const int64_t range = p.sliding_window > 0
-                                ? std::min<int64_t>(p.max_context_len,
-                                                    p.sliding_window + kDecodeRows - 1)
-                                : p.max_context_len;
+      const int64_t range =
+          p.sliding_window > 0
+              ? std::min<int64_t>(p.max_context_len, p.sliding_window + kDecodeRows - 1)
+              : p.max_context_len;
       const int64_t target = std::min<int64_t>(kMaxParts, (2 * sms + ctas - 1) / ctas);
       const int64_t part_len =
           std::max<int64_t>(kMinPartLen, ((range + target - 1) / target + 63) / 64 * 64);

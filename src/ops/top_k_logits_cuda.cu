@@ -21,6 +21,7 @@ namespace {
 
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
+constexpr int kUnroll = 8;
 constexpr unsigned kFull = 0xffffffffu;
 
 // Unsigned key with the order of the floats (-0.0 mapped to +0.0 first).
@@ -67,17 +68,29 @@ __global__ void __launch_bounds__(kThreads) top_k_logits_kernel(TopKLogitsParams
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
 
   // ---- pass 1: log-sum-exp and argmax -------------------------------------------------------
+  // kUnroll loads in flight per thread before the first is used: a single row (batch 1) is one
+  // block, so this pass is latency-bound without them.
   SoftmaxState st{-INFINITY, 0.0f, INT32_MAX};
-  for (int64_t i = tid; i < p.vocab; i += kThreads) {
-    const float v = x[i];
-    const auto id = static_cast<int32_t>(i);
-    if (v > st.m) {
-      st.s = (st.m == -INFINITY ? 0.0f : st.s * expf(st.m - v)) + 1.0f;
-      st.m = v;
-      st.arg = id;
-    } else {
-      if (v == st.m && id < st.arg) st.arg = id;
-      if (v != -INFINITY) st.s += expf(v - st.m);
+  for (int64_t base = tid; base < p.vocab; base += kUnroll * kThreads) {
+    float v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + u * kThreads;
+      v[u] = i < p.vocab ? x[i] : -INFINITY;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + u * kThreads;  // ids grow with u
+      if (i >= p.vocab) continue;
+      const auto id = static_cast<int32_t>(i);
+      if (v[u] > st.m) {
+        st.s = (st.m == -INFINITY ? 0.0f : st.s * expf(st.m - v[u])) + 1.0f;
+        st.m = v[u];
+        st.arg = id;
+      } else {
+        if (v[u] == st.m && id < st.arg) st.arg = id;
+        if (v[u] != -INFINITY) st.s += expf(v[u] - st.m);
+      }
     }
   }
 #pragma unroll

@@ -240,8 +240,8 @@ TEST(CudaOpsTest, PagedAttentionTiles) {
     int32_t window;
   };
   const Config configs[] = {
-      {{32, 8}, 128, 0},  {{16, 4}, 64, 1000}, {{8, 8}, 128, 7},   {{32, 1}, 64, 0},
-      {{32, 4}, 128, 1},  {{8, 2}, 64, 0},     {{16, 16}, 64, 100}, {{32, 8}, 128, 4096},
+      {{32, 8}, 128, 0}, {{16, 4}, 64, 1000}, {{8, 8}, 128, 7},    {{32, 1}, 64, 0},
+      {{32, 4}, 128, 1}, {{8, 2}, 64, 0},     {{16, 16}, 64, 100}, {{32, 8}, 128, 4096},
   };
   int case_index = 0;
   for (const auto& [name, seqs] : scenarios) {
@@ -271,6 +271,41 @@ TEST(CudaOpsTest, PagedAttentionTiles) {
                      to_host(gpu, out_gpu), out_cpu);
       }
     }
+  }
+}
+
+// Prefill long enough for 128-row tiles (the launcher takes them when the longest possible
+// prefill fills two CTAs per SM on its own: 5 tiles x 64 kv heads here) next to a decode.
+TEST(CudaOpsTest, PagedAttentionTallPrefillTiles) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = cuda_backend();
+  Backend& cpu = cpu_backend();
+  std::mt19937 rng(14);
+  struct Tall {
+    int64_t head_dim;
+    int32_t block_size, window;
+  };
+  for (const Tall t : {Tall{64, 3, 0}, Tall{128, 16, 300}, Tall{128, 1, 0}, Tall{64, 16, 77}}) {
+    const PagedCase c = make_paged_case({{700, 600}, {40, 1}, {1, 1}}, t.block_size, rng);
+    const int64_t tokens = c.batch.num_tokens(), heads = 64, d = t.head_dim;
+    const Shape cache_shape = {c.num_blocks, t.block_size, heads, d};
+    const Tensor k = cache_host(c, cache_shape, rng), v = cache_host(c, cache_shape, rng);
+    const Tensor q = random_host({tokens, heads, d}, rng, -6.0f, 6.0f);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+
+    const StepInputs in_gpu = gpu.upload_batch(c.batch);
+    const Tensor out_gpu = gpu.alloc({tokens, heads, d}, DType::kBF16);
+    poison(out_gpu);
+    gpu.paged_attention(to_backend(gpu, q), to_backend(gpu, k), to_backend(gpu, v), in_gpu, scale,
+                        t.window, out_gpu);
+
+    const StepInputs in_cpu = cpu.upload_batch(c.batch);
+    const Tensor out_cpu = cpu.alloc({tokens, heads, d}, DType::kF32);
+    cpu.paged_attention(to_backend(cpu, q), to_backend(cpu, k), to_backend(cpu, v), in_cpu, scale,
+                        t.window, out_cpu);
+    expect_close("paged_attention.tiles",
+                 fmt::format("tall600 bs={} H=64 KH=64 D={} window={}", t.block_size, d, t.window),
+                 to_host(gpu, out_gpu), out_cpu);
   }
 }
 

@@ -124,7 +124,9 @@ struct Row {
   long nan;
 };
 
-int run(double peak_tflops) {
+// filter: run only the cases whose name contains it; profile: check each once, time nothing
+// (for ncu).
+int run(double peak_tflops, const std::string& filter, bool profile) {
   int device = 0;
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, device));
@@ -135,18 +137,16 @@ int run(double peak_tflops) {
               prop.multiProcessorCount, prop.l2CacheSize >> 20, driver, runtime);
 
   // Read bandwidth: 4 GiB streamed once per call.
-  double read_gbs = 0.0;
-  {
+  double read_gbs = 3000.0;
+  if (!profile) {
     const int64_t bytes = int64_t{4} << 30;
     uint4 *buf = nullptr, *sink = nullptr;
     CK(cudaMalloc(&buf, bytes));
     CK(cudaMalloc(&sink, 64));
     CK(cudaMemset(buf, 1, bytes));
     const double us = time_us(
-        [&](int) {
-          read_bytes<<<prop.multiProcessorCount * 8, 512>>>(buf, bytes / 16, sink);
-        },
-        1, 5, 3);
+        [&](int) { read_bytes<<<prop.multiProcessorCount * 8, 512>>>(buf, bytes / 16, sink); }, 1,
+        5, 3);
     read_gbs = bytes / us / 1e3;
     // Device-to-device copy, counting bytes read and written.
     const double copy_us = time_us(
@@ -178,6 +178,7 @@ int run(double peak_tflops) {
   std::mt19937 rng(7);
   std::vector<Row> rows;
   for (const Case& c : cases) {
+    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
     const int num_seqs = static_cast<int>(c.seqs.size());
     int max_ctx = 0, tokens = 0;
     double keys = 0, ctx_tokens = 0;
@@ -271,6 +272,16 @@ int run(double peak_tflops) {
     }
     const double err = std::sqrt(num / std::max(den, 1e-30));
 
+    if (profile) {
+      std::printf("%-22s err %.2e nan %ld (profile run: no timing)\n", c.name.c_str(), err, nan);
+      for (void* ptr : {static_cast<void*>(k), static_cast<void*>(v), static_cast<void*>(q),
+                        static_cast<void*>(out_v1), static_cast<void*>(out_v2),
+                        static_cast<void*>(d_tables), static_cast<void*>(d_qs),
+                        static_cast<void*>(d_ctx)}) {
+        CK(cudaFree(ptr));
+      }
+      continue;
+    }
     const double flops = 4.0 * kHeadDim * kHeads * keys;
     const double floor_us =
         std::max((kv_bytes + io_bytes) / read_gbs / 1e3, flops / (peak_tflops * 1e6));
@@ -326,8 +337,7 @@ int run(double peak_tflops) {
       const double us = time_us(fn, copies, reps_for(once), 5);
       char buf[96];
       std::snprintf(buf, sizeof(buf), "%s%s %.1f us (err %.1e%s)", var_name.empty() ? "" : "; ",
-                    name.c_str(), us, std::sqrt(vn / std::max(den, 1e-30)),
-                    vnan ? " NAN" : "");
+                    name.c_str(), us, std::sqrt(vn / std::max(den, 1e-30)), vnan ? " NAN" : "");
       var_name += buf;
       var_us = var_us == 0.0 ? us : std::min(var_us, us);
     }
@@ -338,19 +348,20 @@ int run(double peak_tflops) {
     std::printf("%-22s copies %3d  err %.2e nan %ld  v1 %9.1f us  v2 %8.1f us  %s\n",
                 c.name.c_str(), copies, err, nan, v1_us, v2_us, var_name.c_str());
     std::fflush(stdout);
-    for (void* ptr : {static_cast<void*>(k), static_cast<void*>(v), static_cast<void*>(q),
-                      static_cast<void*>(out_v1), static_cast<void*>(out_v2),
-                      static_cast<void*>(d_tables), static_cast<void*>(d_qs),
-                      static_cast<void*>(d_ctx)}) {
+    for (void* ptr :
+         {static_cast<void*>(k), static_cast<void*>(v), static_cast<void*>(q),
+          static_cast<void*>(out_v1), static_cast<void*>(out_v2), static_cast<void*>(d_tables),
+          static_cast<void*>(d_qs), static_cast<void*>(d_ctx)}) {
       CK(cudaFree(ptr));
     }
   }
 
-  std::printf("\n== paged attention, H=32 KH=8 D=128 pages of 16 (%s; read %.0f GB/s, matrix "
-              "%.0f TFLOP/s) ==\n",
-              prop.name, read_gbs, peak_tflops);
-  std::printf("%-22s %8s %7s %8s %9s %8s %6s %7s %7s %6s %8s\n", "case", "MB", "GFLOP",
-              "floor us", "v1 us", "v2 us", "v1/v2", "v2 GB/s", "v2 TF/s", "floor", "err");
+  std::printf(
+      "\n== paged attention, H=32 KH=8 D=128 pages of 16 (%s; read %.0f GB/s, matrix "
+      "%.0f TFLOP/s) ==\n",
+      prop.name, read_gbs, peak_tflops);
+  std::printf("%-22s %8s %7s %8s %9s %8s %6s %7s %7s %6s %8s\n", "case", "MB", "GFLOP", "floor us",
+              "v1 us", "v2 us", "v1/v2", "v2 GB/s", "v2 TF/s", "floor", "err");
   for (const Row& r : rows) {
     std::printf("%-22s %8.1f %7.2f %8.1f %9.1f %8.1f %6.1f %7.0f %7.1f %5.0f%% %8.1e%s\n",
                 r.name.c_str(), r.mbytes, r.gflop, r.floor_us, r.v1_us, r.v2_us, r.v1_us / r.v2_us,
@@ -365,10 +376,13 @@ int run(double peak_tflops) {
 }  // namespace
 }  // namespace inflight::lab
 
+// attention_bench [matrix TFLOP/s] [case filter] [profile]
 int main(int argc, char** argv) {
   const double peak = argc > 1 ? std::atof(argv[1]) : 0.0;
+  const std::string filter = argc > 2 ? argv[2] : "";
+  const bool profile = argc > 3 && std::string(argv[3]) == "profile";
   try {
-    return inflight::lab::run(peak > 0 ? peak : 790.0);
+    return inflight::lab::run(peak > 0 ? peak : 790.0, filter, profile);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench failed: %s\n", e.what());
     return 1;

@@ -8,6 +8,8 @@
 #   dev/cuda/attention/device_run.sh run                 on the GPU machine, repository root,
 #       .devrun/attn carried: attention tests, the bench, memcheck and racecheck on the
 #       attention tests, a SASS census of the tile kernels; logs to $OUT, tables printed last.
+#       PROFILE=1 adds Nsight Compute reports of the prefill (2048 tokens) and decode (batch 32,
+#       context 2048) tile kernels.
 #
 # The bench's matrix-rate floor comes from a bf16 8192^3 product through PyTorch on the device.
 set -u -o pipefail
@@ -95,6 +97,22 @@ print(round(2 * 8192**3 * 10 / (s.elapsed_time(e) / 1e3) / 1e12))' 2>/dev/null |
     step racecheck 150 "$sanitizer" --tool racecheck --error-exitcode 99 \
       "$stage_dir/bin/cuda_ops_test" "$filter"
   fi
+  if [[ "${PROFILE:-0}" == 1 ]] && command -v ncu > /dev/null; then
+    local kernel name
+    for kernel in "prefill 2048|ILi128ELi8ELi1ELi2ELb1E" "decode b32 ctx2048|ILi128ELi1ELi4ELi2ELb0E"; do
+      name="ncu_${kernel%%|*}"
+      name="${name// /_}"
+      step "$name" 120 ncu --clock-control none --kernel-name-base mangled \
+        -k "regex:${kernel##*|}" -c 1 --section SpeedOfLight --section WarpStateStats \
+        --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section Occupancy \
+        --section SchedulerStats "$stage_dir/bin/attention_bench" 790 "${kernel%%|*}" profile
+      step "${name}_stalls" 120 ncu --clock-control none --kernel-name-base mangled \
+        -k "regex:${kernel##*|}" -c 1 --metrics "$(printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' \
+          barrier long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle \
+          lg_throttle membar dispatch_stall no_instruction selected not_selected)sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active" \
+        "$stage_dir/bin/attention_bench" 790 "${kernel%%|*}" profile
+    done
+  fi
   if command -v cuobjdump > /dev/null; then
     echo "SASS census of the tile kernels (attention_bench):"
     cuobjdump --dump-sass "$stage_dir/bin/attention_bench" |
@@ -106,6 +124,13 @@ print(round(2 * 8192**3 * 10 / (s.elapsed_time(e) / 1e3) / 1e12))' 2>/dev/null |
 
   echo
   sed -n '/== CUDA vs CPU summary/,$p' "$OUT/ops.log" | head -20
+  local f
+  for f in "$OUT"/ncu_*.log; do
+    [[ -e "$f" ]] || continue
+    echo "-- $(basename "$f" .log)"
+    grep -E '^\s+(Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Hit Rate|L1/TEX Hit Rate|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Warp Cycles Per Issued Instruction|Issued Warp Per Scheduler|No Eligible|Executed Ipc Active|smsp__average_warps_issue_stalled|sm__pipe_tensor)' "$f" |
+      sed 's/  */ /g' | head -30
+  done
   sed -n '/== paged attention/,$p' "$OUT/bench.log"
   tar -czf "$OUT/attn_logs.tar.gz" -C "$OUT" $(cd "$OUT" && ls *.log) && rm -f "$OUT"/*.log
   echo
