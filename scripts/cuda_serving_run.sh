@@ -50,6 +50,8 @@ import json, sys
 items = [i for i in json.load(sys.stdin) if i["source"] == "fortune"][:200]
 json.dump(items, sys.stdout)' | xz -c > "$stage_dir/data/prompts/prompts_sharegpt_like.json.xz"
   cp "$data/tokenizers/gguf-vocab/ggml-vocab-llama-bpe.gguf.xz" "$stage_dir/data/"
+  # The binaries travel compressed (the whole transfer is limited to 64 MiB).
+  tar -cJf "$stage_dir/bin.tar.xz" -C "$stage_dir" bin && rm -rf "$stage_dir/bin"
   { git rev-parse HEAD; git status --porcelain --untracked-files=no | head -1; } \
     | awk 'NR == 1 {c = $0} NR == 2 {c = c "+dirty"} END {print c}' > "$stage_dir/commit.txt"
   du -sh "$stage_dir" "$stage_dir"/*
@@ -149,6 +151,7 @@ run() {
   OUT="${OUT:-/tmp/cuda_serving_out}"
   mkdir -p "$OUT/logs"
   local libs what="${1:-all}"
+  [[ -d "$stage_dir/bin" ]] || tar -xJf "$stage_dir/bin.tar.xz" -C "$stage_dir"
   libs="$(find_cuda_libs)"
   export LD_LIBRARY_PATH="$repo/$stage_dir/lib${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader \

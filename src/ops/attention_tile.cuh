@@ -225,11 +225,6 @@ __device__ __forceinline__ float (&quad(float (&a)[N], int i))[4] {
   return *reinterpret_cast<float(*)[4]>(&a[4 * i]);
 }
 
-// Grid: decode tiles (max_parts, S, KH), CTAs past a sequence's parts or on a prefill sequence
-// exit; prefill tiles (upper bound on tiles, KH), CTAs past the last tile exit. kWgmma (prefill
-// tiles; in effect only where the sm_90a pass compiles it) computes S = Q K^T and O += P V by
-// warpgroup wgmma with Q, K and V read from shared memory by the tensor cores, instead of
-// per-warp mma.sync fed by ldmatrix; everything else is shared.
 // CTAs per SM that shared memory allows and registers must not prevent: two 8-warp wgmma
 // prefill CTAs (<= 128 registers a thread), three 2-stage decode CTAs (<= 168).
 template <int kWarpsM, int kStages, bool kWgmma>
@@ -238,6 +233,11 @@ constexpr int tile_min_blocks() {
   return kWgmma && kHasWgmma && kWarpsM == 8 && kStages == 2 ? 2 : 1;
 }
 
+// Grid: decode tiles (max_parts, S, KH), CTAs past a sequence's parts or on a prefill sequence
+// exit; prefill tiles (upper bound on tiles, KH), CTAs past the last tile exit. kWgmma (prefill
+// tiles; in effect only where the sm_90a pass compiles it) computes S = Q K^T and O += P V by
+// warpgroup wgmma with Q, K and V read from shared memory by the tensor cores, instead of
+// per-warp mma.sync fed by ldmatrix; everything else is shared.
 template <int D, int kWarpsM, int kWarpsN, int kStages, bool kWgmma>
 __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThreads,
                                   tile_min_blocks<kWarpsM, kStages, kWgmma>())

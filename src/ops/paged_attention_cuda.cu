@@ -65,7 +65,8 @@ SplitWorkspace split_workspace(cudaStream_t stream, int64_t bytes) {
       cudaGetLastError();  // out of memory: run without split-KV rather than fail
       return {};
     }
-    INFLIGHT_CUDA_CHECK(cudaMemset(fresh, 0, kCounterBytes));
+    // On `stream`: a non-blocking stream is not ordered after the legacy default stream.
+    INFLIGHT_CUDA_CHECK(cudaMemsetAsync(fresh, 0, kCounterBytes, stream));
     ptr = static_cast<char*>(fresh);
     capacity = want;
   }

@@ -114,12 +114,12 @@ print(round(2 * 8192**3 * 10 / (s.elapsed_time(e) / 1e3) / 1e12))' 2>/dev/null |
     done
   fi
   if command -v cuobjdump > /dev/null; then
-    echo "SASS census of the tile kernels (attention_bench):"
+    echo "SASS census of the tile kernels (attention_bench): sass_census.log"
     cuobjdump --dump-sass "$stage_dir/bin/attention_bench" |
       awk '/Function :/ {f=$3} /HMMA|HGMMA|LDGSTS|LDSM|LDL|STL/ {
              for (i = 1; i <= NF; i++) if ($i ~ /^(HMMA|HGMMA|LDGSTS|LDSM|LDL|STL)/) {
                split($i, op, "."); n[f " " op[1]]++ } }
-           END { for (k in n) print n[k], k }' | grep tile | sort -k2 | head -40
+           END { for (k in n) print n[k], k }' | grep tile | sort -k2 > "$OUT/sass_census.log"
   fi
 
   echo
@@ -129,7 +129,7 @@ print(round(2 * 8192**3 * 10 / (s.elapsed_time(e) / 1e3) / 1e12))' 2>/dev/null |
     [[ -e "$f" ]] || continue
     echo "-- $(basename "$f" .log)"
     grep -E '^\s+(Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Hit Rate|L1/TEX Hit Rate|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Warp Cycles Per Issued Instruction|Issued Warp Per Scheduler|No Eligible|Executed Ipc Active|smsp__average_warps_issue_stalled|sm__pipe_tensor)' "$f" |
-      sed 's/  */ /g' | head -30
+      sed 's/  */ /g' | head -16
   done
   sed -n '/== paged attention/,$p' "$OUT/bench.log"
   tar -czf "$OUT/attn_logs.tar.gz" -C "$OUT" $(cd "$OUT" && ls *.log) && rm -f "$OUT"/*.log

@@ -147,6 +147,8 @@ class CudaBackend final : public Backend {
   // Enqueues the device -> staging copy of src; the caller records what to do at synchronize().
   size_t stage_download(const Tensor& src);
   void check_not_capturing(const char* what) const;
+  // Makes device_ current on the calling thread (step entry points call it).
+  void bind() const;
 
   const int device_;
   const CudaBackendOptions options_;
@@ -200,8 +202,15 @@ void CudaBackend::check_not_capturing(const char* what) const {
   INFLIGHT_CHECK(!capturing_, "cuda backend: {} while capturing a graph", what);
 }
 
+void CudaBackend::bind() const {
+  // Kernels launch on the calling thread's current device: the engine thread is not the one
+  // that made the backend. Cheap when the device is already current.
+  INFLIGHT_CUDA_CHECK(cudaSetDevice(device_));
+}
+
 Tensor CudaBackend::alloc(const Shape& shape, DType dtype) {
   check_not_capturing("alloc");
+  bind();
   int64_t numel = 1;
   for (const int64_t d : shape) {
     INFLIGHT_CHECK_CODE(d >= 0, ErrorCode::kInvalidArgument, "cuda alloc: bad shape {}",
@@ -300,6 +309,7 @@ void CudaBackend::synchronize() {
 }
 
 MemoryInfo CudaBackend::memory_info() const {
+  bind();
   size_t free = 0, total = 0;
   INFLIGHT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
   MemoryInfo info;
@@ -344,6 +354,7 @@ void CudaBackend::replay(const BackendGraph& graph) {
 
 StepInputs CudaBackend::upload_batch(const ForwardBatch& batch) {
   check_not_capturing("upload_batch");
+  bind();
   const StepInputLayout layout = StepInputLayout::of(batch);
   // The previous step's copy may still be reading the staging buffer.
   INFLIGHT_CUDA_CHECK(cudaEventSynchronize(step_copied_));
