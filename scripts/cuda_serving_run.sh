@@ -87,8 +87,10 @@ step() {
   failed=$(grep -m1 -o '[0-9]* FAILED TEST' "$log" | grep -o '^[0-9]*' || true)
   skipped=$(grep -m1 -o '\[  SKIPPED \] [0-9]* test' "$log" | grep -o '[0-9]*' || true)
   sanitizer=$(grep -m1 -oE '(ERROR|RACECHECK) SUMMARY: [0-9]* (error|hazard)' "$log" || true)
-  grep -E '^\[  FAILED  \]|Failure|========= [A-Z]|error:|dummy llama|copy bandwidth|batch (1|256) decode|decode graphs' \
-    "$log" | sort | uniq -c | sort -rn | head -12
+  grep -E '^\[  FAILED  \]|Failure|========= [A-Z]|error:|decode graphs' "$log" | sort | uniq -c \
+    | sort -rn | head -12
+  grep -E '^gemm |-> (GEMV|cuBLASLt)|dummy llama|copy bandwidth|batch (1|256) decode' "$log" \
+    | sed -e 's/^.*\] //' | head -40
   summary_rows+=("$(printf '%-26s rc=%-4s %4ss  passed=%-3s failed=%-3s skipped=%-3s %s' "$name" \
     "$rc" "$((end - start))" "${passed:-0}" "${failed:-0}" "${skipped:-0}" "$sanitizer")")
 }
@@ -104,7 +106,7 @@ run_tests() {
   step batch_invariance_cuda 180 env "INFLIGHT_TEST_MODEL=$repo/$stage_dir/data/model.gguf" \
     "INFLIGHT_DATA_DIR=$repo/$stage_dir/data" "$bin/batch_invariance_test" '--gtest_filter=*/1'
   if [[ -n "$sanitizer" ]]; then
-    local kernels='*FillRandom*:*TopKLogitsMatchesTheCpu*:*Gemm*'
+    local kernels='*FillRandom*:*TopKLogitsMatchesTheCpu*:*GemmWithF32*:*GemvMatches*'
     step memcheck_serving 150 "$sanitizer" --tool memcheck --error-exitcode 99 \
       "$bin/cuda_serving_test" "--gtest_filter=$kernels:*DecodeGraph*"
     step racecheck_top_k 120 "$sanitizer" --tool racecheck --error-exitcode 99 \

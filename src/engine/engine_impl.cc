@@ -98,6 +98,7 @@ Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runn
     : config_(config),
       runner_(std::move(runner)),
       tokenizer_(std::move(tokenizer)),
+      overlap_(runner_->asynchronous()),
       kv_(config.num_kv_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(config, kv_),
       sampler_(runner_->model_config().vocab_size) {

@@ -71,6 +71,7 @@ class Engine::Impl {
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::vector<int32_t> eos_ids_;  // sorted
   AdmissionLimits limits_;
+  const bool overlap_;  // runner_->asynchronous(): hand over outputs while the next step runs
   std::atomic<int64_t> next_seq_id_{1};
 
   // ---- engine thread only (check_fits() and block counts excepted: fixed at start) ----------

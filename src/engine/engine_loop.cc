@@ -10,6 +10,8 @@
 // decode step is a graph replay (model/decode_graphs.h), so the gap between two steps on the
 // device is the scheduler's and the sampler's host time. Cancellations and new requests are
 // applied between steps, never while one is in flight (a cancelled sequence may be part of it).
+// With a synchronous runner (CPU: begin_step does the whole step) nothing can overlap, and the
+// outputs are handed over right after the step that made them.
 #include <pthread.h>
 
 #include <algorithm>
@@ -31,7 +33,7 @@ void Engine::Impl::loop() {
     while (apply_inbox()) {
       if (scheduler_.has_unfinished()) step();
       // With more steps to come, this step's outputs are handed over while the next one runs.
-      if (scheduler_.has_unfinished()) continue;
+      if (overlap_ && scheduler_.has_unfinished()) continue;
       publish_stats();
       retire();
       check_idle();
@@ -101,9 +103,11 @@ void Engine::Impl::step() {
   StepLogits* logits = nullptr;
   try {
     runner_->begin_step(batch_, logits_request_);
-    // The device computes this step until end_step(): hand over the previous step's outputs.
-    publish_stats();
-    retire();
+    if (overlap_) {
+      // The device computes this step until end_step(): hand over the previous step's outputs.
+      publish_stats();
+      retire();
+    }
     logits = &runner_->end_step();
     INFLIGHT_CHECK(logits->num_rows == static_cast<int32_t>(batch_.logits_indices.size()) &&
                        logits->vocab_size == limits_.vocab_size,

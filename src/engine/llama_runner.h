@@ -48,6 +48,7 @@ class LlamaRunner final : public ModelRunner {
   RunnerMemory memory() const override;
   int64_t kv_bytes_per_block(int32_t block_size) const override;
   void init_kv_cache(int64_t num_blocks, int32_t block_size) override;
+  bool asynchronous() const override { return backend_->device() != Device::kCpu; }
   void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override;
   StepLogits& end_step() override;
 

@@ -79,6 +79,10 @@ class ModelRunner {
   // (kOutOfMemory, kInvalidArgument) when it cannot.
   virtual void init_kv_cache(int64_t num_blocks, int32_t block_size) = 0;
 
+  // Whether begin_step() returns while the device still computes the step (the engine then
+  // overlaps host work with it); false when begin_step() does all the work (CPU).
+  virtual bool asynchronous() const = 0;
+
   // Starts one step. `batch` stays alive and unchanged until end_step() returns; `request`
   // says what comes back for the rows of batch.logits_indices.
   virtual void begin_step(const ForwardBatch& batch, const LogitsRequest& request) = 0;

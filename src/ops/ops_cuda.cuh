@@ -40,6 +40,12 @@ void fill_random_cuda(const FillRandomParams& p, cudaStream_t stream);
 // One block per row; k <= kTopKLogitsMax.
 void top_k_logits_cuda(const TopKLogitsParams& p, cudaStream_t stream);
 
+// The streaming GEMV for decode at small batch (src/ops/gemv_cuda.cu): m <= kGemvMaxRows, bf16
+// operands, k % 8 == 0, 16-byte aligned x and w; bias optional, y bf16 or f32.
+constexpr int64_t kGemvMaxRows = 8;
+bool gemv_cuda_supported(const GemmParams& p);
+void gemv_cuda(const GemmParams& p, cudaStream_t stream);
+
 // The plain CUDA-core GEMM (16x16 shared-memory tiles): the backend's fallback for shapes that
 // cuBLASLt has no algorithm for, and a second opinion in tests. cuBLASLt does the real work
 // (backend/cuda/cublaslt_gemm.h).

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -164,6 +165,73 @@ TEST(CudaServingTest, GemmWithF32OutputAndBatchInvariantMode) {
       }
     }
   }
+}
+
+TEST(CudaServingTest, GemvMatchesTheCpu) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = cuda_backend();
+  std::mt19937 rng(13);
+  for (const int64_t m : {1, 2, 3, 5, 8}) {
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{1, 8}, {769, 576}, {4096, 4104}}) {
+      for (const bool bias : {false, true}) {
+        const Tensor x = random_host({m, k}, rng), w = random_host({n, k}, rng, -0.1f, 0.1f);
+        const Tensor b = random_host({n}, rng);
+        const Tensor y_cpu = Tensor::empty({m, n}, DType::kF32);
+        cpu_backend().gemm(x, w, bias ? &b : nullptr, y_cpu);
+        const Tensor xd = to_backend(gpu, x), wd = to_backend(gpu, w), bd = to_backend(gpu, b);
+        const std::string what = fmt::format("m={} n={} k={} bias={}", m, n, k, bias);
+        for (const DType out : {DType::kF32, DType::kBF16}) {
+          const Tensor y = gpu.alloc({m, n}, out);
+          poison(y);
+          const GemmParams p = make_gemm_params(xd, wd, bias ? &bd : nullptr, y);
+          ASSERT_TRUE(gemv_cuda_supported(p)) << what;
+          gemv_cuda(p, nullptr);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          expect_close(out == DType::kF32 ? "gemv.f32_out" : "gemv.bf16_out", what,
+                       to_host(gpu, y), y_cpu, out == DType::kF32 ? 1e-4 : kBf16Tolerance);
+        }
+      }
+    }
+  }
+}
+
+// The GEMMs of a Llama-3.1-8B layer and its LM head at decode batch sizes: the tuner's choice
+// (its debug line shows both candidates) and the time per product, as read bandwidth.
+TEST(CudaServingTest, GemmTimesAtLlama8BShapes) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = cuda_backend();
+  spdlog::set_level(spdlog::level::debug);
+  std::mt19937 rng(17);
+  struct Shape8B {
+    const char* name;
+    int64_t n, k;
+    bool f32;
+  };
+  const Shape8B shapes[] = {{"qkv", 6144, 4096, false},      {"o", 4096, 4096, false},
+                            {"gate_up", 28672, 4096, false}, {"down", 4096, 14336, false},
+                            {"lm_head", 128256, 4096, true}};
+  for (const Shape8B& s : shapes) {
+    const Tensor w = gpu.alloc({s.n, s.k}, DType::kBF16);
+    gpu.fill_random(w, 5, 0.02f, 0.0f);
+    for (const int64_t m : {1, 4, 256}) {
+      const Tensor x = gpu.alloc({m, s.k}, DType::kBF16);
+      gpu.fill_random(x, 6, 1.0f, 0.0f);
+      const Tensor y = gpu.alloc({m, s.n}, s.f32 ? DType::kF32 : DType::kBF16);
+      gpu.gemm(x, w, nullptr, y);  // plan (and tuning)
+      gpu.synchronize();
+      constexpr int kReps = 50;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < kReps; ++i) gpu.gemm(x, w, nullptr, y);
+      gpu.synchronize();
+      const double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+          kReps;
+      std::printf("gemm %-8s m=%-4lld n=%-6lld k=%-5lld %8.1f us  %7.0f GB/s of weights\n", s.name,
+                  static_cast<long long>(m), static_cast<long long>(s.n),
+                  static_cast<long long>(s.k), us, static_cast<double>(w.nbytes()) / us / 1e3);
+    }
+  }
+  spdlog::set_level(spdlog::level::info);
 }
 
 // Two models with the same weights on the device: one pads decode steps to graph buckets and
@@ -345,7 +413,7 @@ TEST(CudaServingTest, DummyLlama31_8B) {
       static_cast<double>(runner.memory().free) / (1 << 30), copy_gbps, floor_s * 1e3,
       1.0 / floor_s, median(b1) * 1e3, 1.0 / median(b1), 100.0 * floor_s / median(b1),
       kContext + 14, median(b256) * 1e3, 256.0 / median(b256));
-  EXPECT_GT(mem.weights, int64_t{15} << 30);
+  EXPECT_GT(mem.weights, int64_t{14} << 30);
   EXPECT_LT(fill_s, 30.0);
 }
 

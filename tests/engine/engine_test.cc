@@ -334,6 +334,7 @@ class FailingRunner final : public ModelRunner {
     real_->begin_step(batch, request);
   }
   StepLogits& end_step() override { return real_->end_step(); }
+  bool asynchronous() const override { return real_->asynchronous(); }
 
  private:
   std::unique_ptr<ModelRunner> real_;

@@ -1,5 +1,7 @@
 #include "backend/cuda/cublaslt_gemm.h"
 
+#include <functional>
+
 #include "ops/cuda_check.h"
 #include "core/logging.h"
 #include "ops/ops_cuda.cuh"
@@ -25,6 +27,8 @@ struct CublasLtGemm::Plan {
   cublasLtMatrixLayout_t d = nullptr;  // y: n x m (also the layout of C, unused with beta 0)
   cublasLtMatmulAlgo_t algo{};
   bool has_algo = false;
+  bool tuned = false;     // small m: the GEMV / cuBLASLt choice is made
+  bool use_gemv = false;  // small m, and the GEMV was faster (or cuBLASLt has no algorithm)
 
   Plan() = default;
   Plan(const Plan&) = delete;
@@ -52,11 +56,21 @@ size_t CublasLtGemm::KeyHash::operator()(const Key& key) const {
 CublasLtGemm::CublasLtGemm(void* workspace, size_t workspace_bytes, bool batch_invariant)
     : workspace_(workspace), workspace_bytes_(workspace_bytes), batch_invariant_(batch_invariant) {
   INFLIGHT_CUBLAS_CHECK(cublasLtCreate(&handle_));
+  INFLIGHT_CUDA_CHECK(cudaEventCreate(&tune_start_));
+  INFLIGHT_CUDA_CHECK(cudaEventCreate(&tune_stop_));
 }
 
 CublasLtGemm::~CublasLtGemm() {
   plans_.clear();
+  if (tune_stop_ != nullptr) cudaEventDestroy(tune_stop_);
+  if (tune_start_ != nullptr) cudaEventDestroy(tune_start_);
   if (handle_ != nullptr) cublasLtDestroy(handle_);
+}
+
+size_t CublasLtGemm::num_gemv_plans() const {
+  size_t n = 0;
+  for (const auto& [key, plan] : plans_) n += plan->use_gemv ? 1 : 0;
+  return n;
 }
 
 size_t CublasLtGemm::num_fallback_plans() const {
@@ -149,10 +163,19 @@ void CublasLtGemm::run(const GemmParams& p, cudaStream_t stream) {
                 alignment_of(p.y, p.n, f32_out ? 4 : 2),
                 alignment_of(p.bias, 0)};
   Plan& plan = plan_for(key);
+  if (!plan.tuned) tune(plan, p, stream);
+  if (plan.use_gemv) {
+    gemv_cuda(p, stream);
+    return;
+  }
   if (!plan.has_algo) {
     gemm_cuda(p, stream);
     return;
   }
+  matmul(plan, p, stream);
+}
+
+void CublasLtGemm::matmul(Plan& plan, const GemmParams& p, cudaStream_t stream) {
   if (p.bias != nullptr) {
     INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                          &p.bias, sizeof(p.bias)));
@@ -170,6 +193,33 @@ void CublasLtGemm::run(const GemmParams& p, cudaStream_t stream) {
     return;
   }
   INFLIGHT_CUBLAS_CHECK(status);
+}
+
+void CublasLtGemm::tune(Plan& plan, const GemmParams& p, cudaStream_t stream) {
+  plan.tuned = true;
+  if (p.m > kGemvMaxRows || !gemv_cuda_supported(p)) return;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  INFLIGHT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (!plan.has_algo || capture != cudaStreamCaptureStatusNone) {
+    plan.use_gemv = true;  // nothing to compare with, or no way to time now
+    return;
+  }
+  constexpr int kReps = 5;
+  const auto time_ms = [&](const std::function<void()>& launch) {
+    launch();  // warm-up: lazy module loading, caches
+    INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_start_, stream));
+    for (int i = 0; i < kReps; ++i) launch();
+    INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_stop_, stream));
+    INFLIGHT_CUDA_CHECK(cudaEventSynchronize(tune_stop_));
+    float ms = 0.0f;
+    INFLIGHT_CUDA_CHECK(cudaEventElapsedTime(&ms, tune_start_, tune_stop_));
+    return ms / kReps;
+  };
+  const float lt_ms = time_ms([&] { matmul(plan, p, stream); });
+  const float gemv_ms = time_ms([&] { gemv_cuda(p, stream); });
+  plan.use_gemv = plan.has_algo ? gemv_ms < lt_ms : true;
+  INFLIGHT_LOG_DEBUG("gemm m={} n={} k={}: cuBLASLt {:.1f} us, GEMV {:.1f} us -> {}", p.m, p.n,
+                     p.k, lt_ms * 1e3f, gemv_ms * 1e3f, plan.use_gemv ? "GEMV" : "cuBLASLt");
 }
 
 }  // namespace inflight

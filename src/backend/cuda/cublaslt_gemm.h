@@ -10,6 +10,11 @@
 // up. A shape with no algorithm falls back to the plain CUDA-core kernel (ops/ops_cuda.cuh
 // gemm_cuda).
 //
+// Small m (decode at batch <= kGemvMaxRows): the streaming GEMV of ops/gemv_cuda.cu competes
+// with cuBLASLt's choice; when a shape's plan is made (its first, eager use; never while a graph
+// is captured) both run a few times on the stream, timed with events, and the faster is kept.
+// That one-time measurement waits for the device; every later call only looks the plan up.
+//
 // Batch invariance: cuBLASLt picks different kernels (tile shapes, split-K) for different m, so
 // a token's output can differ in its last bits with the batch it runs in. With
 // `batch_invariant` every product runs on the CUDA-core kernel instead, whose reduction order
@@ -41,9 +46,10 @@ class CublasLtGemm {
   // Enqueues the product on `stream`. p comes from make_gemm_params; bf16 only.
   void run(const GemmParams& p, cudaStream_t stream);
 
-  // Shapes seen so far, and how many of them use the fallback kernel.
+  // Shapes seen so far, and how many of them use the fallback kernel or the GEMV.
   size_t num_plans() const { return plans_.size(); }
   size_t num_fallback_plans() const;
+  size_t num_gemv_plans() const;
 
  private:
   struct Key {
@@ -59,11 +65,16 @@ class CublasLtGemm {
   struct Plan;  // descriptors + algorithm, or none (use the fallback)
 
   Plan& plan_for(const Key& key);
+  // Chooses between cuBLASLt and the GEMV for a small-m plan by timing both on `stream`.
+  void tune(Plan& plan, const GemmParams& p, cudaStream_t stream);
+  void matmul(Plan& plan, const GemmParams& p, cudaStream_t stream);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_;
   size_t workspace_bytes_;
   bool batch_invariant_;
+  cudaEvent_t tune_start_ = nullptr;
+  cudaEvent_t tune_stop_ = nullptr;
   std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> plans_;
 };
 

@@ -18,6 +18,12 @@
 //                             on it (undefined attribute, type error, ...); the message is the
 //                             template's own text or names the line, fit to return to a client.
 //
+// Not supported (parse or render error naming it): template inheritance and includes, recursive
+// for-loops, str.format(), cycler() and lipsum(), and the filters urlize, urlencode, wordwrap,
+// truncate, striptags, pprint, random, groupby, slice, filesizeformat, xmlattr. Integers are
+// 64-bit (Python's are unbounded: overflow is an error here). Runaway templates are stopped:
+// nesting, macro recursion, loop work and output size are bounded.
+//
 // NOTE: object key order is significant (tojson of tool schemas prints keys in order, as Python
 // does). Pass nlohmann::ordered_json to keep a request's key order; nlohmann::json sorts keys.
 #pragma once

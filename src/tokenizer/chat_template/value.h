@@ -28,6 +28,93 @@ using ValueList = std::vector<Value>;
 // destruction recurse without bound; Python's own recursion limit stops templates far earlier.
 inline constexpr std::uint32_t kMaxNesting = 512;
 
+struct ListData;
+class ValueMap;
+struct Namespace;
+struct Callable;
+struct IterState;
+struct UndefinedInfo;
+
+class Value {
+ public:
+  enum class Kind : std::uint8_t {
+    kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kTuple, kDict, kNamespace, kCallable,
+    kIterator
+  };
+
+  Value() = default;  // undefined, no hint
+  Value(std::nullptr_t) : kind_(Kind::kNone) {}
+  Value(bool b) : kind_(Kind::kBool), data_(b) {}
+  Value(int i) : Value(static_cast<std::int64_t>(i)) {}
+  Value(std::int64_t i) : kind_(Kind::kInt), data_(i) {}
+  Value(double d) : kind_(Kind::kFloat), data_(d) {}
+  Value(std::string s) : kind_(Kind::kString), data_(std::move(s)) {}
+  Value(std::string_view s) : Value(std::string(s)) {}
+  Value(const char* s) : Value(std::string(s)) {}
+
+  static Value undefined(std::string hint, bool unsafe = false);
+  // markupsafe.Markup: a str marked safe (|safe, |escape). Concatenating a plain str to it with
+  // `+` HTML-escapes the plain one, as in Python; otherwise it behaves as a str.
+  static Value markup(std::string s);
+  static Value list(ValueList items);
+  static Value tuple(ValueList items);
+  static Value dict(ValueMap map);
+  static Value new_namespace(ValueMap attrs, bool assignable = true);
+  // `holds`: a value the function keeps (a bound method's receiver), for the nesting bound.
+  static Value callable(std::string name, std::function<Value(Interpreter&, const CallArgs&)> fn,
+                        const Value* holds = nullptr);
+  // A single-pass iterator ("generator", "list_reverseiterator") or a dict view ("dict_items").
+  static Value iterator(std::string type_name, ValueList items, bool is_view = false);
+
+  Kind kind() const { return kind_; }
+  bool is_undefined() const { return kind_ == Kind::kUndefined; }
+  bool is_none() const { return kind_ == Kind::kNone; }
+  bool is_bool() const { return kind_ == Kind::kBool; }
+  bool is_int() const { return kind_ == Kind::kInt; }
+  bool is_float() const { return kind_ == Kind::kFloat; }
+  // int, float or bool (Python's bool is an int).
+  bool is_number() const { return is_int() || is_float() || is_bool(); }
+  bool is_string() const { return kind_ == Kind::kString; }
+  bool is_markup() const { return kind_ == Kind::kString && markup_; }
+  bool is_list_or_tuple() const { return kind_ == Kind::kList || kind_ == Kind::kTuple; }
+  bool is_dict() const { return kind_ == Kind::kDict; }
+  bool is_namespace() const { return kind_ == Kind::kNamespace; }
+  bool is_callable() const { return kind_ == Kind::kCallable; }
+  bool is_iterator() const { return kind_ == Kind::kIterator; }
+
+  bool as_bool() const { return std::get<bool>(data_); }
+  std::int64_t as_int() const { return std::get<std::int64_t>(data_); }
+  // bool and int as int64 (only for is_bool() || is_int()).
+  std::int64_t as_integer() const { return is_bool() ? as_bool() : as_int(); }
+  // Any number as a double.
+  double as_double() const;
+  const std::string& str() const { return std::get<std::string>(data_); }
+  const ValueList& items() const;
+  const ValueMap& map() const { return *std::get<std::shared_ptr<const ValueMap>>(data_); }
+  Namespace& ns() const { return *std::get<std::shared_ptr<Namespace>>(data_); }
+  const Callable& callable() const { return *std::get<std::shared_ptr<const Callable>>(data_); }
+  IterState& iter_state() const { return *std::get<std::shared_ptr<IterState>>(data_); }
+  const UndefinedInfo* undefined_info() const;
+
+  // Python truthiness: undefined, None, False, 0, 0.0, "", [], () and {} are false.
+  bool truthy() const;
+  // Python's type name, as error messages print it ("str", "dict", "NoneType", ...).
+  std::string_view type_name() const;
+  // The identity of a shared list/dict/namespace/callable (for `is sameas`), else nullptr.
+  const void* identity() const;
+  // Container nesting: 0 for scalars and namespaces, 1 + the deepest element for containers.
+  std::uint32_t depth() const;
+
+ private:
+  Kind kind_ = Kind::kUndefined;
+  bool markup_ = false;  // only for kString
+  std::variant<std::monostate, bool, std::int64_t, double, std::string,
+               std::shared_ptr<const ListData>, std::shared_ptr<const ValueMap>,
+               std::shared_ptr<Namespace>, std::shared_ptr<const Callable>,
+               std::shared_ptr<IterState>, std::shared_ptr<const UndefinedInfo>>
+      data_;
+};
+
 // A Python dict: insertion-ordered, unique keys. Keys are hashable values (str, int, float,
 // bool, None, tuples of those); equal keys (1, 1.0, True) share one entry, as in Python.
 class ValueMap {
@@ -92,85 +179,9 @@ struct UndefinedInfo {
   bool unsafe = false;  // the sandbox refused an attribute: any use is a security error
 };
 
-class Value {
- public:
-  enum class Kind : std::uint8_t {
-    kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kTuple, kDict, kNamespace, kCallable,
-    kIterator
-  };
-
-  Value() = default;  // undefined, no hint
-  Value(std::nullptr_t) : kind_(Kind::kNone) {}
-  Value(bool b) : kind_(Kind::kBool), data_(b) {}
-  Value(int i) : Value(static_cast<std::int64_t>(i)) {}
-  Value(std::int64_t i) : kind_(Kind::kInt), data_(i) {}
-  Value(double d) : kind_(Kind::kFloat), data_(d) {}
-  Value(std::string s) : kind_(Kind::kString), data_(std::move(s)) {}
-  Value(std::string_view s) : Value(std::string(s)) {}
-  Value(const char* s) : Value(std::string(s)) {}
-
-  static Value undefined(std::string hint, bool unsafe = false);
-  // markupsafe.Markup: a str marked safe (|safe, |escape). Concatenating a plain str to it with
-  // `+` HTML-escapes the plain one, as in Python; otherwise it behaves as a str.
-  static Value markup(std::string s);
-  static Value list(ValueList items);
-  static Value tuple(ValueList items);
-  static Value dict(ValueMap map);
-  static Value new_namespace(ValueMap attrs, bool assignable = true);
-  // `holds`: a value the function keeps (a bound method's receiver), for the nesting bound.
-  static Value callable(std::string name, std::function<Value(Interpreter&, const CallArgs&)> fn,
-                        const Value* holds = nullptr);
-  // A single-pass iterator ("generator", "list_reverseiterator") or a dict view ("dict_items").
-  static Value iterator(std::string type_name, ValueList items, bool is_view = false);
-
-  Kind kind() const { return kind_; }
-  bool is_undefined() const { return kind_ == Kind::kUndefined; }
-  bool is_none() const { return kind_ == Kind::kNone; }
-  bool is_bool() const { return kind_ == Kind::kBool; }
-  bool is_int() const { return kind_ == Kind::kInt; }
-  bool is_float() const { return kind_ == Kind::kFloat; }
-  // int, float or bool (Python's bool is an int).
-  bool is_number() const { return is_int() || is_float() || is_bool(); }
-  bool is_string() const { return kind_ == Kind::kString; }
-  bool is_markup() const { return kind_ == Kind::kString && markup_; }
-  bool is_list_or_tuple() const { return kind_ == Kind::kList || kind_ == Kind::kTuple; }
-  bool is_dict() const { return kind_ == Kind::kDict; }
-  bool is_namespace() const { return kind_ == Kind::kNamespace; }
-  bool is_callable() const { return kind_ == Kind::kCallable; }
-  bool is_iterator() const { return kind_ == Kind::kIterator; }
-
-  bool as_bool() const { return std::get<bool>(data_); }
-  std::int64_t as_int() const { return std::get<std::int64_t>(data_); }
-  // bool and int as int64 (only for is_bool() || is_int()).
-  std::int64_t as_integer() const { return is_bool() ? as_bool() : as_int(); }
-  // Any number as a double.
-  double as_double() const;
-  const std::string& str() const { return std::get<std::string>(data_); }
-  const ValueList& items() const { return std::get<std::shared_ptr<const ListData>>(data_)->items; }
-  const ValueMap& map() const { return *std::get<std::shared_ptr<const ValueMap>>(data_); }
-  Namespace& ns() const { return *std::get<std::shared_ptr<Namespace>>(data_); }
-  const Callable& callable() const { return *std::get<std::shared_ptr<const Callable>>(data_); }
-  IterState& iter_state() const { return *std::get<std::shared_ptr<IterState>>(data_); }
-  const UndefinedInfo* undefined_info() const;
-
-  // Python truthiness: undefined, None, False, 0, 0.0, "", [], () and {} are false.
-  bool truthy() const;
-  // Python's type name, as error messages print it ("str", "dict", "NoneType", ...).
-  std::string_view type_name() const;
-  // The identity of a shared list/dict/namespace/callable (for `is sameas`), else nullptr.
-  const void* identity() const;
-  // Container nesting: 0 for scalars and namespaces, 1 + the deepest element for containers.
-  std::uint32_t depth() const;
-
- private:
-  Kind kind_ = Kind::kUndefined;
-  bool markup_ = false;  // only for kString
-  std::variant<std::monostate, bool, std::int64_t, double, std::string,
-               std::shared_ptr<const ListData>, std::shared_ptr<const ValueMap>,
-               std::shared_ptr<Namespace>, std::shared_ptr<const Callable>,
-               std::shared_ptr<IterState>, std::shared_ptr<const UndefinedInfo>>
-      data_;
-};
+inline const ValueList& Value::items() const {
+  return std::get<std::shared_ptr<const ListData>>(data_)->items;
+}
 
 // Python iter(): list/tuple items, dict keys, str code points, nothing for undefined, the
 // remaining items of an iterator (consuming them); a type error for anything else ("'int' object
