@@ -119,6 +119,15 @@ run_tests() {
   else
     summary_rows+=("compute-sanitizer not found")
   fi
+  local ncu
+  ncu="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+  if [[ -n "$ncu" ]]; then
+    step profile_b1 120 "$ncu" --profile-from-start off --clock-control none \
+      --metrics gpu__time_duration.sum --print-summary per-kernel \
+      "$bin/cuda_serving_test" '--gtest_filter=*ProfileBatch1*'
+    # Kernel name, invocations, average duration: the lines that carry them.
+    grep -E '^  [A-Za-z_].*\(|gpu__time_duration.sum' "$OUT/logs/profile_b1.log" | head -80
+  fi
 }
 
 run_bench() {

@@ -7,6 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 jobs=${INFLIGHT_JOBS:-$(nproc)}
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
 export INFLIGHT_DATA_DIR=${INFLIGHT_DATA_DIR:-$root/../shared/data}
 [ -d "$INFLIGHT_DATA_DIR" ] || echo "note: $INFLIGHT_DATA_DIR not found: data-driven tests will skip"
 

@@ -36,7 +36,6 @@
 namespace inflight::tools {
 namespace {
 
-
 struct Options {
   std::string model;
   std::string prompt;
@@ -64,15 +63,14 @@ std::unique_ptr<Engine> start_engine(std::shared_ptr<const Tokenizer>& tokenizer
   const Device device = backend->device();
   std::unique_ptr<LlamaRunner> runner;
   if (opts.dummy_weights) {
-    runner = std::make_unique<LlamaRunner>(std::move(backend),
-                                           dummy_model_config(opts.arch, opts.config),
-                                           kDummyWeightsSeed);
+    runner = std::make_unique<LlamaRunner>(
+        std::move(backend), dummy_model_config(opts.arch, opts.config), kDummyWeightsSeed);
     if (!opts.tokenizer.empty()) tokenizer = Tokenizer::from_path(opts.tokenizer);
   } else {
     const std::string path = opts.model.empty() ? find_default_model() : opts.model;
     const auto files = ModelFiles::open(path);
-    tokenizer = Tokenizer::from_path(opts.tokenizer.empty() ? files->tokenizer_path()
-                                                            : opts.tokenizer);
+    tokenizer =
+        Tokenizer::from_path(opts.tokenizer.empty() ? files->tokenizer_path() : opts.tokenizer);
     runner = std::make_unique<LlamaRunner>(std::move(backend), *files);
   }
   EngineConfig config;
@@ -353,8 +351,8 @@ int run() {
   return opts.prompts_file.empty() ? run_single() : run_file();
 }
 
-const bool kRegistered = register_command(
-    {"generate", "Generate completions with the engine", &setup, &run});
+const bool kRegistered =
+    register_command({"generate", "Generate completions with the engine", &setup, &run});
 
 }  // namespace
 }  // namespace inflight::tools

@@ -25,12 +25,12 @@
 
 #include "backend/backend_factory.h"
 #include "core/check.h"
-#include "core/env.h"
 #include "core/logging.h"
 #include "engine/kv_cache_memory.h"
 #include "engine/llama_runner.h"
 #include "inflight/engine.h"
 #include "model/arch_presets.h"
+#include "model/default_model.h"
 #include "model/model_files.h"
 #include "server/server.h"
 #include "tokenizer/chat_template/chat_template.h"
@@ -41,8 +41,6 @@ namespace inflight::tools {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kDefaultModel = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
 struct Options {
   std::string model;
@@ -63,30 +61,6 @@ struct Options {
   server::ServerConfig server;
 };
 Options opts;
-
-// models/<default> under $INFLIGHT_MODEL_DIR, the current directory, and the executable's
-// ../models and ../../models (the same search as `inflight generate`).
-std::string find_default_model() {
-  std::vector<fs::path> dirs;
-  if (!env().model_dir.empty()) dirs.emplace_back(env().model_dir);
-  dirs.emplace_back(fs::current_path() / "models");
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    dirs.push_back(exe.parent_path() / ".." / "models");
-    dirs.push_back(exe.parent_path() / ".." / ".." / "models");
-  }
-  std::string tried;
-  for (const auto& d : dirs) {
-    const fs::path p = d / kDefaultModel;
-    if (fs::exists(p)) return fs::weakly_canonical(p).string();
-    tried += "\n  " + p.string();
-  }
-  INFLIGHT_THROW(ErrorCode::kNotFound,
-                 "no --model given and the default model was not found; looked at:{}\n"
-                 "run scripts/fetch_model.sh or set INFLIGHT_MODEL_DIR",
-                 tried);
-}
 
 // --chat-template: a file, or the template text itself (as vLLM accepts).
 std::string read_chat_template(const std::string& arg) {
@@ -174,7 +148,7 @@ void setup(CLI::App& app) {
   auto& server = opts.server.options;
   app.add_option("--model", opts.model,
                  "Model (.gguf file or Hugging Face directory); default: models/" +
-                     std::string(kDefaultModel));
+                     std::string(kDefaultModelFile));
   app.add_option("--host", http.host, "Address to listen on")->capture_default_str();
   app.add_option("--port", http.port, "Port to listen on (0 = any free port)")
       ->capture_default_str();
@@ -247,7 +221,7 @@ int run() {
   server::Server server(opts.server);
   server.listen();
   INFLIGHT_LOG_INFO("serving '{}' on http://{}:{} (loading {})", names, opts.server.http.host,
-                    server.port(), path);
+                    server.port(), opts.dummy_weights ? "dummy weights of " + names : path);
   // Tests and scripts that pass --port 0 read the port from this line.
   std::printf("inflight serve: listening on %s:%d\n", opts.server.http.host.c_str(),
               server.port());

@@ -23,9 +23,8 @@ LoadedEngine load_engine(const EngineSetupOptions& o) {
   std::unique_ptr<LlamaRunner> runner;
   if (o.dummy_weights) {
     out.model = o.arch.empty() ? o.config_path : o.arch;
-    runner = std::make_unique<LlamaRunner>(std::move(backend),
-                                           dummy_model_config(o.arch, o.config_path),
-                                           kDummyWeightsSeed);
+    runner = std::make_unique<LlamaRunner>(
+        std::move(backend), dummy_model_config(o.arch, o.config_path), kDummyWeightsSeed);
   } else {
     out.model = o.model_path;
     out.tokenizer = std::shared_ptr<const Tokenizer>(Tokenizer::from_path(o.model_path));
@@ -50,8 +49,7 @@ std::vector<std::vector<int32_t>> random_prompt_ids(const Tokenizer* tokenizer, 
   } else {
     for (int32_t id = 0; id < tokenizer->vocab_size() && id < vocab_size; ++id) {
       const TokenType type = tokenizer->token_type(id);
-      if (!tokenizer->is_special(id) && type != TokenType::kUnused &&
-          type != TokenType::kUnknown) {
+      if (!tokenizer->is_special(id) && type != TokenType::kUnused && type != TokenType::kUnknown) {
         ordinary.push_back(id);
       }
     }

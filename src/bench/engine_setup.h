@@ -19,10 +19,10 @@ class Tokenizer;
 namespace inflight::bench {
 
 struct EngineSetupOptions {
-  std::string model_path;      // a .gguf file or a Hugging Face directory
-  bool dummy_weights = false;  // random weights of a known architecture, made on the device
-  std::string arch;            // the architecture for dummy weights, e.g. "llama-3.1-8b"
-  std::string config_path;     // or a Hugging Face config.json for dummy weights
+  std::string model_path;       // a .gguf file or a Hugging Face directory
+  bool dummy_weights = false;   // random weights of a known architecture, made on the device
+  std::string arch;             // the architecture for dummy weights, e.g. "llama-3.1-8b"
+  std::string config_path;      // or a Hugging Face config.json for dummy weights
   std::string device = "auto";  // auto | cpu | cuda | cuda:N
   // "auto" | bytes | a fraction (engine/kv_cache_memory.h); empty: config.kv_cache_bytes.
   std::string kv_cache_memory;
@@ -32,7 +32,7 @@ struct EngineSetupOptions {
 struct LoadedEngine {
   std::unique_ptr<Engine> engine;
   std::shared_ptr<const Tokenizer> tokenizer;  // null with dummy weights
-  std::string model;  // what was loaded (path or arch), for reports
+  std::string model;                           // what was loaded (path or arch), for reports
   double load_seconds = 0.0;
 };
 

@@ -57,10 +57,10 @@ Result<EngineConfig> resolve(const EngineConfig& config, const ModelRunner& runn
   const int64_t available = std::max<int64_t>(0, m.free - m.reserve);
   int64_t kv_bytes = c.num_kv_blocks * per_block;
   if (c.num_kv_blocks == 0) {
-    kv_bytes = c.kv_cache_memory_fraction > 0.0
-                   ? static_cast<int64_t>(c.kv_cache_memory_fraction *
-                                          static_cast<double>(available))
-                   : c.kv_cache_bytes;
+    kv_bytes =
+        c.kv_cache_memory_fraction > 0.0
+            ? static_cast<int64_t>(c.kv_cache_memory_fraction * static_cast<double>(available))
+            : c.kv_cache_bytes;
     c.num_kv_blocks = per_block > 0 ? kv_bytes / per_block : 0;
     if (c.num_kv_blocks < 1) {
       return Status(StatusCode::kResourceExhausted,

@@ -32,10 +32,12 @@ void Engine::Impl::loop() {
   try {
     while (apply_inbox()) {
       if (scheduler_.has_unfinished()) step();
-      // With more steps to come, this step's outputs are handed over while the next one runs.
+      // With more steps to come on an asynchronous runner, this step's outputs are handed over
+      // while the next one runs.
       if (overlap_ && scheduler_.has_unfinished()) continue;
       publish_stats();
       retire();
+      if (scheduler_.has_unfinished()) continue;
       check_idle();
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return !new_requests_.empty() || !cancelled_.empty() || stop_; });
@@ -146,9 +148,8 @@ void Engine::Impl::build_logits_request(const SchedulerOutput& out) {
   int32_t row = 0;
   for (const ScheduledSequence& s : out.scheduled) {
     if (!s.sample) continue;
-    const int32_t k = config_.device_sampling
-                          ? requests_.at(s.seq->request_id)->candidates_needed(*s.seq)
-                          : 0;
+    const int32_t k =
+        config_.device_sampling ? requests_.at(s.seq->request_id)->candidates_needed(*s.seq) : 0;
     if (k > 0 && k <= max_k) {
       request.top_k = std::max(request.top_k, k);
     } else {

@@ -21,7 +21,8 @@ constexpr int64_t kCudaRuntimeReserve = int64_t{512} << 20;
 LlamaRunner::LlamaRunner(std::unique_ptr<Backend> backend, const ModelFiles& files,
                          const RunnerOptions& options)
     : backend_(std::move(backend)) {
-  INFLIGHT_CHECK_CODE(backend_ != nullptr, ErrorCode::kInvalidArgument, "LlamaRunner needs a backend");
+  INFLIGHT_CHECK_CODE(backend_ != nullptr, ErrorCode::kInvalidArgument,
+                      "LlamaRunner needs a backend");
   model_ = std::make_unique<LlamaModel>(files, *backend_);
   configure(options);
 }
@@ -29,15 +30,17 @@ LlamaRunner::LlamaRunner(std::unique_ptr<Backend> backend, const ModelFiles& fil
 LlamaRunner::LlamaRunner(std::unique_ptr<Backend> backend, const ModelConfig& config,
                          const LlamaModel::WeightMap& weights, const RunnerOptions& options)
     : backend_(std::move(backend)) {
-  INFLIGHT_CHECK_CODE(backend_ != nullptr, ErrorCode::kInvalidArgument, "LlamaRunner needs a backend");
+  INFLIGHT_CHECK_CODE(backend_ != nullptr, ErrorCode::kInvalidArgument,
+                      "LlamaRunner needs a backend");
   model_ = std::make_unique<LlamaModel>(config, weights, *backend_);
   configure(options);
 }
 
-LlamaRunner::LlamaRunner(std::unique_ptr<Backend> backend, const ModelConfig& config,
-                         uint64_t seed, const RunnerOptions& options)
+LlamaRunner::LlamaRunner(std::unique_ptr<Backend> backend, const ModelConfig& config, uint64_t seed,
+                         const RunnerOptions& options)
     : backend_(std::move(backend)) {
-  INFLIGHT_CHECK_CODE(backend_ != nullptr, ErrorCode::kInvalidArgument, "LlamaRunner needs a backend");
+  INFLIGHT_CHECK_CODE(backend_ != nullptr, ErrorCode::kInvalidArgument,
+                      "LlamaRunner needs a backend");
   model_ = std::make_unique<LlamaModel>(config, *backend_, seed);
   configure(options);
 }
@@ -72,9 +75,8 @@ RunnerMemory LlamaRunner::memory() const {
   m.total = info.total;
   m.free = info.free;
   m.weights = model_->weight_bytes();
-  m.workspace = max_num_seqs_ > 0
-                    ? model_->workspace_bytes(max_num_batched_tokens_, max_num_seqs_)
-                    : 0;
+  m.workspace =
+      max_num_seqs_ > 0 ? model_->workspace_bytes(max_num_batched_tokens_, max_num_seqs_) : 0;
   m.reserve = backend_->device() == Device::kCuda ? kCudaRuntimeReserve : 0;
   return m;
 }

@@ -41,9 +41,9 @@ struct StepLogits {
   int32_t num_rows = 0;
   int64_t vocab_size = 0;
   int32_t top_k = 0;
-  Tensor log_sum_exp;  // [rows] f32, when top_k > 0
-  Tensor top_ids;      // [rows, top_k] i32, best first, equal logits by lower id
-  Tensor top_logits;   // [rows, top_k] f32
+  Tensor log_sum_exp;               // [rows] f32, when top_k > 0
+  Tensor top_ids;                   // [rows, top_k] i32, best first, equal logits by lower id
+  Tensor top_logits;                // [rows, top_k] f32
   Tensor full;                      // [full rows, vocab] f32
   std::vector<int32_t> full_index;  // [rows]: the row of `full`, or -1
 

@@ -78,15 +78,13 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingContext& ctx,
   return token;
 }
 
-int32_t Sampler::sample(const LogitsView& view, const SamplingContext& ctx,
-                        TokenLogprob* logprob) {
+int32_t Sampler::sample(const LogitsView& view, const SamplingContext& ctx, TokenLogprob* logprob) {
   if (!view.full.empty()) return sample(view.full, ctx, logprob);
   const SamplingParams& p = *ctx.params;
   const auto needed = static_cast<size_t>(candidates_needed(p, !ctx.suppressed.empty()));
-  INFLIGHT_CHECK(needed > 0 && view.top_ids.size() >= needed &&
-                     view.top_logits.size() == view.top_ids.size(),
-                 "sampler: {} candidates given, {} needed (0: the whole row)", view.top_ids.size(),
-                 needed);
+  INFLIGHT_CHECK(
+      needed > 0 && view.top_ids.size() >= needed && view.top_logits.size() == view.top_ids.size(),
+      "sampler: {} candidates given, {} needed (0: the whole row)", view.top_ids.size(), needed);
   int32_t token;
   if (p.temperature < kGreedyTemperature) {
     token = view.top_ids[0];
@@ -99,8 +97,8 @@ int32_t Sampler::sample(const LogitsView& view, const SamplingContext& ctx,
     auto logprob_at = [&](size_t j) {
       return static_cast<float>(static_cast<double>(view.top_logits[j]) - log_z);
     };
-    const auto at = static_cast<size_t>(
-        std::find(view.top_ids.begin(), view.top_ids.end(), token) - view.top_ids.begin());
+    const auto at = static_cast<size_t>(std::find(view.top_ids.begin(), view.top_ids.end(), token) -
+                                        view.top_ids.begin());
     INFLIGHT_CHECK(at < view.top_ids.size(), "sampler: token {} is not a candidate", token);
     logprob->token_id = token;
     logprob->logprob = logprob_at(at);
@@ -167,8 +165,8 @@ int32_t Sampler::draw(std::span<const float> logits, const SamplingParams& p, do
   const float max_logit = logits[static_cast<size_t>(argmax(logits))];
   INFLIGHT_CHECK(max_logit > kNegInf, "every token is masked: nothing can be sampled");
   // min-p: p_i >= min_p * p_max  <=>  l_i / T >= max / T + log(min_p)
-  const float floor = p.min_p > 0.0f ? max_logit * inv_t + std::log(p.min_p)
-                                     : std::numeric_limits<float>::lowest();
+  const float floor =
+      p.min_p > 0.0f ? max_logit * inv_t + std::log(p.min_p) : std::numeric_limits<float>::lowest();
   candidates_.clear();
   for (size_t i = 0; i < logits.size(); ++i) {
     if (logits[i] > kNegInf && logits[i] * inv_t >= floor) {
@@ -194,8 +192,8 @@ int32_t Sampler::draw_candidates(const LogitsView& view, const SamplingParams& p
   const float inv_t = 1.0f / p.temperature;
   const float max_logit = view.top_logits[0];
   INFLIGHT_CHECK(max_logit > kNegInf, "every token is masked: nothing can be sampled");
-  const float floor = p.min_p > 0.0f ? max_logit * inv_t + std::log(p.min_p)
-                                     : std::numeric_limits<float>::lowest();
+  const float floor =
+      p.min_p > 0.0f ? max_logit * inv_t + std::log(p.min_p) : std::numeric_limits<float>::lowest();
   // Ranked best first, so the min-p survivors are a prefix and top-k keeps the first k of them.
   const size_t limit = std::min(static_cast<size_t>(p.top_k), view.top_ids.size());
   candidates_.clear();

@@ -15,8 +15,8 @@ LogitsView StepLogits::row(int32_t r) {
   INFLIGHT_CHECK(top_k > 0, "logits row {} was asked for neither whole nor as candidates", r);
   view.top_ids = std::span<const int32_t>(top_ids.data<int32_t>() + static_cast<int64_t>(r) * top_k,
                                           static_cast<size_t>(top_k));
-  view.top_logits = std::span<const float>(top_logits.data<float>() + static_cast<int64_t>(r) * top_k,
-                                           static_cast<size_t>(top_k));
+  view.top_logits = std::span<const float>(
+      top_logits.data<float>() + static_cast<int64_t>(r) * top_k, static_cast<size_t>(top_k));
   view.log_sum_exp = log_sum_exp.data<float>()[r];
   return view;
 }

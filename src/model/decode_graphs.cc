@@ -43,8 +43,8 @@ std::optional<DecodeGraphs::Bucket> DecodeGraphs::bucket_for(const ForwardBatch&
 void DecodeGraphs::pad(const ForwardBatch& batch, const Bucket& bucket, ForwardBatch& out) {
   const int32_t s = batch.num_seqs(), b = bucket.batch, w = bucket.table_width;
   INFLIGHT_CHECK(s <= b && batch.max_blocks_per_seq <= w && batch.num_tokens() == s,
-                 "decode graphs: a batch of {} sequences x {} blocks does not fit bucket {} x {}", s,
-                 batch.max_blocks_per_seq, b, w);
+                 "decode graphs: a batch of {} sequences x {} blocks does not fit bucket {} x {}",
+                 s, batch.max_blocks_per_seq, b, w);
   const auto pad_to = [b](auto& v, const auto& src, auto fill) {
     v.assign(src.begin(), src.end());
     v.resize(static_cast<size_t>(b), fill);
@@ -61,8 +61,7 @@ void DecodeGraphs::pad(const ForwardBatch& batch, const Bucket& bucket, ForwardB
   out.block_tables.assign(static_cast<size_t>(b) * static_cast<size_t>(w), -1);
   for (int32_t i = 0; i < s; ++i) {
     std::copy_n(batch.block_tables.begin() + static_cast<ptrdiff_t>(i) * batch.max_blocks_per_seq,
-                batch.max_blocks_per_seq,
-                out.block_tables.begin() + static_cast<ptrdiff_t>(i) * w);
+                batch.max_blocks_per_seq, out.block_tables.begin() + static_cast<ptrdiff_t>(i) * w);
   }
   // Padding sequences read position 0 of block 0: a valid address, whatever it holds.
   for (int32_t i = s; i < b; ++i) out.block_tables[static_cast<size_t>(i) * w] = 0;

@@ -35,8 +35,8 @@ enum class GraphMode {
 class DecodeGraphs {
  public:
   struct Bucket {
-    int32_t batch = 0;         // B sequences (and tokens, and logits rows)
-    int32_t table_width = 0;   // W block-table columns
+    int32_t batch = 0;        // B sequences (and tokens, and logits rows)
+    int32_t table_width = 0;  // W block-table columns
     auto operator<=>(const Bucket&) const = default;
   };
 

@@ -1,10 +1,10 @@
 #include "model/llama.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <numbers>
-#include <algorithm>
 
 namespace inflight {
 
@@ -225,13 +225,13 @@ int64_t LlamaModel::weight_bytes() const {
 int64_t LlamaModel::workspace_bytes(int32_t max_tokens, int32_t max_logits) const {
   const ModelConfig& c = config_;
   const int64_t esize = static_cast<int64_t>(dtype_size(backend_.compute_dtype()));
-  const int64_t cap = (std::max<int64_t>(max_tokens, DecodeGraphs::round_batch(max_logits)) + 63) /
-                      64 * 64;
+  const int64_t cap =
+      (std::max<int64_t>(max_tokens, DecodeGraphs::round_batch(max_logits)) + 63) / 64 * 64;
   const int64_t logits_cap =
       (static_cast<int64_t>(DecodeGraphs::round_batch(max_logits)) + 7) / 8 * 8;
   const int64_t qkv_cols = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
-  const int64_t per_token = 3 * c.hidden_size + qkv_cols + 2 * c.num_heads * c.head_dim +
-                            3 * c.intermediate_size;
+  const int64_t per_token =
+      3 * c.hidden_size + qkv_cols + 2 * c.num_heads * c.head_dim + 3 * c.intermediate_size;
   return cap * per_token * esize + logits_cap * c.hidden_size * esize +
          logits_cap * c.vocab_size * static_cast<int64_t>(sizeof(float));
 }

@@ -42,9 +42,9 @@ class LlamaModel {
   using WeightMap = std::unordered_map<std::string, Tensor>;
 
   // Loads and uploads every weight through files.load_f32, one tensor at a time, so the host
-  // holds at most one fused f32 tensor (and its parts) at once. Throws Error(kUnsupported) for architectures
-  // other than llama/mistral/qwen2, Error(kNotFound / kInvalidFile) naming a missing or
-  // misshapen tensor.
+  // holds at most one fused f32 tensor (and its parts) at once. Throws Error(kUnsupported) for
+  // architectures other than llama/mistral/qwen2, Error(kNotFound / kInvalidFile) naming a missing
+  // or misshapen tensor.
   LlamaModel(const ModelFiles& files, Backend& backend);
   // Weights supplied directly (tests); same checks.
   LlamaModel(const ModelConfig& config, const WeightMap& weights, Backend& backend);

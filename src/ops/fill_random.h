@@ -47,8 +47,7 @@ INFLIGHT_HOST_DEVICE float fill_random_value(const FillRandomParams& p, int64_t 
 }
 
 // Validates: t defined, contiguous float tensor; scale and offset finite.
-FillRandomParams make_fill_random_params(const Tensor& t, uint64_t seed, float scale,
-                                         float offset);
+FillRandomParams make_fill_random_params(const Tensor& t, uint64_t seed, float scale, float offset);
 
 // f32 only; multithreaded.
 void fill_random_cpu(const FillRandomParams& p);

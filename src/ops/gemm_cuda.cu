@@ -51,9 +51,9 @@ __global__ void __launch_bounds__(kTile* kTile) gemm_kernel(GemmParams p) {
 }  // namespace
 
 void gemm_cuda(const GemmParams& p, cudaStream_t stream) {
-  INFLIGHT_CHECK_CODE(p.dtype == DType::kBF16 &&
-                          (p.y_dtype == DType::kBF16 || p.y_dtype == DType::kF32),
-                      ErrorCode::kUnsupported, "gemm_cuda: bf16 operands and bf16/f32 y only");
+  INFLIGHT_CHECK_CODE(
+      p.dtype == DType::kBF16 && (p.y_dtype == DType::kBF16 || p.y_dtype == DType::kF32),
+      ErrorCode::kUnsupported, "gemm_cuda: bf16 operands and bf16/f32 y only");
   if (p.m == 0 || p.n == 0) return;
   const int64_t tiles_n = (p.n + kTile - 1) / kTile, tiles_m = (p.m + kTile - 1) / kTile;
   INFLIGHT_CHECK(tiles_n <= cuda::kMaxGridX && tiles_m <= cuda::kMaxGridYZ,

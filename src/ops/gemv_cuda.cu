@@ -32,7 +32,7 @@ template <int M, typename Y>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(GemmParams p) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-  if (row >= p.n) return;  // the whole warp leaves together
+  if (row >= p.n) return;          // the whole warp leaves together
   const int64_t chunks = p.k / 8;  // 16-byte chunks per row
   const auto* w = reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.w) + row * p.k);
   const auto* x = reinterpret_cast<const uint4*>(p.x);
@@ -81,14 +81,30 @@ void launch(const GemmParams& p, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((p.n + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const int threads = kWarpsPerBlock * 32;
   switch (p.m) {
-    case 1: gemv_kernel<1, Y><<<blocks, threads, 0, stream>>>(p); break;
-    case 2: gemv_kernel<2, Y><<<blocks, threads, 0, stream>>>(p); break;
-    case 3: gemv_kernel<3, Y><<<blocks, threads, 0, stream>>>(p); break;
-    case 4: gemv_kernel<4, Y><<<blocks, threads, 0, stream>>>(p); break;
-    case 5: gemv_kernel<5, Y><<<blocks, threads, 0, stream>>>(p); break;
-    case 6: gemv_kernel<6, Y><<<blocks, threads, 0, stream>>>(p); break;
-    case 7: gemv_kernel<7, Y><<<blocks, threads, 0, stream>>>(p); break;
-    default: gemv_kernel<8, Y><<<blocks, threads, 0, stream>>>(p); break;
+    case 1:
+      gemv_kernel<1, Y><<<blocks, threads, 0, stream>>>(p);
+      break;
+    case 2:
+      gemv_kernel<2, Y><<<blocks, threads, 0, stream>>>(p);
+      break;
+    case 3:
+      gemv_kernel<3, Y><<<blocks, threads, 0, stream>>>(p);
+      break;
+    case 4:
+      gemv_kernel<4, Y><<<blocks, threads, 0, stream>>>(p);
+      break;
+    case 5:
+      gemv_kernel<5, Y><<<blocks, threads, 0, stream>>>(p);
+      break;
+    case 6:
+      gemv_kernel<6, Y><<<blocks, threads, 0, stream>>>(p);
+      break;
+    case 7:
+      gemv_kernel<7, Y><<<blocks, threads, 0, stream>>>(p);
+      break;
+    default:
+      gemv_kernel<8, Y><<<blocks, threads, 0, stream>>>(p);
+      break;
   }
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }

@@ -4,9 +4,14 @@
 //   out[r]      <- bf16(residual[r] * rsqrt(mean(residual[r]^2) + eps) * weight)
 //
 // One block per row. The statistics are taken over the residual as stored (rounded to bf16),
-// so the next layer sees exactly the values that were normalised. Each thread re-reads in the
-// second pass the elements it wrote in the first, so no barrier is needed between the passes
-// beyond the one inside block_sum.
+// so the next layer sees exactly the values that were normalised.
+//
+// Rows of up to kThreads * 8 * kMaxChunks elements (dim % 8 == 0, 16-byte aligned) are held in
+// registers: every thread issues its 16-byte loads of residual (and add) at once, so a row
+// costs one memory latency, not one per element stride (a decode step of batch 1 is a single
+// row, so latency is all there is). Other rows take the scalar loop, where each thread re-reads
+// in the second pass the elements it wrote in the first, so no barrier is needed between the
+// passes beyond the one inside block_sum.
 #include "ops/cuda_common.cuh"
 #include "ops/ops_cuda.cuh"
 
@@ -43,6 +48,86 @@ __global__ void __launch_bounds__(kThreads) rms_norm_kernel(RmsNormParams p) {
   }
 }
 
+constexpr int kMaxChunks = 4;  // uint4 chunks per thread: rows up to 8192 elements
+
+__device__ __forceinline__ void unpack8(const uint4& v, float (&out)[8]) {
+  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) rms_norm_vec_kernel(RmsNormParams p) {
+  const int64_t row = blockIdx.x;
+  const int64_t chunks = p.dim / 8;
+  auto* residual = reinterpret_cast<uint4*>(static_cast<bf16*>(p.residual) + row * p.dim);
+  const auto* add =
+      p.add != nullptr
+          ? reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.add) + row * p.dim)
+          : nullptr;
+  const auto* weight = reinterpret_cast<const uint4*>(p.weight);
+  auto* out = reinterpret_cast<uint4*>(static_cast<bf16*>(p.out) + row * p.dim);
+
+  float x[kMaxChunks][8];
+  uint4 loaded[kMaxChunks], added[kMaxChunks];
+#pragma unroll
+  for (int j = 0; j < kMaxChunks; ++j) {
+    const int64_t c = threadIdx.x + j * kThreads;
+    if (c < chunks) {
+      loaded[j] = residual[c];
+      if (add != nullptr) added[j] = add[c];
+    }
+  }
+  float sum_sq = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kMaxChunks; ++j) {
+    const int64_t c = threadIdx.x + j * kThreads;
+    if (c >= chunks) continue;
+    unpack8(loaded[j], x[j]);
+    if (add != nullptr) {
+      float a[8];
+      unpack8(added[j], a);
+      uint4 stored;
+      auto* s2 = reinterpret_cast<__nv_bfloat162*>(&stored);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const bf16 lo = cuda::to_bf16(x[j][2 * i] + a[2 * i]);
+        const bf16 hi = cuda::to_bf16(x[j][2 * i + 1] + a[2 * i + 1]);
+        s2[i] = __halves2bfloat162(lo, hi);
+        x[j][2 * i] = cuda::to_f32(lo);
+        x[j][2 * i + 1] = cuda::to_f32(hi);
+      }
+      residual[c] = stored;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) sum_sq += x[j][i] * x[j][i];
+  }
+  sum_sq = cuda::block_sum(sum_sq);
+  const float inv_rms = rsqrtf(sum_sq / static_cast<float>(p.dim) + p.eps);
+#pragma unroll
+  for (int j = 0; j < kMaxChunks; ++j) {
+    const int64_t c = threadIdx.x + j * kThreads;
+    if (c >= chunks) continue;
+    float w[8];
+    unpack8(weight[c], w);
+    uint4 result;
+    auto* r2 = reinterpret_cast<__nv_bfloat162*>(&result);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      r2[i] = __halves2bfloat162(cuda::to_bf16(x[j][2 * i] * inv_rms * w[2 * i]),
+                                 cuda::to_bf16(x[j][2 * i + 1] * inv_rms * w[2 * i + 1]));
+    }
+    out[c] = result;
+  }
+}
+
+bool aligned16(const void* ptr) {
+  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
+}
+
 }  // namespace
 
 void rms_norm_cuda(const RmsNormParams& p, cudaStream_t stream) {
@@ -50,7 +135,14 @@ void rms_norm_cuda(const RmsNormParams& p, cudaStream_t stream) {
                       "rms_norm_cuda: bf16 only, got {}", dtype_name(p.dtype));
   if (p.rows == 0 || p.dim == 0) return;
   INFLIGHT_CHECK(p.rows <= cuda::kMaxGridX, "rms_norm_cuda: {} rows exceed the grid", p.rows);
-  rms_norm_kernel<<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(p);
+  const bool vec = p.dim % 8 == 0 && p.dim <= int64_t{kThreads} * 8 * kMaxChunks &&
+                   aligned16(p.residual) && aligned16(p.weight) && aligned16(p.out) &&
+                   (p.add == nullptr || aligned16(p.add));
+  if (vec) {
+    rms_norm_vec_kernel<<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(p);
+  } else {
+    rms_norm_kernel<<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(p);
+  }
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 

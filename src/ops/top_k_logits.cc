@@ -15,8 +15,8 @@ TopKLogitsParams make_top_k_logits_params(const Tensor& logits, int32_t k,
   check_tensor_kind(kOp, "logits", logits, DType::kF32, dev, 2);
   const int64_t rows = logits.size(0), vocab = logits.size(1);
   INFLIGHT_CHECK_CODE(k >= 1 && k <= std::min<int64_t>(vocab, kTopKLogitsMax),
-                      ErrorCode::kInvalidArgument, "{}: k = {} must be in [1, min({}, {})]", kOp,
-                      k, vocab, kTopKLogitsMax);
+                      ErrorCode::kInvalidArgument, "{}: k = {} must be in [1, min({}, {})]", kOp, k,
+                      vocab, kTopKLogitsMax);
   check_tensor(kOp, "log_sum_exp", log_sum_exp, DType::kF32, dev, {rows});
   check_tensor(kOp, "top_ids", top_ids, DType::kI32, dev, {rows, k});
   check_tensor(kOp, "top_logits", top_logits, DType::kF32, dev, {rows, k});

@@ -220,9 +220,9 @@ __global__ void __launch_bounds__(kThreads) top_k_logits_kernel(TopKLogitsParams
 
 void top_k_logits_cuda(const TopKLogitsParams& p, cudaStream_t stream) {
   if (p.rows == 0) return;
-  INFLIGHT_CHECK(p.rows <= cuda::kMaxGridX && p.vocab <= INT32_MAX && p.k >= 1 &&
-                     p.k <= kTopKLogitsMax,
-                 "top_k_logits_cuda: {} rows x {} vocab, k {} out of range", p.rows, p.vocab, p.k);
+  INFLIGHT_CHECK(
+      p.rows <= cuda::kMaxGridX && p.vocab <= INT32_MAX && p.k >= 1 && p.k <= kTopKLogitsMax,
+      "top_k_logits_cuda: {} rows x {} vocab, k {} out of range", p.rows, p.vocab, p.k);
   top_k_logits_kernel<<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(p);
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }

@@ -1,6 +1,7 @@
 // The CUDA backend as a serving system: the ops it added (fill_random, top_k_logits, the f32
 // LM-head GEMM, batch-invariant GEMMs) against the CPU reference, decode graphs against the same
 // steps run op by op (bitwise), and an 8B model of dummy weights (fill, memory, step times).
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -51,7 +52,8 @@ TEST(CudaServingTest, FillRandomMatchesTheCpuBitForBit) {
         mismatches += got.data<float>()[i] != want;
       }
       EXPECT_EQ(mismatches, 0) << "n " << n << " " << dtype_name(dt);
-      record("fill_random", fmt::format("n={} {}", n, dtype_name(dt)), ErrorStats{}, mismatches == 0);
+      record("fill_random", fmt::format("n={} {}", n, dtype_name(dt)), ErrorStats{},
+             mismatches == 0);
     }
   }
 }
@@ -105,8 +107,8 @@ void check_top_k(const std::vector<TopKCase>& cases) {
       id_mismatch += got_ids.data<int32_t>()[i] != ids_cpu.data<int32_t>()[i];
       val_mismatch += got_vals.data<float>()[i] != vals_cpu.data<float>()[i];
     }
-    const std::string what = fmt::format("rows={} vocab={} k={}{}", c.rows, c.vocab, c.k,
-                                         c.coarse ? " ties" : "");
+    const std::string what =
+        fmt::format("rows={} vocab={} k={}{}", c.rows, c.vocab, c.k, c.coarse ? " ties" : "");
     EXPECT_EQ(id_mismatch, 0) << what;
     EXPECT_EQ(val_mismatch, 0) << what;
     expect_close("top_k.log_sum_exp", what, got_lse, lse_cpu, 1e-6);
@@ -117,8 +119,12 @@ void check_top_k(const std::vector<TopKCase>& cases) {
 // Small enough for compute-sanitizer.
 TEST(CudaServingTest, TopKLogitsMatchesTheCpu) {
   INFLIGHT_REQUIRE_CUDA();
-  check_top_k({{1, 1, 1, false}, {3, 97, 1, true}, {3, 97, 97, true}, {5, 1000, 50, true},
-               {7, 4099, 256, true}, {2, 5000, 3, false}});
+  check_top_k({{1, 1, 1, false},
+               {3, 97, 1, true},
+               {3, 97, 97, true},
+               {5, 1000, 50, true},
+               {7, 4099, 256, true},
+               {2, 5000, 3, false}});
 }
 
 TEST(CudaServingTest, TopKLogitsAtVocabularyScale) {
@@ -137,8 +143,8 @@ TEST(CudaServingTest, GemmWithF32OutputAndBatchInvariantMode) {
   CudaBackendOptions invariant_options;
   invariant_options.batch_invariant = true;
   const std::unique_ptr<Backend> invariant = make_cuda_backend(0, invariant_options);
-  for (const auto& [m, n, k] : {std::tuple{1, 1000, 576}, std::tuple{37, 4099, 256},
-                                std::tuple{256, 2048, 1024}}) {
+  for (const auto& [m, n, k] :
+       {std::tuple{1, 1000, 576}, std::tuple{37, 4099, 256}, std::tuple{256, 2048, 1024}}) {
     const Tensor x = random_host({m, k}, rng), w = random_host({n, k}, rng, -0.1f, 0.1f);
     const Tensor y_cpu = Tensor::empty({m, n}, DType::kF32);
     cpu_backend().gemm(x, w, nullptr, y_cpu);
@@ -187,8 +193,8 @@ TEST(CudaServingTest, GemvMatchesTheCpu) {
           ASSERT_TRUE(gemv_cuda_supported(p)) << what;
           gemv_cuda(p, nullptr);
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-          expect_close(out == DType::kF32 ? "gemv.f32_out" : "gemv.bf16_out", what,
-                       to_host(gpu, y), y_cpu, out == DType::kF32 ? 1e-4 : kBf16Tolerance);
+          expect_close(out == DType::kF32 ? "gemv.f32_out" : "gemv.bf16_out", what, to_host(gpu, y),
+                       y_cpu, out == DType::kF32 ? 1e-4 : kBf16Tolerance);
         }
       }
     }
@@ -207,8 +213,10 @@ TEST(CudaServingTest, GemmTimesAtLlama8BShapes) {
     int64_t n, k;
     bool f32;
   };
-  const Shape8B shapes[] = {{"qkv", 6144, 4096, false},      {"o", 4096, 4096, false},
-                            {"gate_up", 28672, 4096, false}, {"down", 4096, 14336, false},
+  const Shape8B shapes[] = {{"qkv", 6144, 4096, false},
+                            {"o", 4096, 4096, false},
+                            {"gate_up", 28672, 4096, false},
+                            {"down", 4096, 14336, false},
                             {"lm_head", 128256, 4096, true}};
   for (const Shape8B& s : shapes) {
     const Tensor w = gpu.alloc({s.n, s.k}, DType::kBF16);
@@ -255,7 +263,8 @@ TEST(CudaServingTest, DecodeGraphReplaysAreBitwiseThePaddedSteps) {
   padded.reserve(512, 64);
   captured.reserve(512, 64);
   constexpr int32_t kBlock = 16;
-  KvCache cache_a = padded.make_kv_cache(256, kBlock), cache_b = captured.make_kv_cache(256, kBlock);
+  KvCache cache_a = padded.make_kv_cache(256, kBlock),
+          cache_b = captured.make_kv_cache(256, kBlock);
   std::mt19937 rng(5);
   std::vector<SeqState> seqs(12);
   for (size_t i = 0; i < seqs.size(); ++i) {
@@ -415,6 +424,35 @@ TEST(CudaServingTest, DummyLlama31_8B) {
       kContext + 14, median(b256) * 1e3, 256.0 / median(b256));
   EXPECT_GT(mem.weights, int64_t{14} << 30);
   EXPECT_LT(fill_s, 30.0);
+}
+
+// Decode steps of batch 1 at Llama-3.1-8B widths (4 layers), op by op (no graph), between
+// cudaProfilerStart/Stop: `ncu --profile-from-start off --print-summary per-kernel` over this
+// test gives each kernel's share of a step (scripts/cuda_serving_run.sh, step profile_b1).
+TEST(CudaServingTest, ProfileBatch1DecodeKernels) {
+  INFLIGHT_REQUIRE_CUDA();
+  ModelConfig config = *arch_preset("llama-3.1-8b");
+  config.num_layers = 4;
+  RunnerOptions options;
+  options.graph_mode = GraphMode::kPadOnly;
+  LlamaRunner runner(make_cuda_backend(0), config, kDummyWeightsSeed, options);
+  constexpr int32_t kBlock = 16, kContext = 128;
+  runner.reserve_workspace(256, 8);
+  runner.init_kv_cache(64, kBlock);
+  RandomBlocks pool(64, 1);
+  std::vector<SeqState> one(1);
+  one[0].tokens = testing::random_tokens(kContext, config.vocab_size, 1);
+  std::vector<std::pair<SeqState*, int32_t>> work{{&one[0], kContext}};
+  ForwardBatch b = make_step(work, kBlock, pool);
+  b.logits_indices = {kContext - 1};
+  LogitsRequest greedy;
+  greedy.top_k = 1;
+  runner.begin_step(b, greedy);
+  one[0].tokens.push_back(runner.end_step().top_ids.data<int32_t>()[0]);
+  for (int i = 0; i < 3; ++i) decode_step(runner, one, pool, kBlock);
+  ASSERT_EQ(cudaProfilerStart(), cudaSuccess);
+  for (int i = 0; i < 3; ++i) decode_step(runner, one, pool, kBlock);
+  ASSERT_EQ(cudaProfilerStop(), cudaSuccess);
 }
 
 }  // namespace

@@ -50,12 +50,12 @@ inline bool device_available(const std::string& device) {
   return device == "cpu" || resolve_device("auto") != "cpu";
 }
 
-#define INFLIGHT_REQUIRE_DEVICE(device)                                              \
-  do {                                                                               \
-    if (!::inflight::testing::device_available(device)) {                            \
-      std::printf("skipped: no %s device\n", std::string(device).c_str());           \
-      GTEST_SKIP() << "skipped: no " << (device) << " device";                       \
-    }                                                                                \
+#define INFLIGHT_REQUIRE_DEVICE(device)                                    \
+  do {                                                                     \
+    if (!::inflight::testing::device_available(device)) {                  \
+      std::printf("skipped: no %s device\n", std::string(device).c_str()); \
+      GTEST_SKIP() << "skipped: no " << (device) << " device";             \
+    }                                                                      \
   } while (0)
 
 // The backend of device-parameterised tests: batch-invariant on CUDA.

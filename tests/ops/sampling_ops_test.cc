@@ -29,9 +29,13 @@ TEST(FillRandom, DeterministicInRangeAndSpread) {
       ASSERT_LT(v, 1.5f);
       sum += v;
     }
-    if (n > 1000) EXPECT_NEAR(sum / static_cast<double>(n), 1.0, 0.01);
+    if (n > 1000) {
+      EXPECT_NEAR(sum / static_cast<double>(n), 1.0, 0.01);
+    }
     fill_random_cpu(make_fill_random_params(b, 78, 0.5f, 1.0f));
-    if (n > 1) EXPECT_NE(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0) << "seed changes values";
+    if (n > 1) {
+      EXPECT_NE(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0) << "seed changes values";
+    }
   }
 }
 

@@ -2,8 +2,8 @@
 
 #include <functional>
 
-#include "ops/cuda_check.h"
 #include "core/logging.h"
+#include "ops/cuda_check.h"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight {
@@ -104,8 +104,8 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key) {
       cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, k, n, static_cast<int64_t>(k)));
   INFLIGHT_CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, k, m, static_cast<int64_t>(k)));
-  INFLIGHT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(
-      &plan->d, key.f32_out ? CUDA_R_32F : CUDA_R_16BF, n, m, static_cast<int64_t>(n)));
+  INFLIGHT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->d, key.f32_out ? CUDA_R_32F : CUDA_R_16BF,
+                                                   n, m, static_cast<int64_t>(n)));
 
   cublasLtMatmulPreference_t pref = nullptr;
   INFLIGHT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -142,11 +142,11 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key) {
 }
 
 void CublasLtGemm::run(const GemmParams& p, cudaStream_t stream) {
-  INFLIGHT_CHECK_CODE(p.dtype == DType::kBF16 &&
-                          (p.y_dtype == DType::kBF16 || p.y_dtype == DType::kF32),
-                      ErrorCode::kUnsupported,
-                      "cublaslt gemm: bf16 operands with a bf16 or f32 output only, got {} -> {}",
-                      dtype_name(p.dtype), dtype_name(p.y_dtype));
+  INFLIGHT_CHECK_CODE(
+      p.dtype == DType::kBF16 && (p.y_dtype == DType::kBF16 || p.y_dtype == DType::kF32),
+      ErrorCode::kUnsupported,
+      "cublaslt gemm: bf16 operands with a bf16 or f32 output only, got {} -> {}",
+      dtype_name(p.dtype), dtype_name(p.y_dtype));
   if (p.m == 0 || p.n == 0) return;
   if (batch_invariant_) {
     gemm_cuda(p, stream);
@@ -218,8 +218,8 @@ void CublasLtGemm::tune(Plan& plan, const GemmParams& p, cudaStream_t stream) {
   const float lt_ms = time_ms([&] { matmul(plan, p, stream); });
   const float gemv_ms = time_ms([&] { gemv_cuda(p, stream); });
   plan.use_gemv = plan.has_algo ? gemv_ms < lt_ms : true;
-  INFLIGHT_LOG_DEBUG("gemm m={} n={} k={}: cuBLASLt {:.1f} us, GEMV {:.1f} us -> {}", p.m, p.n,
-                     p.k, lt_ms * 1e3f, gemv_ms * 1e3f, plan.use_gemv ? "GEMV" : "cuBLASLt");
+  INFLIGHT_LOG_DEBUG("gemm m={} n={} k={}: cuBLASLt {:.1f} us, GEMV {:.1f} us -> {}", p.m, p.n, p.k,
+                     lt_ms * 1e3f, gemv_ms * 1e3f, plan.use_gemv ? "GEMV" : "cuBLASLt");
 }
 
 }  // namespace inflight

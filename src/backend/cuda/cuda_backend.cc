@@ -21,8 +21,8 @@
 
 #include "backend/cuda/cublaslt_gemm.h"
 #include "backend/cuda/cuda_allocator.h"
-#include "ops/cuda_check.h"
 #include "core/thread_pool.h"
+#include "ops/cuda_check.h"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight {
@@ -413,8 +413,7 @@ void CudaBackend::top_k_logits(const Tensor& logits, int32_t k, const Tensor& lo
                                const Tensor& top_ids, const Tensor& top_logits) {
   INFLIGHT_CHECK_CODE(logits.defined() && logits.device() == Device::kCuda,
                       ErrorCode::kInvalidArgument, "cuda top_k_logits: expected device tensors");
-  top_k_logits_cuda(make_top_k_logits_params(logits, k, log_sum_exp, top_ids, top_logits),
-                    stream_);
+  top_k_logits_cuda(make_top_k_logits_params(logits, k, log_sum_exp, top_ids, top_logits), stream_);
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ std::optional<std::int64_t> slice_index(const Value& v) {
 
 Value get_attr(const Value& object, std::string_view name) {
   switch (object.kind()) {
-    case Value::Kind::kUndefined: fail_undefined(object);
+    case Value::Kind::kUndefined:
+      fail_undefined(object);
     case Value::Kind::kDict:
       if (find_method(object, name) != MethodLookup::kMissing) return method_value(object, name);
       if (const Value* v = object.map().find(name)) return *v;
@@ -52,19 +53,22 @@ Value get_attr(const Value& object, std::string_view name) {
     case Value::Kind::kTuple:
       if (!name.empty() && name[0] == '_') {
         return Value::undefined(fmt::format("access to attribute '{}' of '{}' object is unsafe.",
-                                            name, object.type_name()), true);
+                                            name, object.type_name()),
+                                true);
       }
       return method_value(object, name);
     case Value::Kind::kNamespace:
       if (const Value* v = object.ns().attrs.find(name)) return *v;
       return no_attribute(object, name);
-    default: return no_attribute(object, name);
+    default:
+      return no_attribute(object, name);
   }
 }
 
 Value get_item(const Value& object, const Value& key) {
   switch (object.kind()) {
-    case Value::Kind::kUndefined: fail_undefined(object);
+    case Value::Kind::kUndefined:
+      fail_undefined(object);
     case Value::Kind::kDict:
       if (key.is_list_or_tuple() || key.is_dict() || key.is_undefined()) {
         if (key.is_undefined()) fail_undefined(key);
@@ -99,7 +103,8 @@ Value get_item(const Value& object, const Value& key) {
         if (const Value* v = object.ns().attrs.find(key.str())) return *v;
       }
       return no_element(object, key);
-    default: return no_element(object, key);
+    default:
+      return no_element(object, key);
   }
 }
 
@@ -122,7 +127,8 @@ Value get_slice(const Value& object, const Value& start_v, const Value& stop_v,
       chars.push_back(s.substr(b, i - b));
     }
   }
-  const auto n = static_cast<std::int64_t>(object.is_string() ? chars.size() : object.items().size());
+  const auto n =
+      static_cast<std::int64_t>(object.is_string() ? chars.size() : object.items().size());
   auto adjust = [&](std::optional<std::int64_t> v, std::int64_t fallback) {
     if (!v) return fallback;
     std::int64_t i = *v;

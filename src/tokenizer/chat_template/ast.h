@@ -34,31 +34,74 @@ struct CallSpec {
   ExprPtr dyn_kwargs;  // **expr, or null
 };
 
-struct ConstExpr { Value value; };
-struct NameExpr { std::string name; };
-struct GetattrExpr { ExprPtr object; std::string attr; };   // object.attr
-struct GetitemExpr { ExprPtr object; ExprPtr index; };       // object[index]
-struct SliceExpr { ExprPtr start, stop, step; };             // only as an index; parts may be null
-struct ListExpr { std::vector<ExprPtr> items; bool tuple = false; };
-struct DictExpr { std::vector<std::pair<ExprPtr, ExprPtr>> items; };
+struct ConstExpr {
+  Value value;
+};
+struct NameExpr {
+  std::string name;
+};
+struct GetattrExpr {
+  ExprPtr object;
+  std::string attr;
+};  // object.attr
+struct GetitemExpr {
+  ExprPtr object;
+  ExprPtr index;
+};  // object[index]
+struct SliceExpr {
+  ExprPtr start, stop, step;
+};  // only as an index; parts may be null
+struct ListExpr {
+  std::vector<ExprPtr> items;
+  bool tuple = false;
+};
+struct DictExpr {
+  std::vector<std::pair<ExprPtr, ExprPtr>> items;
+};
 
 enum class UnaryOp { kNeg, kPos, kNot };
-struct UnaryExpr { UnaryOp op; ExprPtr operand; };
+struct UnaryExpr {
+  UnaryOp op;
+  ExprPtr operand;
+};
 
 enum class BinaryOp { kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow, kAnd, kOr };
-struct BinaryExpr { BinaryOp op; ExprPtr left, right; };
+struct BinaryExpr {
+  BinaryOp op;
+  ExprPtr left, right;
+};
 
-struct ConcatExpr { std::vector<ExprPtr> parts; };  // a ~ b ~ c
+struct ConcatExpr {
+  std::vector<ExprPtr> parts;
+};  // a ~ b ~ c
 
 enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe, kIn, kNotIn };
 // Chained as Python: a < b < c means a < b and b < c.
-struct CompareExpr { ExprPtr first; std::vector<std::pair<CompareOp, ExprPtr>> rest; };
+struct CompareExpr {
+  ExprPtr first;
+  std::vector<std::pair<CompareOp, ExprPtr>> rest;
+};
 
-struct CondExpr { ExprPtr test, then, otherwise; };  // then if test else otherwise (may be null)
-struct CallExpr { ExprPtr callee; CallSpec call; };
+struct CondExpr {
+  ExprPtr test, then, otherwise;
+};  // then if test else otherwise (may be null)
+struct CallExpr {
+  ExprPtr callee;
+  CallSpec call;
+};
 // operand|name(args); operand is null for the filter of a {% filter %} or {% set %} block.
-struct FilterExpr { ExprPtr operand; std::string name; FilterFn fn = nullptr; CallSpec call; };
-struct TestExpr { ExprPtr operand; std::string name; TestFn fn = nullptr; CallSpec call; };
+struct FilterExpr {
+  ExprPtr operand;
+  std::string name;
+  FilterFn fn = nullptr;
+  CallSpec call;
+};
+struct TestExpr {
+  ExprPtr operand;
+  std::string name;
+  TestFn fn = nullptr;
+  CallSpec call;
+};
 
 struct Expr {
   int line = 0;
@@ -71,8 +114,8 @@ struct Expr {
 // Assignment target: a name, names unpacked from a sequence (a, b), or a namespace attribute.
 struct Target {
   std::vector<std::string> names;
-  bool unpack = false;   // `for k, v in ...` / `set a, b = ...`
-  std::string ns_attr;   // non-empty: `ns.attr`, with names[0] = "ns"
+  bool unpack = false;  // `for k, v in ...` / `set a, b = ...`
+  std::string ns_attr;  // non-empty: `ns.attr`, with names[0] = "ns"
 };
 
 struct MacroDef {
@@ -86,8 +129,12 @@ struct MacroDef {
   bool uses_caller = false;
 };
 
-struct TextStmt { std::string text; };
-struct PrintStmt { ExprPtr expr; };
+struct TextStmt {
+  std::string text;
+};
+struct PrintStmt {
+  ExprPtr expr;
+};
 struct IfStmt {
   std::vector<std::pair<ExprPtr, StmtList>> branches;  // if / elif ...
   StmtList otherwise;
@@ -97,17 +144,39 @@ struct ForStmt {
   ExprPtr iterable;
   ExprPtr filter;  // `for x in xs if cond`, or null
   StmtList body;
-  StmtList otherwise;  // runs when no item was iterated
+  StmtList otherwise;      // runs when no item was iterated
   bool uses_loop = false;  // the body reads `loop`: only then is the loop object built
 };
-struct SetStmt { Target target; ExprPtr value; };
-struct SetBlockStmt { Target target; ExprPtr filter; StmtList body; };  // filter may be null
-struct MacroStmt { std::shared_ptr<const MacroDef> macro; };
-struct CallBlockStmt { std::shared_ptr<const MacroDef> caller; ExprPtr call; };
-struct FilterBlockStmt { ExprPtr filter; StmtList body; };
-struct WithStmt { std::vector<std::pair<Target, ExprPtr>> assignments; StmtList body; };
-struct ScopeStmt { StmtList body; };  // {% generation %}: a body in its own scope
-struct LoopControlStmt { bool is_break = false; };
+struct SetStmt {
+  Target target;
+  ExprPtr value;
+};
+struct SetBlockStmt {
+  Target target;
+  ExprPtr filter;
+  StmtList body;
+};  // filter may be null
+struct MacroStmt {
+  std::shared_ptr<const MacroDef> macro;
+};
+struct CallBlockStmt {
+  std::shared_ptr<const MacroDef> caller;
+  ExprPtr call;
+};
+struct FilterBlockStmt {
+  ExprPtr filter;
+  StmtList body;
+};
+struct WithStmt {
+  std::vector<std::pair<Target, ExprPtr>> assignments;
+  StmtList body;
+};
+struct ScopeStmt {
+  StmtList body;
+};  // {% generation %}: a body in its own scope
+struct LoopControlStmt {
+  bool is_break = false;
+};
 
 struct Stmt {
   int line = 0;

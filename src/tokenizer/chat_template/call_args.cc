@@ -29,6 +29,8 @@ ArgParser::ArgParser(std::string_view what, const CallArgs& args,
   }
 }
 
-const Value& ArgParser::get(std::size_t i) const { return *bound_[i]; }
+const Value& ArgParser::get(std::size_t i) const {
+  return *bound_[i];
+}
 
 }  // namespace inflight::jinja

@@ -31,7 +31,9 @@ class ArgParser {
 
   bool has(std::size_t i) const { return bound_[i] != nullptr; }
   const Value& get(std::size_t i) const;  // only when has(i)
-  Value get_or(std::size_t i, Value fallback) const { return has(i) ? get(i) : std::move(fallback); }
+  Value get_or(std::size_t i, Value fallback) const {
+    return has(i) ? get(i) : std::move(fallback);
+  }
 
  private:
   std::vector<const Value*> bound_;

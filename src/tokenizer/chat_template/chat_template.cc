@@ -18,15 +18,19 @@ Value to_value(const Json& j, std::uint32_t depth = 0) {
   INFLIGHT_CHECK_CODE(depth < jinja::kMaxNesting, ErrorCode::kInvalidArgument,
                       "chat template context nests more than {} levels deep", jinja::kMaxNesting);
   switch (j.type()) {
-    case nlohmann::json::value_t::null: return Value(nullptr);
-    case nlohmann::json::value_t::boolean: return Value(j.template get<bool>());
-    case nlohmann::json::value_t::number_integer: return Value(j.template get<std::int64_t>());
+    case nlohmann::json::value_t::null:
+      return Value(nullptr);
+    case nlohmann::json::value_t::boolean:
+      return Value(j.template get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return Value(j.template get<std::int64_t>());
     case nlohmann::json::value_t::number_unsigned: {
       const auto u = j.template get<std::uint64_t>();
       if (u <= static_cast<std::uint64_t>(INT64_MAX)) return Value(static_cast<std::int64_t>(u));
       return Value(static_cast<double>(u));
     }
-    case nlohmann::json::value_t::number_float: return Value(j.template get<double>());
+    case nlohmann::json::value_t::number_float:
+      return Value(j.template get<double>());
     case nlohmann::json::value_t::string: {
       const auto& s = j.template get_ref<const std::string&>();
       INFLIGHT_CHECK_CODE(jinja::unicode::is_valid_utf8(s), ErrorCode::kInvalidArgument,
@@ -99,6 +103,8 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& context,
   return render_json(*program_, context, options);
 }
 
-const std::string& ChatTemplate::source() const { return program_->source; }
+const std::string& ChatTemplate::source() const {
+  return program_->source;
+}
 
 }  // namespace inflight

@@ -24,7 +24,8 @@ namespace {
 Value f_abs(Interpreter&, const Value& v, const CallArgs& a) {
   ArgParser p("abs", a, {});
   if (v.is_float()) return Value(std::fabs(v.as_double()));
-  if (v.is_int() || v.is_bool()) return Value(static_cast<std::int64_t>(std::llabs(v.as_integer())));
+  if (v.is_int() || v.is_bool())
+    return Value(static_cast<std::int64_t>(std::llabs(v.as_integer())));
   if (v.is_undefined()) fail_undefined(v);
   render_fail("bad operand type for abs(): '{}'", v.type_name());
 }
@@ -54,15 +55,21 @@ Value f_center(Interpreter&, const Value& v, const CallArgs& a) {
 Value f_length(Interpreter&, const Value& v, const CallArgs& a) {
   ArgParser p("length", a, {});
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return Value(0);
-    case Value::Kind::kString: return Value(static_cast<std::int64_t>(unicode::length(v.str())));
+    case Value::Kind::kUndefined:
+      return Value(0);
+    case Value::Kind::kString:
+      return Value(static_cast<std::int64_t>(unicode::length(v.str())));
     case Value::Kind::kList:
-    case Value::Kind::kTuple: return Value(static_cast<std::int64_t>(v.items().size()));
-    case Value::Kind::kDict: return Value(static_cast<std::int64_t>(v.map().size()));
+    case Value::Kind::kTuple:
+      return Value(static_cast<std::int64_t>(v.items().size()));
+    case Value::Kind::kDict:
+      return Value(static_cast<std::int64_t>(v.map().size()));
     case Value::Kind::kIterator:
-      if (v.iter_state().is_view) return Value(static_cast<std::int64_t>(v.iter_state().items.size()));
+      if (v.iter_state().is_view)
+        return Value(static_cast<std::int64_t>(v.iter_state().items.size()));
       break;
-    default: break;
+    default:
+      break;
   }
   render_fail("object of type '{}' has no len()", v.type_name());
 }
@@ -90,7 +97,8 @@ std::optional<double> parse_float(const std::string& text) {
   std::string cleaned;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '_') {
-      const bool ok = i > 0 && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i - 1])) &&
+      const bool ok = i > 0 && i + 1 < s.size() &&
+                      std::isdigit(static_cast<unsigned char>(s[i - 1])) &&
                       std::isdigit(static_cast<unsigned char>(s[i + 1]));
       if (!ok) return std::nullopt;
       continue;
@@ -105,7 +113,8 @@ std::optional<double> parse_float(const std::string& text) {
   if (word == "inf" || word == "infinity") return sign * HUGE_VAL;
   if (word == "nan") return std::nan("");
   for (char c : word) {
-    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.' && c != 'e' && c != '+' && c != '-') {
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.' && c != 'e' && c != '+' &&
+        c != '-') {
       return std::nullopt;  // rejects hex floats and other strtod extensions
     }
   }
@@ -136,8 +145,8 @@ std::optional<std::int64_t> parse_int(const std::string& text, int base) {
     if (s[i] == '_' && !digits.empty() && i + 1 < s.size() && s[i + 1] != '_') continue;
     const char c = static_cast<char>(s[i] | 0x20);
     const int d = std::isdigit(static_cast<unsigned char>(s[i])) ? s[i] - '0'
-                  : (c >= 'a' && c <= 'z')                        ? c - 'a' + 10
-                                                                  : 99;
+                  : (c >= 'a' && c <= 'z')                       ? c - 'a' + 10
+                                                                 : 99;
     if (d >= base) return std::nullopt;
     digits += s[i];
   }
@@ -188,22 +197,31 @@ Value f_indent(Interpreter&, const Value& v, const CallArgs& a) {
   if (width.is_string()) {
     indention = width.str();
   } else if (width.is_int() || width.is_bool()) {
-    indention = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, width.as_integer())), ' ');
+    if (width.as_integer() > static_cast<std::int64_t>(kMaxResultSize))
+      render_fail("string is too large");
+    indention =
+        std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, width.as_integer())), ' ');
   } else {
     render_fail("can't multiply sequence by non-int of type '{}'", width.type_name());
   }
   if (v.is_undefined()) fail_undefined(v);
-  if (!v.is_string()) render_fail("unsupported operand type(s) for +=: '{}' and 'str'", v.type_name());
+  if (!v.is_string())
+    render_fail("unsupported operand type(s) for +=: '{}' and 'str'", v.type_name());
   const std::vector<std::string> lines = str::splitlines(v.str() + "\n", false);
   std::string rv;
   if (p.has(2) && p.get(2).truthy()) {
-    for (std::size_t i = 0; i < lines.size(); ++i) rv += (i > 0 ? "\n" + indention : "") + lines[i];
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (i > 0) rv += "\n" + indention;
+      rv += lines[i];
+      if (rv.size() > kMaxResultSize) render_fail("string is too large");
+    }
   } else {
     rv = lines.empty() ? "" : lines[0];
     for (std::size_t i = 1; i < lines.size(); ++i) {
       rv += "\n";
       if (!lines[i].empty()) rv += indention;
       rv += lines[i];
+      if (rv.size() > kMaxResultSize) render_fail("string is too large");
     }
   }
   if (p.has(1) && p.get(1).truthy()) rv = indention + rv;
@@ -238,8 +256,8 @@ Value f_title(Interpreter&, const Value& v, const CallArgs& a) {
   bool word_start = true;
   for (std::size_t i = 0; i < s.size();) {
     const char32_t cp = unicode::decode(s, i);
-    const bool sep = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' ||
-                     unicode::is_space(cp);
+    const bool sep =
+        cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || unicode::is_space(cp);
     if (word_start) {
       unicode::append_upper(out, cp);
     } else {
@@ -300,7 +318,10 @@ Value f_tojson(Interpreter&, const Value& v, const CallArgs& a) {
     if (indent.is_string()) {
       o.indent = indent.str();
     } else if (indent.is_int() || indent.is_bool()) {
-      o.indent = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, indent.as_integer())), ' ');
+      if (indent.as_integer() > 4096)
+        render_fail("tojson indent {} is too large", indent.as_integer());
+      o.indent = std::string(
+          static_cast<std::size_t>(std::max<std::int64_t>(0, indent.as_integer())), ' ');
     } else {
       render_fail("tojson indent must be an integer or a string");
     }
@@ -363,15 +384,32 @@ Value f_safe(Interpreter&, const Value& v, const CallArgs& a) {
 }
 
 constexpr std::array<std::pair<std::string_view, FilterFn>, 26> kFilters = {{
-    {"abs", f_abs}, {"attr", f_attr}, {"capitalize", f_capitalize},
-    {"center", f_center}, {"count", f_length}, {"length", f_length},
-    {"d", f_default}, {"default", f_default}, {"e", f_escape},
-    {"escape", f_escape}, {"forceescape", f_forceescape}, {"float", f_float},
-    {"int", f_int}, {"indent", f_indent}, {"items", f_items},
-    {"lower", f_lower}, {"upper", f_upper}, {"title", f_title},
-    {"replace", f_replace}, {"round", f_round}, {"string", f_string},
-    {"tojson", f_tojson}, {"trim", f_trim}, {"wordcount", f_wordcount},
-    {"safe", f_safe}, {"format", f_format},
+    {"abs", f_abs},
+    {"attr", f_attr},
+    {"capitalize", f_capitalize},
+    {"center", f_center},
+    {"count", f_length},
+    {"length", f_length},
+    {"d", f_default},
+    {"default", f_default},
+    {"e", f_escape},
+    {"escape", f_escape},
+    {"forceescape", f_forceescape},
+    {"float", f_float},
+    {"int", f_int},
+    {"indent", f_indent},
+    {"items", f_items},
+    {"lower", f_lower},
+    {"upper", f_upper},
+    {"title", f_title},
+    {"replace", f_replace},
+    {"round", f_round},
+    {"string", f_string},
+    {"tojson", f_tojson},
+    {"trim", f_trim},
+    {"wordcount", f_wordcount},
+    {"safe", f_safe},
+    {"format", f_format},
 }};
 
 }  // namespace

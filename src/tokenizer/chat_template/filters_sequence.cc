@@ -19,7 +19,9 @@
 namespace inflight::jinja {
 namespace {
 
-Value generator(ValueList items) { return Value::iterator("generator", std::move(items)); }
+Value generator(ValueList items) {
+  return Value::iterator("generator", std::move(items));
+}
 
 // jinja2's make_attrgetter: "a.b.0" looks up item a, then b, then index 0.
 class AttrGetter {
@@ -30,9 +32,8 @@ class AttrGetter {
       return;
     }
     for (const std::string& part : str::split(to_str(attribute), std::string("."), -1)) {
-      const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      });
+      const bool digits = !part.empty() && std::all_of(part.begin(), part.end(),
+                                                       [](char c) { return c >= '0' && c <= '9'; });
       parts_.push_back(digits ? Value(static_cast<std::int64_t>(std::stoll(part))) : Value(part));
     }
   }
@@ -48,7 +49,9 @@ class AttrGetter {
   ValueList parts_;
 };
 
-Value ignore_case(const Value& v) { return v.is_string() ? Value(unicode::lower(v.str())) : v; }
+Value ignore_case(const Value& v) {
+  return v.is_string() ? Value(unicode::lower(v.str())) : v;
+}
 
 // Key function for sort/min/max/unique: optional (comma-separated) attributes, optional case
 // folding of strings.
@@ -60,7 +63,8 @@ struct SortKey {
     if (getters.empty()) return case_sensitive ? item : ignore_case(item);
     if (!multi) return case_sensitive ? getters[0](item) : ignore_case(getters[0](item));
     ValueList keys;
-    for (const AttrGetter& g : getters) keys.push_back(case_sensitive ? g(item) : ignore_case(g(item)));
+    for (const AttrGetter& g : getters)
+      keys.push_back(case_sensitive ? g(item) : ignore_case(g(item)));
     return Value::list(std::move(keys));
   }
 };
@@ -155,7 +159,8 @@ Value f_map(Interpreter& interp, const Value& v, const CallArgs& a) {
     if (attribute == nullptr) render_fail("map requires a filter argument");
     const AttrGetter getter(*attribute);
     const bool use_default = fallback != nullptr && !fallback->is_none();
-    for (const Value& item : iterate(v)) out.push_back(getter(item, use_default ? fallback : nullptr));
+    for (const Value& item : iterate(v))
+      out.push_back(getter(item, use_default ? fallback : nullptr));
     return generator(std::move(out));
   }
   const std::string name = to_str(a.positional[0]);
@@ -185,10 +190,18 @@ Value select_or_reject(Interpreter& interp, const Value& v, const CallArgs& a, b
   return generator(std::move(out));
 }
 
-Value f_select(Interpreter& i, const Value& v, const CallArgs& a) { return select_or_reject(i, v, a, false, true); }
-Value f_reject(Interpreter& i, const Value& v, const CallArgs& a) { return select_or_reject(i, v, a, false, false); }
-Value f_selectattr(Interpreter& i, const Value& v, const CallArgs& a) { return select_or_reject(i, v, a, true, true); }
-Value f_rejectattr(Interpreter& i, const Value& v, const CallArgs& a) { return select_or_reject(i, v, a, true, false); }
+Value f_select(Interpreter& i, const Value& v, const CallArgs& a) {
+  return select_or_reject(i, v, a, false, true);
+}
+Value f_reject(Interpreter& i, const Value& v, const CallArgs& a) {
+  return select_or_reject(i, v, a, false, false);
+}
+Value f_selectattr(Interpreter& i, const Value& v, const CallArgs& a) {
+  return select_or_reject(i, v, a, true, true);
+}
+Value f_rejectattr(Interpreter& i, const Value& v, const CallArgs& a) {
+  return select_or_reject(i, v, a, true, false);
+}
 
 Value f_unique(Interpreter&, const Value& v, const CallArgs& a) {
   ArgParser p("unique", a, {"case_sensitive", "attribute"});
@@ -254,21 +267,27 @@ Value min_or_max(const Value& v, const CallArgs& a, bool want_max) {
   return items[best];
 }
 
-Value f_max(Interpreter&, const Value& v, const CallArgs& a) { return min_or_max(v, a, true); }
-Value f_min(Interpreter&, const Value& v, const CallArgs& a) { return min_or_max(v, a, false); }
+Value f_max(Interpreter&, const Value& v, const CallArgs& a) {
+  return min_or_max(v, a, true);
+}
+Value f_min(Interpreter&, const Value& v, const CallArgs& a) {
+  return min_or_max(v, a, false);
+}
 
 Value f_sum(Interpreter&, const Value& v, const CallArgs& a) {
   ArgParser p("sum", a, {"attribute", "start"});
   Value total = p.get_or(1, Value(0));
   const bool by_attr = p.has(0) && !p.get(0).is_none();
   const AttrGetter getter(by_attr ? p.get(0) : Value(0));
-  for (const Value& item : iterate(v)) total = binary_op(BinaryOp::kAdd, total, by_attr ? getter(item) : item);
+  for (const Value& item : iterate(v))
+    total = binary_op(BinaryOp::kAdd, total, by_attr ? getter(item) : item);
   return total;
 }
 
 Value f_batch(Interpreter&, const Value& v, const CallArgs& a) {
   ArgParser p("batch", a, {"linecount", "fill_with"}, 1);
-  if (!p.get(0).is_int() || p.get(0).as_int() <= 0) render_fail("batch() linecount must be a positive integer");
+  if (!p.get(0).is_int() || p.get(0).as_int() <= 0)
+    render_fail("batch() linecount must be a positive integer");
   const auto n = static_cast<std::size_t>(p.get(0).as_int());
   ValueList out, row;
   for (Value& item : iterate(v)) {
@@ -279,19 +298,33 @@ Value f_batch(Interpreter&, const Value& v, const CallArgs& a) {
     row.push_back(std::move(item));
   }
   if (!row.empty()) {
-    if (p.has(1) && !p.get(1).is_none()) row.resize(n, p.get(1));
+    if (p.has(1) && !p.get(1).is_none()) {
+      if (n > kMaxResultSize / sizeof(Value)) render_fail("batch() linecount is too large");
+      row.resize(n, p.get(1));
+    }
     out.push_back(Value::list(std::move(row)));
   }
   return generator(std::move(out));
 }
 
 constexpr std::array<std::pair<std::string_view, FilterFn>, 17> kSequenceFilters = {{
-    {"list", f_list}, {"first", f_first}, {"last", f_last},
-    {"join", f_join}, {"reverse", f_reverse}, {"map", f_map},
-    {"select", f_select}, {"reject", f_reject}, {"selectattr", f_selectattr},
-    {"rejectattr", f_rejectattr}, {"unique", f_unique}, {"sort", f_sort},
-    {"dictsort", f_dictsort}, {"max", f_max}, {"min", f_min},
-    {"sum", f_sum}, {"batch", f_batch},
+    {"list", f_list},
+    {"first", f_first},
+    {"last", f_last},
+    {"join", f_join},
+    {"reverse", f_reverse},
+    {"map", f_map},
+    {"select", f_select},
+    {"reject", f_reject},
+    {"selectattr", f_selectattr},
+    {"rejectattr", f_rejectattr},
+    {"unique", f_unique},
+    {"sort", f_sort},
+    {"dictsort", f_dictsort},
+    {"max", f_max},
+    {"min", f_min},
+    {"sum", f_sum},
+    {"batch", f_batch},
 }};
 
 }  // namespace

@@ -18,18 +18,23 @@ namespace {
 constexpr std::int64_t kMaxRange = 100000;
 
 constexpr std::array<std::string_view, 54> kJinjaFilters = {
-    "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e",
-    "escape", "filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent",
-    "int", "items", "join", "last", "length", "list", "lower", "map", "max", "min", "pprint",
-    "random", "reject", "rejectattr", "replace", "reverse", "round", "safe", "select",
-    "selectattr", "slice", "sort", "string", "striptags", "sum", "title", "tojson", "trim",
-    "truncate", "unique", "upper", "urlencode", "urlize", "wordcount", "wordwrap", "xmlattr"};
+    "abs",    "attr",       "batch",       "capitalize", "center",   "count",
+    "d",      "default",    "dictsort",    "e",          "escape",   "filesizeformat",
+    "first",  "float",      "forceescape", "format",     "groupby",  "indent",
+    "int",    "items",      "join",        "last",       "length",   "list",
+    "lower",  "map",        "max",         "min",        "pprint",   "random",
+    "reject", "rejectattr", "replace",     "reverse",    "round",    "safe",
+    "select", "selectattr", "slice",       "sort",       "string",   "striptags",
+    "sum",    "title",      "tojson",      "trim",       "truncate", "unique",
+    "upper",  "urlencode",  "urlize",      "wordcount",  "wordwrap", "xmlattr"};
 
 constexpr std::array<std::string_view, 39> kJinjaTests = {
-    "!=", "<", "<=", "==", ">", ">=", "boolean", "callable", "defined", "divisibleby", "eq",
-    "equalto", "escaped", "even", "false", "filter", "float", "ge", "greaterthan", "gt", "in",
-    "integer", "iterable", "le", "lessthan", "lower", "lt", "mapping", "ne", "none", "number",
-    "odd", "sameas", "sequence", "string", "test", "true", "undefined", "upper"};
+    "!=",       "<",        "<=",          "==",       ">",           ">=",       "boolean",
+    "callable", "defined",  "divisibleby", "eq",       "equalto",     "escaped",  "even",
+    "false",    "filter",   "float",       "ge",       "greaterthan", "gt",       "in",
+    "integer",  "iterable", "le",          "lessthan", "lower",       "lt",       "mapping",
+    "ne",       "none",     "number",      "odd",      "sameas",      "sequence", "string",
+    "test",     "true",     "undefined",   "upper"};
 
 std::int64_t int_arg(const Value& v, std::string_view what) {
   if (!v.is_int() && !v.is_bool()) {
@@ -52,7 +57,8 @@ Value g_range(Interpreter&, const CallArgs& a) {
   }
   if (step == 0) render_fail("range() arg 3 must not be zero");
   const long double span = (static_cast<long double>(stop) - start) / step;
-  const std::int64_t n = span <= 0 ? 0 : static_cast<std::int64_t>(std::ceil(static_cast<double>(span)));
+  const std::int64_t n =
+      span <= 0 ? 0 : static_cast<std::int64_t>(std::ceil(static_cast<double>(span)));
   if (n > kMaxRange) {
     render_fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE ({}).", kMaxRange);
   }
@@ -64,7 +70,8 @@ Value g_range(Interpreter&, const CallArgs& a) {
 
 // dict(mapping_or_pairs, **kwargs), as namespace() and dict() take it.
 ValueMap mapping_args(const CallArgs& a, std::string_view what) {
-  if (a.positional.size() > 1) render_fail("{} expected at most 1 argument, got {}", what, a.positional.size());
+  if (a.positional.size() > 1)
+    render_fail("{} expected at most 1 argument, got {}", what, a.positional.size());
   ValueMap map;
   if (!a.positional.empty()) {
     const Value& init = a.positional[0];
@@ -90,19 +97,21 @@ Value g_namespace(Interpreter& interp, const CallArgs& a) {
   return ns;
 }
 
-Value g_dict(Interpreter&, const CallArgs& a) { return Value::dict(mapping_args(a, "dict()")); }
+Value g_dict(Interpreter&, const CallArgs& a) {
+  return Value::dict(mapping_args(a, "dict()"));
+}
 
 Value g_joiner(Interpreter&, const CallArgs& a) {
   ArgParser p("joiner", a, {"sep"});
   auto used = std::make_shared<bool>(false);
-  return Value::callable("joiner", [sep = to_str(p.get_or(0, Value(", "))), used](
-                                       Interpreter&, const CallArgs&) {
-    if (!*used) {
-      *used = true;
-      return Value("");
-    }
-    return Value(sep);
-  });
+  return Value::callable(
+      "joiner", [sep = to_str(p.get_or(0, Value(", "))), used](Interpreter&, const CallArgs&) {
+        if (!*used) {
+          *used = true;
+          return Value("");
+        }
+        return Value(sep);
+      });
 }
 
 Value g_raise_exception(Interpreter&, const CallArgs& a) {
@@ -136,7 +145,8 @@ std::tm parse_fixed_now(const std::string& s) {
 // datetime.now().strftime(format): a naive local time, so %z and %Z are empty.
 Value g_strftime_now(Interpreter& interp, const CallArgs& a) {
   ArgParser p("strftime_now", a, {"format"}, 1);
-  if (!p.get(0).is_string()) render_fail("strftime() argument 1 must be str, not {}", p.get(0).type_name());
+  if (!p.get(0).is_string())
+    render_fail("strftime() argument 1 must be str, not {}", p.get(0).type_name());
   std::tm tm{};
   long micros = 0;
   if (!interp.settings().fixed_now.empty()) {
@@ -146,7 +156,8 @@ Value g_strftime_now(Interpreter& interp, const CallArgs& a) {
     const std::time_t t = std::chrono::system_clock::to_time_t(now);
     localtime_r(&t, &tm);
     micros = static_cast<long>(
-        std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000);
+        std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
+        1000000);
   }
   std::string format;  // Python expands %f, %z and %Z itself
   const std::string& in = p.get(0).str();
@@ -195,8 +206,12 @@ constexpr std::array<Global, 6> kGlobals = {{
 
 }  // namespace
 
-FilterFn find_filter(std::string_view name) { return find_filter_impl(name); }
-TestFn find_test(std::string_view name) { return find_test_impl(name); }
+FilterFn find_filter(std::string_view name) {
+  return find_filter_impl(name);
+}
+TestFn find_test(std::string_view name) {
+  return find_test_impl(name);
+}
 
 bool is_jinja_filter(std::string_view name) {
   return std::find(kJinjaFilters.begin(), kJinjaFilters.end(), name) != kJinjaFilters.end();

@@ -44,11 +44,12 @@ Value make_loop(std::size_t i, const ValueList& items) {
   loop.append_new("depth0", Value(0));
   loop.append_new("depth", Value(1));
   loop.append_new("previtem", i > 0 ? items[i - 1] : Value::undefined("there is no previous item"));
-  loop.append_new("nextitem", idx + 1 < n ? items[i + 1] : Value::undefined("there is no next item"));
+  loop.append_new("nextitem",
+                  idx + 1 < n ? items[i + 1] : Value::undefined("there is no next item"));
   loop.append_new("cycle", Value::callable("loop.cycle", [idx](Interpreter&, const CallArgs& args) {
-             if (args.positional.empty()) render_fail("no items for cycling given");
-             return args.positional[static_cast<std::size_t>(idx) % args.positional.size()];
-           }));
+                    if (args.positional.empty()) render_fail("no items for cycling given");
+                    return args.positional[static_cast<std::size_t>(idx) % args.positional.size()];
+                  }));
   return Value::new_namespace(std::move(loop), false);
 }
 
@@ -86,7 +87,8 @@ std::string Interpreter::render(const Program& program, ValueMap context) {
 }
 
 void Interpreter::tick() {
-  if (++steps_ > kMaxSteps) render_fail("template exceeded the limit of {} evaluation steps", kMaxSteps);
+  if (++steps_ > kMaxSteps)
+    render_fail("template exceeded the limit of {} evaluation steps", kMaxSteps);
 }
 
 Value Interpreter::lookup(const std::string& name, const ScopePtr& scope) const {
@@ -164,7 +166,8 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& stmt, const ScopePtr& scope
       return f;
     } else if (const auto* s = std::get_if<WithStmt>(&stmt.node)) {
       auto child = std::make_shared<Scope>(scope);
-      for (const auto& [target, value] : s->assignments) assign(target, eval(*value, scope), *child);
+      for (const auto& [target, value] : s->assignments)
+        assign(target, eval(*value, scope), *child);
       return exec(s->body, child, out);
     } else if (const auto* s = std::get_if<ScopeStmt>(&stmt.node)) {
       return exec(s->body, std::make_shared<Scope>(scope), out);
@@ -287,7 +290,8 @@ Value Interpreter::call_macro(const MacroDef& def, const std::weak_ptr<Scope>& d
   }
   if (def.uses_varargs) {
     ValueList rest;
-    for (std::size_t i = num_params; i < args.positional.size(); ++i) rest.push_back(args.positional[i]);
+    for (std::size_t i = num_params; i < args.positional.size(); ++i)
+      rest.push_back(args.positional[i]);
     scope->set("varargs", Value::tuple(std::move(rest)));
   }
   if (def.uses_kwargs) scope->set("kwargs", Value::dict(std::move(extra_kwargs)));

@@ -51,9 +51,12 @@ Value Interpreter::eval_node(const Expr& e, const ScopePtr& scope) {
   if (const auto* n = std::get_if<UnaryExpr>(&e.node)) {
     const Value v = eval(*n->operand, scope);
     switch (n->op) {
-      case UnaryOp::kNot: return Value(!v.truthy());
-      case UnaryOp::kNeg: return negate(v);
-      case UnaryOp::kPos: return unary_plus(v);
+      case UnaryOp::kNot:
+        return Value(!v.truthy());
+      case UnaryOp::kNeg:
+        return negate(v);
+      case UnaryOp::kPos:
+        return unary_plus(v);
     }
   }
   if (const auto* n = std::get_if<BinaryExpr>(&e.node)) {
@@ -81,7 +84,8 @@ Value Interpreter::eval_node(const Expr& e, const ScopePtr& scope) {
   if (const auto* n = std::get_if<CondExpr>(&e.node)) {
     if (eval(*n->test, scope).truthy()) return eval(*n->then, scope);
     if (n->otherwise) return eval(*n->otherwise, scope);
-    return Value::undefined("the inline if-expression evaluated to false and no else section was defined");
+    return Value::undefined(
+        "the inline if-expression evaluated to false and no else section was defined");
   }
   if (const auto* n = std::get_if<CallExpr>(&e.node)) return eval_call(*n, scope, nullptr);
   if (const auto* n = std::get_if<FilterExpr>(&e.node)) return eval_filter(*n, scope, nullptr);

@@ -9,9 +9,15 @@
 namespace inflight::jinja {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_name_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool is_name_char(char c) {
+  return is_name_start(c) || is_digit(c);
+}
 
 // Python's "\s" (str.isspace) at s[i]; its byte length or 0.
 std::size_t space_at(std::string_view s, std::size_t i) {
@@ -62,7 +68,8 @@ class Lexer {
  private:
   int line_at(std::size_t pos) const {
     return static_cast<int>(std::upper_bound(line_starts_.begin(), line_starts_.end(), pos) -
-                            line_starts_.begin()) + 1;
+                            line_starts_.begin()) +
+           1;
   }
 
   [[noreturn]] void fail(std::size_t pos, const std::string& what) const {
@@ -99,7 +106,8 @@ class Lexer {
     auto at = [&](std::size_t i, char c) { return i < src_.size() && src_[i] == c; };
     if (at(pos, '+') && at(pos + 1, a) && at(pos + 2, b)) return pos + 3;
     if (at(pos, '-') && at(pos + 1, a) && at(pos + 2, b)) return skip_spaces(src_, pos + 3);
-    if (at(pos, a) && at(pos + 1, b)) return pos + 2 + ((trim_newline && at(pos + 2, '\n')) ? 1 : 0);
+    if (at(pos, a) && at(pos + 1, b))
+      return pos + 2 + ((trim_newline && at(pos + 2, '\n')) ? 1 : 0);
     return std::string::npos;
   }
 
@@ -130,8 +138,8 @@ class Lexer {
       ++p;
     }
     const char kind = src_[p + 1];
-    const char sign = (p + 2 < src_.size() && (src_[p + 2] == '-' || src_[p + 2] == '+'))
-                          ? src_[p + 2] : 0;
+    const char sign =
+        (p + 2 < src_.size() && (src_[p + 2] == '-' || src_[p + 2] == '+')) ? src_[p + 2] : 0;
     emit_text(pos, p, sign, kind != '{');
     line_starting_ = false;
     if (kind == '%') {
@@ -178,8 +186,8 @@ class Lexer {
     std::string balance;  // expected closing brackets
     while (true) {
       if (balance.empty()) {
-        const std::size_t end = block ? match_end(pos, '%', '}', true)
-                                      : match_end(pos, '}', '}', false);
+        const std::size_t end =
+            block ? match_end(pos, '%', '}', true) : match_end(pos, '}', '}', false);
         // "+}}" is not a variable end: `{{ a +}}` is an error in jinja2 as well.
         if (end != std::string::npos && !(!block && src_[pos] == '+')) {
           push(block ? TokenType::kBlockEnd : TokenType::kVariableEnd, pos);
@@ -312,7 +320,8 @@ class Lexer {
     std::size_t i = pos + 1;
     while (i < src_.size() && src_[i] != quote) i += (src_[i] == '\\') ? 2 : 1;
     if (i >= src_.size()) fail(pos, "unterminated string literal");
-    push(TokenType::kString, pos, unescape(pos, std::string_view(src_).substr(pos + 1, i - pos - 1)));
+    push(TokenType::kString, pos,
+         unescape(pos, std::string_view(src_).substr(pos + 1, i - pos - 1)));
     return i + 1;
   }
 
@@ -326,18 +335,41 @@ class Lexer {
       }
       const char c = s[++i];
       switch (c) {
-        case '\n': break;  // line continuation
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'v': out += '\v'; break;
-        case 'x': case 'u': case 'U': {
+        case '\n':
+          break;  // line continuation
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case 'x':
+        case 'u':
+        case 'U': {
           const std::size_t n = c == 'x' ? 2 : c == 'u' ? 4 : 8;
           if (i + n >= s.size()) fail(pos, "truncated \\" + std::string(1, c) + " escape");
           const std::string hex(s.substr(i + 1, n));
@@ -350,7 +382,8 @@ class Lexer {
           i += n;
           break;
         }
-        case 'N': fail(pos, "\\N{...} escapes in string literals are not supported");
+        case 'N':
+          fail(pos, "\\N{...} escapes in string literals are not supported");
         default:
           if (c >= '0' && c <= '7') {
             char32_t cp = c - '0';

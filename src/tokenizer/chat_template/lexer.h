@@ -25,7 +25,7 @@ enum class TokenType {
   kString,         // text = the unescaped value
   kInteger,
   kFloat,
-  kOperator,       // text = "+", "//", "==", "(", ...
+  kOperator,  // text = "+", "//", "==", "(", ...
   kEof,
 };
 

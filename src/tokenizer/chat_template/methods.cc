@@ -13,16 +13,18 @@ namespace inflight::jinja {
 namespace {
 
 constexpr std::array kStrMethods = {
-    "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith",
-    "replace", "upper", "lower", "title", "capitalize", "casefold", "find", "rfind", "index",
-    "rindex", "count", "join", "isdigit", "isdecimal", "isnumeric", "isalpha", "isalnum",
-    "isspace", "islower", "isupper", "partition", "rpartition", "removeprefix", "removesuffix",
-    "center", "ljust", "rjust", "zfill", "format"};
+    "strip",        "lstrip",       "rstrip",  "split",     "rsplit",    "splitlines",
+    "startswith",   "endswith",     "replace", "upper",     "lower",     "title",
+    "capitalize",   "casefold",     "find",    "rfind",     "index",     "rindex",
+    "count",        "join",         "isdigit", "isdecimal", "isnumeric", "isalpha",
+    "isalnum",      "isspace",      "islower", "isupper",   "partition", "rpartition",
+    "removeprefix", "removesuffix", "center",  "ljust",     "rjust",     "zfill",
+    "format"};
 constexpr std::array kDictMethods = {"get", "items", "keys", "values", "copy"};
 constexpr std::array kDictUnsafe = {"clear", "pop", "popitem", "setdefault", "update"};
 constexpr std::array kListMethods = {"index", "count", "copy"};
-constexpr std::array kListUnsafe = {"append", "clear", "pop", "reverse", "insert", "sort",
-                                    "extend", "remove"};
+constexpr std::array kListUnsafe = {"append", "clear", "pop",    "reverse",
+                                    "insert", "sort",  "extend", "remove"};
 
 template <std::size_t N>
 bool in(const std::array<const char*, N>& names, std::string_view name) {
@@ -67,11 +69,15 @@ bool all_of_cps(const std::string& s, bool (*pred)(char32_t)) {
   return true;
 }
 
-bool is_digit_cp(char32_t c) { return c >= '0' && c <= '9'; }
+bool is_digit_cp(char32_t c) {
+  return c >= '0' && c <= '9';
+}
 bool is_alpha_cp(char32_t c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= 0x80 && unicode::is_cased(c));
 }
-bool is_alnum_cp(char32_t c) { return is_alpha_cp(c) || is_digit_cp(c); }
+bool is_alnum_cp(char32_t c) {
+  return is_alpha_cp(c) || is_digit_cp(c);
+}
 
 // islower/isupper: at least one cased character, and no cased one of the other case.
 bool has_case(const std::string& s, bool want_lower) {
@@ -124,7 +130,8 @@ Value call_str_method(const std::string& s, std::string_view name, const CallArg
     const auto sep = opt_str(p, 0, what);
     if (sep && sep->empty()) render_fail("empty separator");
     const long long maxsplit = opt_int(p, 1, -1, what);
-    return string_list(name == "split" ? str::split(s, sep, maxsplit) : str::rsplit(s, sep, maxsplit));
+    return string_list(name == "split" ? str::split(s, sep, maxsplit)
+                                       : str::rsplit(s, sep, maxsplit));
   }
   if (name == "splitlines") {
     ArgParser p(what, args, {"keepends"});
@@ -138,7 +145,8 @@ Value call_str_method(const std::string& s, std::string_view name, const CallArg
   }
   if (name == "replace") {
     ArgParser p(what, args, {"old", "new", "count"}, 2);
-    return Value(str::replace(s, req_str(p, 0, what), req_str(p, 1, what), opt_int(p, 2, -1, what)));
+    return Value(
+        str::replace(s, req_str(p, 0, what), req_str(p, 1, what), opt_int(p, 2, -1, what)));
   }
   if (name == "upper" || name == "lower" || name == "title" || name == "capitalize" ||
       name == "casefold") {
@@ -148,8 +156,7 @@ Value call_str_method(const std::string& s, std::string_view name, const CallArg
     if (name == "capitalize") return Value(unicode::capitalize(s));
     return Value(unicode::lower(s));
   }
-  if (name == "find" || name == "rfind" || name == "index" || name == "rindex" ||
-      name == "count") {
+  if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
     ArgParser p(what, args, {"sub", "start", "end"}, 1);
     const std::string& sub = req_str(p, 0, what);
     const long long start = opt_int(p, 1, 0, what);
@@ -211,7 +218,8 @@ Value call_str_method(const std::string& s, std::string_view name, const CallArg
       return Value(sign ? s.substr(0, 1) + body : body);
     }
     const auto fill = opt_str(p, 1, what).value_or(" ");
-    if (unicode::length(fill) != 1) render_fail("The fill character must be exactly one character long");
+    if (unicode::length(fill) != 1)
+      render_fail("The fill character must be exactly one character long");
     return Value(str::pad(s, width, fill, name == "center" ? '^' : name == "ljust" ? '<' : '>'));
   }
   render_fail("str.{}() is not supported in chat templates", name);
@@ -251,8 +259,8 @@ Value call_list_method(const Value& l, std::string_view name, const CallArgs& ar
   ArgParser p(what, args, {"value"}, 1);
   const ValueList& items = l.items();
   if (name == "count") {
-    return Value(static_cast<std::int64_t>(
-        std::count_if(items.begin(), items.end(), [&](const Value& v) { return equals(v, p.get(0)); })));
+    return Value(static_cast<std::int64_t>(std::count_if(
+        items.begin(), items.end(), [&](const Value& v) { return equals(v, p.get(0)); })));
   }
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (equals(items[i], p.get(0))) return Value(static_cast<std::int64_t>(i));
@@ -262,9 +270,9 @@ Value call_list_method(const Value& l, std::string_view name, const CallArgs& ar
 
 // Markup's methods: markupsafe escapes str arguments and returns Markup (or lists of them).
 Value call_markup_method(const Value& self, std::string_view name, const CallArgs& args) {
-  static constexpr std::array kWrapped = {"capitalize", "title", "lower", "upper", "replace",
-                                          "ljust", "rjust", "lstrip", "rstrip", "center",
-                                          "strip", "zfill", "removeprefix", "removesuffix"};
+  static constexpr std::array kWrapped = {
+      "capitalize", "title",  "lower",  "upper", "replace", "ljust",        "rjust",
+      "lstrip",     "rstrip", "center", "strip", "zfill",   "removeprefix", "removesuffix"};
   static constexpr std::array kSplitting = {"split", "rsplit", "splitlines", "partition",
                                             "rpartition"};
   if (in(kWrapped, name)) {
@@ -288,7 +296,8 @@ Value call_markup_method(const Value& self, std::string_view name, const CallArg
     ArgParser p("Markup.join", args, {"iterable"}, 1);
     ValueList escaped;
     for (const Value& v : iterate(p.get(0))) escaped.push_back(escape_to_markup(v));
-    return Value::markup(call_str_method(self.str(), name, {{Value::list(std::move(escaped))}, {}}).str());
+    return Value::markup(
+        call_str_method(self.str(), name, {{Value::list(std::move(escaped))}, {}}).str());
   }
   return call_str_method(self.str(), name, args);
 }
@@ -307,10 +316,10 @@ MethodLookup find_method(const Value& object, std::string_view name) {
       return in(kListUnsafe, name) ? MethodLookup::kUnsafe : MethodLookup::kMissing;
     case Value::Kind::kTuple:
       return (name == "index" || name == "count") ? MethodLookup::kFound : MethodLookup::kMissing;
-    default: return MethodLookup::kMissing;
+    default:
+      return MethodLookup::kMissing;
   }
 }
-
 
 Value call_method(Interpreter& interp, const Value& object, std::string_view name,
                   const CallArgs& args) {
@@ -339,7 +348,8 @@ Value method_value(const Value& object, std::string_view name) {
       return Value::undefined(fmt::format("access to attribute '{}' of '{}' object is unsafe.",
                                           name, object.type_name()),
                               true);
-    case MethodLookup::kMissing: break;
+    case MethodLookup::kMissing:
+      break;
   }
   return Value::undefined(
       fmt::format("'{} object' has no attribute '{}'", object.type_name(), name));

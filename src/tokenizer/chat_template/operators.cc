@@ -12,14 +12,22 @@ namespace {
 
 std::string_view symbol(BinaryOp op) {
   switch (op) {
-    case BinaryOp::kAdd: return "+";
-    case BinaryOp::kSub: return "-";
-    case BinaryOp::kMul: return "*";
-    case BinaryOp::kDiv: return "/";
-    case BinaryOp::kFloorDiv: return "//";
-    case BinaryOp::kMod: return "%";
-    case BinaryOp::kPow: return "** or pow()";
-    default: return "?";
+    case BinaryOp::kAdd:
+      return "+";
+    case BinaryOp::kSub:
+      return "-";
+    case BinaryOp::kMul:
+      return "*";
+    case BinaryOp::kDiv:
+      return "/";
+    case BinaryOp::kFloorDiv:
+      return "//";
+    case BinaryOp::kMod:
+      return "%";
+    case BinaryOp::kPow:
+      return "** or pow()";
+    default:
+      return "?";
   }
 }
 
@@ -28,15 +36,19 @@ std::string_view symbol(BinaryOp op) {
               b.type_name());
 }
 
-bool is_integral(const Value& v) { return v.is_int() || v.is_bool(); }
+bool is_integral(const Value& v) {
+  return v.is_int() || v.is_bool();
+}
 
 void check_overflow(bool overflow) {
   if (overflow) render_fail("integer overflow (values beyond 64 bits are not supported)");
 }
 
 Value repeat(const Value& seq, std::int64_t n) {
-  if (n <= 0) return seq.is_string() ? Value(std::string()) :
-                     seq.kind() == Value::Kind::kTuple ? Value::tuple({}) : Value::list({});
+  if (n <= 0)
+    return seq.is_string()                     ? Value(std::string())
+           : seq.kind() == Value::Kind::kTuple ? Value::tuple({})
+                                               : Value::list({});
   const std::size_t unit = seq.is_string() ? seq.str().size() : seq.items().size();
   if (unit != 0 && static_cast<std::size_t>(n) > kMaxResultSize / unit) {
     render_fail("result of repetition is too large");
@@ -48,8 +60,10 @@ Value repeat(const Value& seq, std::int64_t n) {
     return same_kind(seq, std::move(out));
   }
   ValueList out;
-  for (std::int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
-  return seq.kind() == Value::Kind::kTuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
+  for (std::int64_t i = 0; i < n; ++i)
+    out.insert(out.end(), seq.items().begin(), seq.items().end());
+  return seq.kind() == Value::Kind::kTuple ? Value::tuple(std::move(out))
+                                           : Value::list(std::move(out));
 }
 
 Value add(const Value& a, const Value& b) {
@@ -67,7 +81,8 @@ Value add(const Value& a, const Value& b) {
   if (a.is_list_or_tuple() && a.kind() == b.kind()) {
     ValueList out = a.items();
     out.insert(out.end(), b.items().begin(), b.items().end());
-    return a.kind() == Value::Kind::kTuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
+    return a.kind() == Value::Kind::kTuple ? Value::tuple(std::move(out))
+                                           : Value::list(std::move(out));
   }
   if (a.is_string()) render_fail("can only concatenate str (not \"{}\") to str", b.type_name());
   if (a.kind() == Value::Kind::kList) {
@@ -158,15 +173,19 @@ Value binary_op(BinaryOp op, const Value& a, const Value& b) {
         if (x == -1) result = (y % 2 == 0) ? 1 : -1;
         return Value(result);
       }
-      default: break;
+      default:
+        break;
     }
   }
   const double x = a.as_double();
   const double y = b.as_double();
   switch (op) {
-    case BinaryOp::kAdd: return Value(x + y);
-    case BinaryOp::kSub: return Value(x - y);
-    case BinaryOp::kMul: return Value(x * y);
+    case BinaryOp::kAdd:
+      return Value(x + y);
+    case BinaryOp::kSub:
+      return Value(x - y);
+    case BinaryOp::kMul:
+      return Value(x * y);
     case BinaryOp::kDiv:
       if (y == 0.0 && is_integral(b)) render_fail("division by zero");
       if (y == 0.0) render_fail("float division by zero");
@@ -180,7 +199,8 @@ Value binary_op(BinaryOp op, const Value& a, const Value& b) {
     case BinaryOp::kPow:
       if (x == 0.0 && y < 0) render_fail("0.0 cannot be raised to a negative power");
       return Value(std::pow(x, y));
-    default: render_fail("bad arithmetic operator");
+    default:
+      render_fail("bad arithmetic operator");
   }
 }
 
@@ -204,21 +224,30 @@ Value unary_plus(const Value& v) {
 
 bool compare(CompareOp op, const Value& a, const Value& b) {
   switch (op) {
-    case CompareOp::kEq: return equals(a, b);
-    case CompareOp::kNe: return !equals(a, b);
-    case CompareOp::kLt: return less(a, b);
-    case CompareOp::kGt: return less(b, a);
-    case CompareOp::kLe: return less(a, b) || equals(a, b);
-    case CompareOp::kGe: return less(b, a) || equals(a, b);
-    case CompareOp::kIn: return contains(b, a);
-    case CompareOp::kNotIn: return !contains(b, a);
+    case CompareOp::kEq:
+      return equals(a, b);
+    case CompareOp::kNe:
+      return !equals(a, b);
+    case CompareOp::kLt:
+      return less(a, b);
+    case CompareOp::kGt:
+      return less(b, a);
+    case CompareOp::kLe:
+      return less(a, b) || equals(a, b);
+    case CompareOp::kGe:
+      return less(b, a) || equals(a, b);
+    case CompareOp::kIn:
+      return contains(b, a);
+    case CompareOp::kNotIn:
+      return !contains(b, a);
   }
   return false;
 }
 
 bool contains(const Value& container, const Value& item) {
   switch (container.kind()) {
-    case Value::Kind::kUndefined: return false;  // iterating an undefined yields nothing
+    case Value::Kind::kUndefined:
+      return false;  // iterating an undefined yields nothing
     case Value::Kind::kString:
       if (!item.is_string()) {
         render_fail("'in <string>' requires string as left operand, not {}", item.type_name());

@@ -17,8 +17,4 @@ bool compare(CompareOp op, const Value& left, const Value& right);
 // `item in container`.
 bool contains(const Value& container, const Value& item);
 
-// Results larger than this (string or list repetition) are refused: a template must not be able
-// to exhaust the server's memory.
-inline constexpr std::size_t kMaxResultSize = std::size_t{64} << 20;
-
 }  // namespace inflight::jinja

@@ -22,7 +22,9 @@ bool contains(std::initializer_list<std::string_view> tags, const std::string& n
 
 }  // namespace
 
-Parser::Parser(std::vector<Token> tokens) : toks_(std::move(tokens)) { frames_.push_back({}); }
+Parser::Parser(std::vector<Token> tokens) : toks_(std::move(tokens)) {
+  frames_.push_back({});
+}
 
 Parser::DepthGuard::DepthGuard(Parser& p) : parser_(p) {
   if (++parser_.depth_ > kMaxDepth) {
@@ -73,21 +75,36 @@ void Parser::unexpected(std::string_view expected) const {
   const Token& t = cur();
   std::string got;
   switch (t.type) {
-    case TokenType::kData: got = "template text"; break;
-    case TokenType::kVariableBegin: got = "'{{'"; break;
-    case TokenType::kVariableEnd: got = "end of print statement '}}'"; break;
-    case TokenType::kBlockBegin: got = "'{%'"; break;
-    case TokenType::kBlockEnd: got = "end of statement block '%}'"; break;
-    case TokenType::kEof: got = "end of template"; break;
-    case TokenType::kString: got = "a string literal"; break;
-    default: got = "'" + t.text + "'"; break;
+    case TokenType::kData:
+      got = "template text";
+      break;
+    case TokenType::kVariableBegin:
+      got = "'{{'";
+      break;
+    case TokenType::kVariableEnd:
+      got = "end of print statement '}}'";
+      break;
+    case TokenType::kBlockBegin:
+      got = "'{%'";
+      break;
+    case TokenType::kBlockEnd:
+      got = "end of statement block '%}'";
+      break;
+    case TokenType::kEof:
+      got = "end of template";
+      break;
+    case TokenType::kString:
+      got = "a string literal";
+      break;
+    default:
+      got = "'" + t.text + "'";
+      break;
   }
   syntax_error(t.line, "expected " + std::string(expected) + ", got " + got);
 }
 
 void Parser::unsupported(int line, const std::string& what) const {
-  INFLIGHT_THROW(ErrorCode::kUnsupported, "chat template line {}: {} is not supported", line,
-                 what);
+  INFLIGHT_THROW(ErrorCode::kUnsupported, "chat template line {}: {} is not supported", line, what);
 }
 
 StmtList Parser::subparse(EndTags end_tags) {
@@ -117,7 +134,8 @@ StmtList Parser::subparse(EndTags end_tags) {
       case TokenType::kEof:
         if (end_tags.size() > 0) {
           std::string names;
-          for (std::string_view n : end_tags) names += (names.empty() ? "'" : " or '") + std::string(n) + "'";
+          for (std::string_view n : end_tags)
+            names += (names.empty() ? "'" : " or '") + std::string(n) + "'";
           syntax_error(t.line, "unexpected end of template, expected " + names);
         }
         return body;
@@ -135,8 +153,8 @@ StmtList Parser::parse_body(EndTags end_tags, bool drop_end) {
   return body;
 }
 
-StmtList Parser::parse_frame_body(EndTags end_tags, bool drop_end, bool in_loop,
-                                  MacroDef* macro, bool* loop_used) {
+StmtList Parser::parse_frame_body(EndTags end_tags, bool drop_end, bool in_loop, MacroDef* macro,
+                                  bool* loop_used) {
   const Frame& outer = frames_.back();
   frames_.push_back(Frame{false, in_loop, macro != nullptr ? macro : outer.macro,
                           loop_used != nullptr ? loop_used : outer.loop_used});
@@ -171,8 +189,8 @@ void Parser::parse_statement(StmtList& out) {
     return out.push_back(
         make_stmt(line, ScopeStmt{parse_frame_body({"endgeneration"}, true, false, nullptr)}));
   }
-  if (tag == "extends" || tag == "block" || tag == "include" || tag == "import" ||
-      tag == "from" || tag == "autoescape") {
+  if (tag == "extends" || tag == "block" || tag == "include" || tag == "import" || tag == "from" ||
+      tag == "autoescape") {
     unsupported(line, "the '{% " + tag + " %}' tag");
   }
   syntax_error(line, "encountered unknown tag '" + tag + "'");
@@ -231,8 +249,8 @@ Target Parser::parse_target(bool with_namespace, std::string_view extra_end) {
     if (!t.names.empty() && is_tuple_end(extra_end)) break;
     const int line = cur().line;
     std::string name = expect_name();
-    if (name == "true" || name == "false" || name == "none" || name == "True" ||
-        name == "False" || name == "None") {
+    if (name == "true" || name == "false" || name == "none" || name == "True" || name == "False" ||
+        name == "None") {
       syntax_error(line, "can't assign to the constant '" + name + "'");
     }
     if (with_namespace && skip_op(".")) {

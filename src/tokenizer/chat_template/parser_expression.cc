@@ -156,8 +156,8 @@ ExprPtr Parser::parse_math2() {
   ExprPtr left = parse_pow();
   while (at_op("*") || at_op("/") || at_op("//") || at_op("%")) {
     const std::string op = next().text;
-    const BinaryOp kind = op == "*"   ? BinaryOp::kMul
-                          : op == "/" ? BinaryOp::kDiv
+    const BinaryOp kind = op == "*"    ? BinaryOp::kMul
+                          : op == "/"  ? BinaryOp::kDiv
                           : op == "//" ? BinaryOp::kFloorDiv
                                        : BinaryOp::kMod;
     left = binary(line, kind, std::move(left), parse_pow());
@@ -205,9 +205,12 @@ ExprPtr Parser::parse_primary() {
       while (cur().type == TokenType::kString) s += next().text;  // "a" "b" is "ab"
       return make(line, ConstExpr{Value(std::move(s))});
     }
-    case TokenType::kInteger: return make(line, ConstExpr{Value(next().int_value)});
-    case TokenType::kFloat: return make(line, ConstExpr{Value(next().float_value)});
-    default: break;
+    case TokenType::kInteger:
+      return make(line, ConstExpr{Value(next().int_value)});
+    case TokenType::kFloat:
+      return make(line, ConstExpr{Value(next().float_value)});
+    default:
+      break;
   }
   if (skip_op("(")) {
     ExprPtr e = parse_tuple(true, {}, true);
@@ -365,9 +368,9 @@ ExprPtr Parser::parse_test(ExprPtr node) {
   TestExpr test;
   test.operand = std::move(node);
   const Token& t = cur();
-  const bool starts_arg =
-      t.type == TokenType::kName || t.type == TokenType::kString ||
-      t.type == TokenType::kInteger || t.type == TokenType::kFloat || at_op("[") || at_op("{");
+  const bool starts_arg = t.type == TokenType::kName || t.type == TokenType::kString ||
+                          t.type == TokenType::kInteger || t.type == TokenType::kFloat ||
+                          at_op("[") || at_op("{");
   if (at_op("(")) {
     test.call = parse_call_args();
   } else if (starts_arg && !at_name("else") && !at_name("or") && !at_name("and")) {

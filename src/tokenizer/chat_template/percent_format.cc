@@ -20,9 +20,11 @@ struct Spec {
 
 // Pads `body` (with its sign/prefix already split off into `sign`) to the spec's width.
 std::string pad(const Spec& spec, const std::string& sign, const std::string& body, bool numeric) {
+  if (spec.width > static_cast<int>(kMaxResultSize)) render_fail("string is too large");
   const int len = static_cast<int>(unicode::length(sign) + unicode::length(body));
   if (spec.width <= len) return sign + body;
-  const std::string fill(static_cast<std::size_t>(spec.width - len), spec.zero && numeric && !spec.left ? '0' : ' ');
+  const std::string fill(static_cast<std::size_t>(spec.width - len),
+                         spec.zero && numeric && !spec.left ? '0' : ' ');
   if (spec.left) return sign + body + std::string(fill.size(), ' ');
   if (spec.zero && numeric) return sign + fill + body;
   return fill + sign + body;
@@ -51,9 +53,13 @@ std::string format_int(const Spec& spec, const Value& v) {
     render_fail("%{} format: an integer is required, not {}", spec.type, v.type_name());
   }
   const bool negative = n < 0;
-  const unsigned long long mag = negative ? 0ULL - static_cast<unsigned long long>(n) : static_cast<unsigned long long>(n);
+  const unsigned long long mag =
+      negative ? 0ULL - static_cast<unsigned long long>(n) : static_cast<unsigned long long>(n);
   char buf[80];
-  const char* conv = spec.type == 'o' ? "%llo" : spec.type == 'x' ? "%llx" : spec.type == 'X' ? "%llX" : "%llu";
+  const char* conv = spec.type == 'o'   ? "%llo"
+                     : spec.type == 'x' ? "%llx"
+                     : spec.type == 'X' ? "%llX"
+                                        : "%llu";
   std::snprintf(buf, sizeof(buf), conv, mag);
   std::string body = buf;
   if (spec.precision > static_cast<int>(body.size())) {
@@ -76,6 +82,7 @@ std::string format_double(const Spec& spec, const Value& v) {
     body = std::isnan(d) ? "nan" : "inf";
     if (spec.type == 'E' || spec.type == 'F' || spec.type == 'G') body = unicode::upper(body);
   } else {
+    if (spec.precision > 400) render_fail("precision too big");
     char fmt[16];
     std::snprintf(fmt, sizeof(fmt), "%%%s.%d%c", spec.alt ? "#" : "",
                   spec.precision < 0 ? 6 : spec.precision, spec.type);
@@ -97,8 +104,20 @@ std::string format_one(const Spec& spec, const Value& v) {
       }
       return pad(spec, "", s, false);
     }
-    case 'd': case 'i': case 'u': case 'o': case 'x': case 'X': return format_int(spec, v);
-    case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': return format_double(spec, v);
+    case 'd':
+    case 'i':
+    case 'u':
+    case 'o':
+    case 'x':
+    case 'X':
+      return format_int(spec, v);
+    case 'e':
+    case 'E':
+    case 'f':
+    case 'F':
+    case 'g':
+    case 'G':
+      return format_double(spec, v);
     case 'c': {
       std::string s;
       if (v.is_string() && unicode::length(v.str()) == 1) {
@@ -110,7 +129,8 @@ std::string format_one(const Spec& spec, const Value& v) {
       }
       return pad(spec, "", s, false);
     }
-    default: render_fail("unsupported format character '{}'", spec.type);
+    default:
+      render_fail("unsupported format character '{}'", spec.type);
   }
 }
 
@@ -131,10 +151,15 @@ std::string percent_format(std::string_view f, const Value& args) {
       ++i;
       const Value& v = take();
       if (!v.is_int()) render_fail("* wants int");
+      const auto limit = static_cast<std::int64_t>(kMaxResultSize);
+      if (v.as_int() > limit || v.as_int() < -limit) render_fail("width too big");
       return static_cast<int>(v.as_int());
     }
     int n = -1;
-    while (i < f.size() && f[i] >= '0' && f[i] <= '9') n = (n < 0 ? 0 : n * 10) + (f[i++] - '0');
+    while (i < f.size() && f[i] >= '0' && f[i] <= '9') {
+      n = (n < 0 ? 0 : n * 10) + (f[i++] - '0');
+      if (n > static_cast<int>(kMaxResultSize)) render_fail("width too big");
+    }
     return n;
   };
   std::string out;
@@ -157,12 +182,18 @@ std::string percent_format(std::string_view f, const Value& args) {
     Spec spec;
     for (; i < f.size(); ++i) {
       const char c = f[i];
-      if (c == '-') spec.left = true;
-      else if (c == '0') spec.zero = true;
-      else if (c == ' ') spec.space = true;
-      else if (c == '+') spec.plus = true;
-      else if (c == '#') spec.alt = true;
-      else break;
+      if (c == '-')
+        spec.left = true;
+      else if (c == '0')
+        spec.zero = true;
+      else if (c == ' ')
+        spec.space = true;
+      else if (c == '+')
+        spec.plus = true;
+      else if (c == '#')
+        spec.alt = true;
+      else
+        break;
     }
     spec.width = number(i);
     if (spec.width < -1) spec.left = true, spec.width = -spec.width;

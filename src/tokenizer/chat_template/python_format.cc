@@ -84,9 +84,15 @@ void append_map(std::string& out, const ValueMap& map, int depth) {
 
 void append_repr(std::string& out, const Value& value, int depth) {
   switch (value.kind()) {
-    case Value::Kind::kString: append_repr_string(out, value.str()); return;
-    case Value::Kind::kUndefined: out += "Undefined"; return;
-    default: append_str_at(out, value, depth); return;
+    case Value::Kind::kString:
+      append_repr_string(out, value.str());
+      return;
+    case Value::Kind::kUndefined:
+      out += "Undefined";
+      return;
+    default:
+      append_str_at(out, value, depth);
+      return;
   }
 }
 
@@ -97,14 +103,29 @@ void append_json_string(std::string& out, const std::string& s, bool ensure_asci
   for (std::size_t i = 0; i < s.size();) {
     const char32_t cp = unicode::decode(s, i);
     switch (cp) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      default:
+        break;
     }
     if (cp < 0x20 || (ensure_ascii && cp > 0x7E)) {
       if (cp >= 0x10000) {  // UTF-16 surrogate pair
@@ -127,10 +148,14 @@ void append_json_string(std::string& out, const std::string& s, bool ensure_asci
 // json.dumps turns non-string keys into strings: 1 -> "1", 1.5 -> "1.5", True -> "true".
 std::string json_key(const Value& key) {
   switch (key.kind()) {
-    case Value::Kind::kString: return key.str();
-    case Value::Kind::kNone: return "null";
-    case Value::Kind::kBool: return key.as_bool() ? "true" : "false";
-    case Value::Kind::kInt: return std::to_string(key.as_int());
+    case Value::Kind::kString:
+      return key.str();
+    case Value::Kind::kNone:
+      return "null";
+    case Value::Kind::kBool:
+      return key.as_bool() ? "true" : "false";
+    case Value::Kind::kInt:
+      return std::to_string(key.as_int());
     case Value::Kind::kFloat: {
       const double d = key.as_double();
       if (std::isnan(d)) return "NaN";
@@ -148,15 +173,22 @@ struct JsonWriter {
   std::string out;
 
   void newline(int depth) {
+    if (out.size() > kMaxResultSize) render_fail("string is too large");
     out += '\n';
     for (int i = 0; i < depth; ++i) out += *options.indent;
   }
 
   void write(const Value& value, int depth) {
     switch (value.kind()) {
-      case Value::Kind::kNone: out += "null"; return;
-      case Value::Kind::kBool: out += value.as_bool() ? "true" : "false"; return;
-      case Value::Kind::kInt: out += std::to_string(value.as_int()); return;
+      case Value::Kind::kNone:
+        out += "null";
+        return;
+      case Value::Kind::kBool:
+        out += value.as_bool() ? "true" : "false";
+        return;
+      case Value::Kind::kInt:
+        out += std::to_string(value.as_int());
+        return;
       case Value::Kind::kFloat: {
         const double d = value.as_double();
         if (std::isnan(d)) {
@@ -168,10 +200,16 @@ struct JsonWriter {
         }
         return;
       }
-      case Value::Kind::kString: append_json_string(out, value.str(), options.ensure_ascii); return;
+      case Value::Kind::kString:
+        append_json_string(out, value.str(), options.ensure_ascii);
+        return;
       case Value::Kind::kList:
-      case Value::Kind::kTuple: write_list(value.items(), depth); return;
-      case Value::Kind::kDict: write_map(value.map(), depth); return;
+      case Value::Kind::kTuple:
+        write_list(value.items(), depth);
+        return;
+      case Value::Kind::kDict:
+        write_map(value.map(), depth);
+        return;
       default:
         render_fail("Object of type {} is not JSON serializable", value.type_name());
     }
@@ -264,28 +302,47 @@ std::string format_float(double value) {
   return out;
 }
 
-void append_str(std::string& out, const Value& value) { append_str_at(out, value, 0); }
+void append_str(std::string& out, const Value& value) {
+  append_str_at(out, value, 0);
+}
 
 namespace {
 
 void append_str_at(std::string& out, const Value& value, int depth) {
   if (depth > kMaxPrintDepth) render_fail("value nested too deeply to print");
   switch (value.kind()) {
-    case Value::Kind::kUndefined: return;
-    case Value::Kind::kNone: out += "None"; return;
-    case Value::Kind::kBool: out += value.as_bool() ? "True" : "False"; return;
-    case Value::Kind::kInt: out += std::to_string(value.as_int()); return;
-    case Value::Kind::kFloat: out += format_float(value.as_double()); return;
-    case Value::Kind::kString: out += value.str(); return;
+    case Value::Kind::kUndefined:
+      return;
+    case Value::Kind::kNone:
+      out += "None";
+      return;
+    case Value::Kind::kBool:
+      out += value.as_bool() ? "True" : "False";
+      return;
+    case Value::Kind::kInt:
+      out += std::to_string(value.as_int());
+      return;
+    case Value::Kind::kFloat:
+      out += format_float(value.as_double());
+      return;
+    case Value::Kind::kString:
+      out += value.str();
+      return;
     case Value::Kind::kList:
-    case Value::Kind::kTuple: append_sequence(out, value, depth); return;
-    case Value::Kind::kDict: append_map(out, value.map(), depth); return;
+    case Value::Kind::kTuple:
+      append_sequence(out, value, depth);
+      return;
+    case Value::Kind::kDict:
+      append_map(out, value.map(), depth);
+      return;
     case Value::Kind::kNamespace:
       out += "<Namespace ";
       append_map(out, value.ns().attrs, depth);
       out += '>';
       return;
-    case Value::Kind::kCallable: out += "<" + value.callable().name + ">"; return;
+    case Value::Kind::kCallable:
+      out += "<" + value.callable().name + ">";
+      return;
     case Value::Kind::kIterator: {
       const IterState& it = value.iter_state();
       if (!it.is_view) {

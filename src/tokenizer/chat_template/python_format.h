@@ -21,7 +21,7 @@ std::string format_float(double value);
 // json.dumps options (transformers' tojson defaults: ensure_ascii=False, no indent).
 struct JsonOptions {
   bool ensure_ascii = false;
-  std::optional<std::string> indent;  // per-level indent; nullopt: one line
+  std::optional<std::string> indent;          // per-level indent; nullopt: one line
   std::optional<std::string> item_separator;  // default ", " (one line) or "," (indented)
   std::string key_separator = ": ";
   bool sort_keys = false;

@@ -25,7 +25,8 @@ class RenderError : public std::runtime_error {
     kRaised,     // raise_exception(message) in the template
   };
 
-  RenderError(Kind kind, std::string message) : std::runtime_error(std::move(message)), kind_(kind) {}
+  RenderError(Kind kind, std::string message)
+      : std::runtime_error(std::move(message)), kind_(kind) {}
 
   Kind kind() const { return kind_; }
   int line() const { return line_; }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "tokenizer/chat_template/render_error.h"
 #include "tokenizer/chat_template/unicode.h"
+#include "tokenizer/chat_template/value.h"
 
 namespace inflight::jinja::str {
 namespace {
@@ -33,7 +35,8 @@ std::pair<std::size_t, std::size_t> bounds(long long start, long long end, std::
   const auto len = static_cast<long long>(n);
   if (start < 0) start = std::max(0LL, start + len);
   if (end < 0) end = std::max(0LL, end + len);
-  return {static_cast<std::size_t>(std::min(start, len)), static_cast<std::size_t>(std::min(end, len))};
+  return {static_cast<std::size_t>(std::min(start, len)),
+          static_cast<std::size_t>(std::min(end, len))};
 }
 
 }  // namespace
@@ -94,7 +97,7 @@ std::vector<std::string> split(std::string_view s, const std::optional<std::stri
 }
 
 std::vector<std::string> rsplit(std::string_view s, const std::optional<std::string>& sep,
-                                 long long maxsplit) {
+                                long long maxsplit) {
   std::vector<std::string> out;
   if (sep) {
     std::size_t end = s.size();
@@ -205,6 +208,7 @@ long long count(std::string_view s, std::string_view sub, long long start, long 
 }
 
 std::string pad(std::string_view s, long long width, std::string_view fill, char align) {
+  if (width > static_cast<long long>(kMaxResultSize)) render_fail("string is too large");
   const long long len = static_cast<long long>(unicode::length(s));
   if (width <= len) return std::string(s);
   const long long margin = width - len;

@@ -41,8 +41,8 @@ void append_mapped(std::string& out, char32_t cp, const CaseTable& t) {
     }
   }
   const CaseRun* end = t.runs + t.num_runs;
-  const CaseRun* it = std::lower_bound(t.runs, end, cp,
-                                       [](const CaseRun& r, char32_t c) { return r.last < c; });
+  const CaseRun* it =
+      std::lower_bound(t.runs, end, cp, [](const CaseRun& r, char32_t c) { return r.last < c; });
   if (it != end && it->first <= cp && (cp - it->first) % it->stride == 0) {
     append_utf8(out, static_cast<char32_t>(static_cast<std::int32_t>(cp) + it->delta));
     return;
@@ -146,7 +146,13 @@ bool is_ascii(std::string_view s) {
 bool is_space(char32_t cp) {
   if (cp < 0x80) return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20);
   switch (cp) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
     case 0x3000:
       return true;
     default:

@@ -48,7 +48,8 @@ void check_hashable(const Value& key) {
     case Value::Kind::kTuple:
       for (const Value& item : key.items()) check_hashable(item);
       return;
-    default: return;
+    default:
+      return;
   }
 }
 
@@ -113,7 +114,7 @@ Value Value::new_namespace(ValueMap attrs, bool assignable) {
 }
 
 Value Value::callable(std::string name, std::function<Value(Interpreter&, const CallArgs&)> fn,
-                       const Value* holds) {
+                      const Value* holds) {
   Value v;
   v.kind_ = Kind::kCallable;
   const std::uint32_t depth = holds != nullptr ? nested_depth(holds->depth()) : 0;
@@ -132,21 +133,30 @@ Value Value::iterator(std::string type_name, ValueList items, bool is_view) {
 
 double Value::as_double() const {
   switch (kind_) {
-    case Kind::kFloat: return std::get<double>(data_);
-    case Kind::kInt: return static_cast<double>(as_int());
-    case Kind::kBool: return as_bool() ? 1.0 : 0.0;
-    default: render_fail("expected a number, got {}", type_name());
+    case Kind::kFloat:
+      return std::get<double>(data_);
+    case Kind::kInt:
+      return static_cast<double>(as_int());
+    case Kind::kBool:
+      return as_bool() ? 1.0 : 0.0;
+    default:
+      render_fail("expected a number, got {}", type_name());
   }
 }
 
 std::uint32_t Value::depth() const {
   switch (kind_) {
     case Kind::kList:
-    case Kind::kTuple: return std::get<std::shared_ptr<const ListData>>(data_)->depth;
-    case Kind::kDict: return map().depth();
-    case Kind::kCallable: return callable().depth;
-    case Kind::kIterator: return iter_state().depth;
-    default: return 0;
+    case Kind::kTuple:
+      return std::get<std::shared_ptr<const ListData>>(data_)->depth;
+    case Kind::kDict:
+      return map().depth();
+    case Kind::kCallable:
+      return callable().depth;
+    case Kind::kIterator:
+      return iter_state().depth;
+    default:
+      return 0;
   }
 }
 
@@ -158,35 +168,56 @@ const UndefinedInfo* Value::undefined_info() const {
 bool Value::truthy() const {
   switch (kind_) {
     case Kind::kUndefined:
-    case Kind::kNone: return false;
-    case Kind::kBool: return as_bool();
-    case Kind::kInt: return as_int() != 0;
-    case Kind::kFloat: return std::get<double>(data_) != 0.0;
-    case Kind::kString: return !str().empty();
+    case Kind::kNone:
+      return false;
+    case Kind::kBool:
+      return as_bool();
+    case Kind::kInt:
+      return as_int() != 0;
+    case Kind::kFloat:
+      return std::get<double>(data_) != 0.0;
+    case Kind::kString:
+      return !str().empty();
     case Kind::kList:
-    case Kind::kTuple: return !items().empty();
-    case Kind::kDict: return !map().empty();
+    case Kind::kTuple:
+      return !items().empty();
+    case Kind::kDict:
+      return !map().empty();
     case Kind::kNamespace:
-    case Kind::kCallable: return true;
-    case Kind::kIterator: return !iter_state().is_view || !iter_state().items.empty();
+    case Kind::kCallable:
+      return true;
+    case Kind::kIterator:
+      return !iter_state().is_view || !iter_state().items.empty();
   }
   return false;
 }
 
 std::string_view Value::type_name() const {
   switch (kind_) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "NoneType";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
-    case Kind::kList: return "list";
-    case Kind::kTuple: return "tuple";
-    case Kind::kDict: return "dict";
-    case Kind::kNamespace: return "Namespace";
-    case Kind::kCallable: return "function";
-    case Kind::kIterator: return iter_state().type_name;
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kList:
+      return "list";
+    case Kind::kTuple:
+      return "tuple";
+    case Kind::kDict:
+      return "dict";
+    case Kind::kNamespace:
+      return "Namespace";
+    case Kind::kCallable:
+      return "function";
+    case Kind::kIterator:
+      return iter_state().type_name;
   }
   return "object";
 }
@@ -194,20 +225,28 @@ std::string_view Value::type_name() const {
 const void* Value::identity() const {
   switch (kind_) {
     case Kind::kList:
-    case Kind::kTuple: return &items();
-    case Kind::kDict: return &map();
-    case Kind::kNamespace: return &ns();
-    case Kind::kCallable: return &callable();
-    case Kind::kIterator: return &iter_state();
-    default: return nullptr;
+    case Kind::kTuple:
+      return &items();
+    case Kind::kDict:
+      return &map();
+    case Kind::kNamespace:
+      return &ns();
+    case Kind::kCallable:
+      return &callable();
+    case Kind::kIterator:
+      return &iter_state();
+    default:
+      return nullptr;
   }
 }
 
 ValueList iterate(const Value& value) {
   switch (value.kind()) {
-    case Value::Kind::kUndefined: return {};
+    case Value::Kind::kUndefined:
+      return {};
     case Value::Kind::kList:
-    case Value::Kind::kTuple: return value.items();
+    case Value::Kind::kTuple:
+      return value.items();
     case Value::Kind::kDict: {
       ValueList keys;
       keys.reserve(value.map().size());
@@ -231,7 +270,8 @@ ValueList iterate(const Value& value) {
       }
       return chars;
     }
-    default: render_fail("'{}' object is not iterable", value.type_name());
+    default:
+      render_fail("'{}' object is not iterable", value.type_name());
   }
 }
 
@@ -244,8 +284,10 @@ bool equals(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case Kind::kUndefined:
-    case Kind::kNone: return true;
-    case Kind::kString: return a.str() == b.str();
+    case Kind::kNone:
+      return true;
+    case Kind::kString:
+      return a.str() == b.str();
     case Kind::kList:
     case Kind::kTuple: {
       const ValueList& x = a.items();
@@ -260,7 +302,8 @@ bool equals(const Value& a, const Value& b) {
       }
       return true;
     }
-    default: return a.identity() == b.identity();
+    default:
+      return a.identity() == b.identity();
   }
 }
 
@@ -280,8 +323,7 @@ bool less(const Value& a, const Value& b) {
     }
     return x.size() < y.size();
   }
-  render_fail("'<' not supported between instances of '{}' and '{}'", a.type_name(),
-              b.type_name());
+  render_fail("'<' not supported between instances of '{}' and '{}'", a.type_name(), b.type_name());
 }
 
 void fail_undefined(const Value& value) {

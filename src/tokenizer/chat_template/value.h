@@ -28,6 +28,10 @@ using ValueList = std::vector<Value>;
 // destruction recurse without bound; Python's own recursion limit stops templates far earlier.
 inline constexpr std::uint32_t kMaxNesting = 512;
 
+// Strings, lists and the output larger than this are refused (repetition, padding, indents):
+// a template must not be able to exhaust the server's memory.
+inline constexpr std::size_t kMaxResultSize = std::size_t{64} << 20;
+
 struct ListData;
 class ValueMap;
 struct Namespace;
@@ -38,7 +42,17 @@ struct UndefinedInfo;
 class Value {
  public:
   enum class Kind : std::uint8_t {
-    kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kTuple, kDict, kNamespace, kCallable,
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,
+    kTuple,
+    kDict,
+    kNamespace,
+    kCallable,
     kIterator
   };
 

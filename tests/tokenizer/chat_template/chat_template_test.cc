@@ -36,7 +36,8 @@ TEST(ChatTemplateTest, KeyOrderIsKeptWithOrderedJson) {
 }
 
 TEST(ChatTemplateTest, StrftimeNowUsesTheFixedTime) {
-  const auto tmpl = ChatTemplate::parse("{{ strftime_now('%d %b %Y') }}|{{ strftime_now('%A %H:%M') }}");
+  const auto tmpl =
+      ChatTemplate::parse("{{ strftime_now('%d %b %Y') }}|{{ strftime_now('%A %H:%M') }}");
   ChatTemplateRenderOptions options;
   options.fixed_now = "2024-07-26T09:05:00";
   EXPECT_EQ(tmpl.render(nlohmann::json::object(), options), "26 Jul 2024|Friday 09:05");
@@ -45,7 +46,9 @@ TEST(ChatTemplateTest, StrftimeNowUsesTheFixedTime) {
   options.fixed_now = "26/07/2024";
   EXPECT_THROW(tmpl.render(nlohmann::json::object(), options), Error);
   // Without a fixed time it is today: at least it has the shape.
-  EXPECT_EQ(ChatTemplate::parse("{{ strftime_now('%Y') | length }}").render(nlohmann::json::object()), "4");
+  EXPECT_EQ(
+      ChatTemplate::parse("{{ strftime_now('%Y') | length }}").render(nlohmann::json::object()),
+      "4");
 }
 
 TEST(ChatTemplateTest, ContextMustBeAnObject) {
@@ -69,11 +72,11 @@ TEST(ChatTemplateTest, RendersConcurrentlyFromManyThreads) {
   INFLIGHT_REQUIRE_DATA(path, "chat-templates/meta-llama-Llama-3.1-8B-Instruct.jinja");
   const auto tmpl = ChatTemplate::parse(read_file(path));
   auto context = [](int i) {
-    return nlohmann::json{
-        {"messages", {{{"role", "system"}, {"content", "Be brief."}},
-                      {{"role", "user"}, {"content", "Question " + std::to_string(i)}}}},
-        {"add_generation_prompt", true},
-        {"bos_token", "<|begin_of_text|>"}};
+    return nlohmann::json{{"messages",
+                           {{{"role", "system"}, {"content", "Be brief."}},
+                            {{"role", "user"}, {"content", "Question " + std::to_string(i)}}}},
+                          {"add_generation_prompt", true},
+                          {"bos_token", "<|begin_of_text|>"}};
   };
   ChatTemplateRenderOptions options;
   options.fixed_now = "2024-07-26";
@@ -139,10 +142,11 @@ TEST(ChatTemplateTest, TemplateThatRejectsARoleRaises) {
 TEST(ChatTemplateTest, DefaultModelTemplate) {
   INFLIGHT_REQUIRE_MODEL(model);
   const auto tmpl = ChatTemplate::parse(ModelFiles::open(model)->chat_template());
-  EXPECT_EQ(tmpl.render(nlohmann::json::parse(
-                R"({"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true})")),
-            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
-            "Face<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(
+      tmpl.render(nlohmann::json::parse(
+          R"({"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true})")),
+      "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+      "Face<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(tmpl.render(nlohmann::json::parse(R"({"messages": [
                 {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
                 {"role": "assistant", "content": "Hello!"}], "add_generation_prompt": false})")),

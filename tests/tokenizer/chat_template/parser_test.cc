@@ -14,8 +14,10 @@ namespace {
 std::string sexpr(const Expr& e) {
   if (const auto* n = std::get_if<ConstExpr>(&e.node)) return to_repr(n->value);
   if (const auto* n = std::get_if<NameExpr>(&e.node)) return n->name;
-  if (const auto* n = std::get_if<GetattrExpr>(&e.node)) return "(. " + sexpr(*n->object) + " " + n->attr + ")";
-  if (const auto* n = std::get_if<GetitemExpr>(&e.node)) return "([] " + sexpr(*n->object) + " " + sexpr(*n->index) + ")";
+  if (const auto* n = std::get_if<GetattrExpr>(&e.node))
+    return "(. " + sexpr(*n->object) + " " + n->attr + ")";
+  if (const auto* n = std::get_if<GetitemExpr>(&e.node))
+    return "([] " + sexpr(*n->object) + " " + sexpr(*n->index) + ")";
   if (const auto* n = std::get_if<SliceExpr>(&e.node)) {
     auto part = [](const ExprPtr& p) { return p ? sexpr(*p) : std::string("_"); };
     return "(: " + part(n->start) + " " + part(n->stop) + " " + part(n->step) + ")";
@@ -42,7 +44,8 @@ std::string sexpr(const Expr& e) {
   if (const auto* n = std::get_if<CompareExpr>(&e.node)) {
     static const char* kOps[] = {"==", "!=", "<", "<=", ">", ">=", "in", "notin"};
     std::string s = "(cmp " + sexpr(*n->first);
-    for (const auto& [op, x] : n->rest) s += std::string(" ") + kOps[static_cast<int>(op)] + " " + sexpr(*x);
+    for (const auto& [op, x] : n->rest)
+      s += std::string(" ") + kOps[static_cast<int>(op)] + " " + sexpr(*x);
     return s + ")";
   }
   if (const auto* n = std::get_if<CondExpr>(&e.node)) {
@@ -73,10 +76,10 @@ std::string parse_expr(const std::string& expr) {
   return sexpr(*std::get<PrintStmt>(program->body.at(0).node).expr);
 }
 
-TEST(ParserTest, OperatorPrecedenceMatchesJinja2) {
+TEST(JinjaParserTest, OperatorPrecedenceMatchesJinja2) {
   EXPECT_EQ(parse_expr("a or b and not c"), "(or a (and b (not c)))");
   EXPECT_EQ(parse_expr("a + b * c - d"), "(- (+ a (* b c)) d)");
-  EXPECT_EQ(parse_expr("a ~ b + c"), "(+ (~ a b) c)");  // ~ binds tighter than + and -
+  EXPECT_EQ(parse_expr("a ~ b + c"), "(+ (~ a b) c)");      // ~ binds tighter than + and -
   EXPECT_EQ(parse_expr("2 ** 3 ** 2"), "(** (** 2 3) 2)");  // left-associative in jinja2
   EXPECT_EQ(parse_expr("-x | abs"), "(|abs (neg x))");
   EXPECT_EQ(parse_expr("-x.y"), "(neg (. x y))");
@@ -87,7 +90,7 @@ TEST(ParserTest, OperatorPrecedenceMatchesJinja2) {
   EXPECT_EQ(parse_expr("x if c"), "(if c x _)");
 }
 
-TEST(ParserTest, PostfixFiltersAndTests) {
+TEST(JinjaParserTest, PostfixFiltersAndTests) {
   EXPECT_EQ(parse_expr("a.b[0]['c'](1, k=2)"), "(call ([] ([] (. a b) 0) 'c') 1 k=2)");
   EXPECT_EQ(parse_expr("x | trim | replace('a', 'b')"), "(|replace (|trim x) 'a' 'b')");
   EXPECT_EQ(parse_expr("x is not none"), "(not (is-none x))");
@@ -103,10 +106,11 @@ TEST(ParserTest, PostfixFiltersAndTests) {
   EXPECT_EQ(parse_expr("None"), "None");
 }
 
-TEST(ParserTest, Statements) {
+TEST(JinjaParserTest, Statements) {
   auto p = parse_program(
       "{% for k, v in d.items() if v %}{{ k }}{% else %}none{% endfor %}"
-      "{% set ns.x = 1 %}{% set y %}b{% endset %}{% macro m(a, b=2) %}{{ caller() }}{% endmacro %}");
+      "{% set ns.x = 1 %}{% set y %}b{% endset %}{% macro m(a, b=2) %}{{ caller() }}{% endmacro "
+      "%}");
   ASSERT_EQ(p->body.size(), 4u);
   const auto& f = std::get<ForStmt>(p->body[0].node);
   EXPECT_EQ(f.target.names, (std::vector<std::string>{"k", "v"}));
@@ -134,8 +138,9 @@ void expect_error(const std::string& source, ErrorCode code, const std::string& 
   }
 }
 
-TEST(ParserTest, SyntaxErrorsNameTheLine) {
-  expect_error("a\n{% if x %}\nb", ErrorCode::kInvalidFile, "line 3: unexpected end of template, expected 'elif' or 'else' or 'endif'");
+TEST(JinjaParserTest, SyntaxErrorsNameTheLine) {
+  expect_error("a\n{% if x %}\nb", ErrorCode::kInvalidFile,
+               "line 3: unexpected end of template, expected 'elif' or 'else' or 'endif'");
   expect_error("{% endfor %}", ErrorCode::kInvalidFile, "unknown tag 'endfor'");
   expect_error("\n{% do x %}", ErrorCode::kInvalidFile, "line 2: encountered unknown tag 'do'");
   expect_error("{{ }}", ErrorCode::kInvalidFile, "expected an expression");
@@ -149,7 +154,7 @@ TEST(ParserTest, SyntaxErrorsNameTheLine) {
   expect_error("{{ x is defined is defined }}", ErrorCode::kInvalidFile, "");
 }
 
-TEST(ParserTest, DeepNestingIsRejectedNotOverflowed) {
+TEST(JinjaParserTest, DeepNestingIsRejectedNotOverflowed) {
   const std::string parens = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
   expect_error(parens, ErrorCode::kInvalidFile, "nested too deeply");
   std::string nots = "{{ ";
@@ -163,17 +168,18 @@ TEST(ParserTest, DeepNestingIsRejectedNotOverflowed) {
   expect_error(conds + " }}", ErrorCode::kInvalidFile, "nested too deeply");
 }
 
-TEST(ParserTest, UnsupportedConstructsNameTheConstruct) {
+TEST(JinjaParserTest, UnsupportedConstructsNameTheConstruct) {
   expect_error("\n\n{% include 'other.jinja' %}", ErrorCode::kUnsupported,
                "line 3: the '{% include %}' tag is not supported");
   expect_error("{% extends 'base' %}", ErrorCode::kUnsupported, "'{% extends %}' tag");
   expect_error("{{ x | urlize }}", ErrorCode::kUnsupported, "line 1: the filter 'urlize'");
-  expect_error("{{ x is escaped_thing }}", ErrorCode::kInvalidFile, "no test named 'escaped_thing'");
+  expect_error("{{ x is escaped_thing }}", ErrorCode::kInvalidFile,
+               "no test named 'escaped_thing'");
   expect_error("{% for x in y recursive %}{% endfor %}", ErrorCode::kUnsupported,
                "a recursive for loop");
 }
 
-TEST(ParserTest, UnknownFilterFailsAtParseTimeOutsideConditionals) {
+TEST(JinjaParserTest, UnknownFilterFailsAtParseTimeOutsideConditionals) {
   // As jinja2: unknown filters are compile errors, except inside an if (or inline if) of the
   // same frame, where only evaluating them fails.
   expect_error("{{ x | from_json }}", ErrorCode::kInvalidFile, "no filter named 'from_json'");

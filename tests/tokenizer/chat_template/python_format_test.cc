@@ -10,7 +10,7 @@
 namespace inflight::jinja {
 namespace {
 
-TEST(PythonFormatTest, FloatReprIsShortestRoundTrip) {
+TEST(JinjaPythonFormatTest, FloatReprIsShortestRoundTrip) {
   // Expected strings are Python 3's repr().
   EXPECT_EQ(format_float(1.0), "1.0");
   EXPECT_EQ(format_float(0.1), "0.1");
@@ -30,9 +30,10 @@ TEST(PythonFormatTest, FloatReprIsShortestRoundTrip) {
   EXPECT_EQ(format_float(std::numeric_limits<double>::max()), "1.7976931348623157e+308");
 }
 
-TEST(PythonFormatTest, StrAndReprOfContainers) {
+TEST(JinjaPythonFormatTest, StrAndReprOfContainers) {
   ValueMap m;
-  m.set(Value("k"), Value::list({Value(1), Value("it's"), Value(nullptr), Value(true), Value(1.5)}));
+  m.set(Value("k"),
+        Value::list({Value(1), Value("it's"), Value(nullptr), Value(true), Value(1.5)}));
   m.set(Value(2), Value::tuple({Value("x")}));
   EXPECT_EQ(to_str(Value::dict(m)), R"({'k': [1, "it's", None, True, 1.5], 2: ('x',)})");
   EXPECT_EQ(to_str(Value("plain")), "plain");
@@ -44,7 +45,7 @@ TEST(PythonFormatTest, StrAndReprOfContainers) {
             "'\xC3\xA9 \\x01 \\x7f \\xa0 \\u2028 \xF0\x9F\x98\x80'");
 }
 
-TEST(PythonFormatTest, JsonMatchesJsonDumps) {
+TEST(JinjaPythonFormatTest, JsonMatchesJsonDumps) {
   ValueMap inner;
   inner.set(Value("z"), Value(nullptr));
   ValueMap m;
@@ -72,7 +73,7 @@ TEST(PythonFormatTest, JsonMatchesJsonDumps) {
   EXPECT_EQ(to_json(Value(std::numeric_limits<double>::infinity())), "Infinity");
 }
 
-TEST(PythonFormatTest, JsonRejectsWhatPythonRejects) {
+TEST(JinjaPythonFormatTest, JsonRejectsWhatPythonRejects) {
   EXPECT_THROW(to_json(Value()), RenderError);
   EXPECT_THROW(to_json(Value::iterator("generator", {})), RenderError);
   EXPECT_THROW(to_json(Value::new_namespace({})), RenderError);

@@ -8,7 +8,7 @@ namespace {
 using Strings = std::vector<std::string>;
 const std::optional<std::string> kWhitespace;
 
-TEST(StringMethodsTest, SplitLikePython) {
+TEST(JinjaStringMethodsTest, SplitLikePython) {
   EXPECT_EQ(str::split("a,b,,c", ",", -1), (Strings{"a", "b", "", "c"}));
   EXPECT_EQ(str::split("  a  b  ", kWhitespace, -1), (Strings{"a", "b"}));
   EXPECT_EQ(str::split("  a  b  c ", kWhitespace, 1), (Strings{"a", "b  c "}));
@@ -23,11 +23,17 @@ TEST(StringMethodsTest, SplitLikePython) {
   EXPECT_EQ(str::splitlines("a\n\nb", true), (Strings{"a\n", "\n", "b"}));
 }
 
-TEST(StringMethodsTest, StripReplaceFindCount) {
+TEST(JinjaStringMethodsTest, StripReplaceFindCount) {
   EXPECT_EQ(str::strip(" \t x y \n", kWhitespace, true, true), "x y");
   EXPECT_EQ(str::strip("xxhixx", "x", true, false), "hixx");
-  EXPECT_EQ(str::strip("\xC2\xA0" "a\xC2\xA0", kWhitespace, true, true), "a");  // U+00A0
-  EXPECT_EQ(str::strip("\xC3\xA9" "a\xC3\xA9", "\xC3\xA9", true, true), "a");
+  EXPECT_EQ(str::strip("\xC2\xA0"
+                       "a\xC2\xA0",
+                       kWhitespace, true, true),
+            "a");  // U+00A0
+  EXPECT_EQ(str::strip("\xC3\xA9"
+                       "a\xC3\xA9",
+                       "\xC3\xA9", true, true),
+            "a");
   EXPECT_EQ(str::replace("aaa", "a", "b", 2), "bba");
   EXPECT_EQ(str::replace("ab", "", "-", -1), "-a-b-");
   EXPECT_EQ(str::find("h\xC3\xA9llo", "l", 0, 100, false), 2);  // code point index
