@@ -285,8 +285,9 @@ void LlamaModel::ensure_workspace(int64_t num_tokens, int64_t num_logits) {
     ws_.capacity = cap;
     graphs_.clear();  // they point at the old workspace
   }
-  if (num_logits > ws_.logits_capacity) {
-    const int64_t cap = (num_logits + 7) / 8 * 8;
+  // At least one row, so that a step that samples nothing still has a [0, vocab] view.
+  if (std::max<int64_t>(num_logits, 1) > ws_.logits_capacity) {
+    const int64_t cap = (std::max<int64_t>(num_logits, 1) + 7) / 8 * 8;
     ws_.picked = backend_.alloc({cap, c.hidden_size}, dt);
     ws_.logits = backend_.alloc({cap, c.vocab_size}, DType::kF32);
     ws_.logits_capacity = cap;
