@@ -22,6 +22,8 @@ BIN = Path(os.environ.get("INFLIGHT_BIN", ROOT / "build" / "bin" / "inflight"))
 MODEL = Path(os.environ.get("INFLIGHT_TEST_MODEL",
                             ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"))
 MAX_MODEL_LEN = 512
+# Seconds a test waits on the server; raise it for slow builds (sanitizers).
+TIMEOUT = float(os.environ.get("INFLIGHT_E2E_TIMEOUT", "120"))
 SERVED_NAME = "smollm2"
 
 # Small limits for a 2-core CPU machine.

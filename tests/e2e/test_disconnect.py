@@ -6,14 +6,14 @@ import time
 
 import requests
 
-from conftest import post_json
+from conftest import TIMEOUT, post_json
 
 STREAMS = 50
 
 
 def open_stream(base_url, body):
     host, port = base_url.removeprefix("http://").split(":")
-    s = socket.create_connection((host, int(port)), timeout=60)
+    s = socket.create_connection((host, int(port)), timeout=TIMEOUT)
     payload = json.dumps(body).encode()
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
               b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)

@@ -2,6 +2,7 @@
 // sequence filters (|map, |select, |sort, ...) are in filters_sequence.cc.
 #include <array>
 #include <cmath>
+#include <cerrno>
 #include <cstdlib>
 #include <utility>
 

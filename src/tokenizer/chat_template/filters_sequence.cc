@@ -4,6 +4,9 @@
 // As in jinja2, map/select/reject/unique/batch return single-pass generators and reverse an
 // iterator: `|list` materialises them, and `|length` or `|tojson` on them fails as it does there.
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <array>
 #include <utility>
 
@@ -34,7 +37,14 @@ class AttrGetter {
     for (const std::string& part : str::split(to_str(attribute), std::string("."), -1)) {
       const bool digits = !part.empty() && std::all_of(part.begin(), part.end(),
                                                        [](char c) { return c >= '0' && c <= '9'; });
-      parts_.push_back(digits ? Value(static_cast<std::int64_t>(std::stoll(part))) : Value(part));
+      if (!digits) {
+        parts_.emplace_back(part);
+        continue;
+      }
+      // Beyond 64 bits no list index or realistic key matches: the largest int64 finds nothing.
+      errno = 0;
+      const long long index = std::strtoll(part.c_str(), nullptr, 10);
+      parts_.emplace_back(static_cast<std::int64_t>(errno == ERANGE ? INT64_MAX : index));
     }
   }
   Value operator()(Value item, const Value* fallback = nullptr) const {

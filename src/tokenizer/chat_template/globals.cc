@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
@@ -57,14 +58,18 @@ Value g_range(Interpreter&, const CallArgs& a) {
   }
   if (step == 0) render_fail("range() arg 3 must not be zero");
   const long double span = (static_cast<long double>(stop) - start) / step;
-  const std::int64_t n =
-      span <= 0 ? 0 : static_cast<std::int64_t>(std::ceil(static_cast<double>(span)));
-  if (n > kMaxRange) {
+  if (span > kMaxRange) {
     render_fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE ({}).", kMaxRange);
   }
+  const auto n = span <= 0 ? std::int64_t{0} : static_cast<std::int64_t>(std::ceil(span));
   ValueList out;
   out.reserve(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) out.emplace_back(start + i * step);
+  std::int64_t value = start;
+  for (std::int64_t i = 0; i < n; ++i) {
+    out.emplace_back(value);
+    // Past the last item the next value may not fit in 64 bits; it is never used then.
+    if (i + 1 < n && __builtin_add_overflow(value, step, &value)) render_fail("range overflows");
+  }
   return Value::list(std::move(out));
 }
 

@@ -1,6 +1,7 @@
 #include "tokenizer/chat_template/lexer.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "core/check.h"

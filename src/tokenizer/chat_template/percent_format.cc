@@ -44,6 +44,7 @@ std::string format_int(const Spec& spec, const Value& v) {
   } else if (v.is_float() && (spec.type == 'd' || spec.type == 'i' || spec.type == 'u')) {
     const double d = v.as_double();
     if (!std::isfinite(d)) render_fail("cannot convert float {} to integer", format_float(d));
+    if (std::fabs(d) >= 9.2e18) render_fail("integer beyond 64 bits is not supported");
     n = static_cast<std::int64_t>(std::trunc(d));
   } else {
     if (v.is_undefined()) fail_undefined(v);

@@ -26,6 +26,8 @@ def load_cases():
     return cases
 
 
+# One snippet checks that unknown escapes like "\q" stay as written (Python warns about them).
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("source,context", load_cases())
 def test_snippet(source, context, tmp_path):
     if not binary().exists():
