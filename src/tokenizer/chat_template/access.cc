@@ -145,12 +145,13 @@ Value get_slice(const Value& object, const Value& start_v, const Value& stop_v,
 
   std::string out_str;
   ValueList out_items;
-  for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+  for (std::int64_t i = start; step > 0 ? i < stop : i > stop;) {
     if (object.is_string()) {
       out_str += chars[static_cast<std::size_t>(i)];
     } else {
       out_items.push_back(object.items()[static_cast<std::size_t>(i)]);
     }
+    if (__builtin_add_overflow(i, step, &i)) break;  // a huge step jumps past the end
   }
   if (object.is_string()) return same_kind(object, std::move(out_str));
   return object.kind() == Value::Kind::kTuple ? Value::tuple(std::move(out_items))

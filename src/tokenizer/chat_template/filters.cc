@@ -290,7 +290,9 @@ Value f_round(Interpreter&, const Value& v, const CallArgs& a) {
   if (!v.is_number()) render_fail("type {} doesn't define __round__ method", v.type_name());
   if (method == "common") {
     if (!v.is_float()) return Value(v.as_integer());  // round(int, n) stays an int (n >= 0)
-    if (precision < 0 || precision > 300) {
+    if (precision > 300) return v;  // beyond double precision: unchanged, as Python
+    if (precision < -308) return Value(std::copysign(0.0, v.as_double()));
+    if (precision < 0) {
       const double scale = std::pow(10.0, static_cast<double>(precision));
       return Value(std::nearbyint(v.as_double() * scale) / scale);
     }
