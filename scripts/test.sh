@@ -18,7 +18,7 @@ scripts/install_deps.sh
 scripts/fetch_model.sh
 
 step "build (Release)"
-scripts/build.sh
+scripts/build.sh -DINFLIGHT_BUILD_TESTS=ON
 
 step "ctest"
 (cd build && ctest --output-on-failure -j "$jobs" --timeout 1500)
