@@ -1,8 +1,8 @@
 // Scalar and string filters (|trim, |tojson, |default, |int, ...) and the filter table; the
 // sequence filters (|map, |select, |sort, ...) are in filters_sequence.cc.
 #include <array>
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <utility>
 

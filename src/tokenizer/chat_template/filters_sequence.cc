@@ -4,10 +4,10 @@
 // As in jinja2, map/select/reject/unique/batch return single-pass generators and reverse an
 // iterator: `|list` materialises them, and `|length` or `|tojson` on them fails as it does there.
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
-#include <array>
 #include <utility>
 
 #include "tokenizer/chat_template/access.h"

@@ -14,6 +14,7 @@ namespace {
 // Python's recursion limit or run for ever; a server must not.
 constexpr int kMaxCallDepth = 256;
 constexpr std::size_t kMaxSteps = 10'000'000;
+constexpr std::size_t kMaxWork = std::size_t{1} << 30;  // bytes of values produced, roughly
 
 void check_size(const std::string& out) {
   if (out.size() > kMaxResultSize) render_fail("rendered output exceeds {} bytes", kMaxResultSize);
@@ -84,6 +85,25 @@ std::string Interpreter::render(const Program& program, ValueMap context) {
   std::string out;
   exec(program.body, root, out);
   return out;
+}
+
+void Interpreter::charge(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kString:
+      work_ += v.str().size();
+      break;
+    case Value::Kind::kList:
+    case Value::Kind::kTuple:
+      work_ += v.items().size() * sizeof(Value);
+      break;
+    case Value::Kind::kDict:
+      work_ += v.map().size() * 2 * sizeof(Value);
+      break;
+    default:
+      return;
+  }
+  if (work_ > kMaxWork)
+    render_fail("template exceeded its work limit ({} bytes of values)", kMaxWork);
 }
 
 void Interpreter::tick() {

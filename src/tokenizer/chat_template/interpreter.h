@@ -73,10 +73,14 @@ class Interpreter {
   CallArgs eval_args(const CallSpec& spec, const ScopePtr& scope);
   Value lookup(const std::string& name, const ScopePtr& scope) const;
   void tick();
+  // Counts the size of every value an expression yields, a proxy for the copying and searching
+  // a render does; a template that would churn through gigabytes is stopped.
+  void charge(const Value& v);
 
   RenderSettings settings_;
   int call_depth_ = 0;
   std::size_t steps_ = 0;
+  std::size_t work_ = 0;
   std::vector<Value> namespaces_;
 };
 

@@ -11,7 +11,9 @@ namespace inflight::jinja {
 Value Interpreter::eval(const Expr& e, const ScopePtr& scope) {
   try {
     tick();
-    return eval_node(e, scope);
+    Value v = eval_node(e, scope);
+    charge(v);
+    return v;
   } catch (RenderError& err) {
     err.set_line(e.line);
     throw;

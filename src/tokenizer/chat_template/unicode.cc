@@ -1,6 +1,7 @@
 #include "tokenizer/chat_template/unicode.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace inflight::jinja {
 
@@ -62,6 +63,14 @@ const CaseTable kTitle{unicode_tables::kTitleRuns, unicode_tables::kTitleRunsSiz
 bool is_valid_utf8(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
+    // ASCII runs, 8 bytes at a time.
+    while (i + 8 <= s.size()) {
+      std::uint64_t word;
+      std::memcpy(&word, s.data() + i, 8);
+      if ((word & 0x8080808080808080ULL) != 0) break;
+      i += 8;
+    }
+    if (i >= s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);
     std::size_t n = 0;
     char32_t cp = 0;

@@ -2,7 +2,8 @@
 // Undefined, None, bool, int, float, str, list, tuple, dict (insertion-ordered), namespace and
 // callables (macros, bound methods, globals).
 //
-// Lists, tuples and dicts are immutable and shared (copying a Value is cheap): the sandbox that
+// Strings, lists, tuples and dicts are immutable and shared (copying a Value is cheap, as
+// passing a Python object is: templates read the same message content many times). The sandbox
 // transformers uses (ImmutableSandboxedEnvironment) forbids mutating them, so only namespace()
 // objects change after creation, through `{% set ns.attr = ... %}`.
 #pragma once
@@ -62,7 +63,8 @@ class Value {
   Value(int i) : Value(static_cast<std::int64_t>(i)) {}
   Value(std::int64_t i) : kind_(Kind::kInt), data_(i) {}
   Value(double d) : kind_(Kind::kFloat), data_(d) {}
-  Value(std::string s) : kind_(Kind::kString), data_(std::move(s)) {}
+  Value(std::string s)
+      : kind_(Kind::kString), data_(std::make_shared<const std::string>(std::move(s))) {}
   Value(std::string_view s) : Value(std::string(s)) {}
   Value(const char* s) : Value(std::string(s)) {}
 
@@ -102,7 +104,7 @@ class Value {
   std::int64_t as_integer() const { return is_bool() ? as_bool() : as_int(); }
   // Any number as a double.
   double as_double() const;
-  const std::string& str() const { return std::get<std::string>(data_); }
+  const std::string& str() const { return *std::get<std::shared_ptr<const std::string>>(data_); }
   const ValueList& items() const;
   const ValueMap& map() const { return *std::get<std::shared_ptr<const ValueMap>>(data_); }
   Namespace& ns() const { return *std::get<std::shared_ptr<Namespace>>(data_); }
@@ -122,7 +124,7 @@ class Value {
  private:
   Kind kind_ = Kind::kUndefined;
   bool markup_ = false;  // only for kString
-  std::variant<std::monostate, bool, std::int64_t, double, std::string,
+  std::variant<std::monostate, bool, std::int64_t, double, std::shared_ptr<const std::string>,
                std::shared_ptr<const ListData>, std::shared_ptr<const ValueMap>,
                std::shared_ptr<Namespace>, std::shared_ptr<const Callable>,
                std::shared_ptr<IterState>, std::shared_ptr<const UndefinedInfo>>

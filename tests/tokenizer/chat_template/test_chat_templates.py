@@ -39,6 +39,21 @@ def template_names():
 CONVERSATIONS = json.loads((HERE / "conversations.json").read_text(encoding="utf-8"))["conversations"]
 
 
+def long_conversation(turns=40):
+    """A system prompt and `turns` user/assistant pairs of ~2 KB each (about 160 KB in all)."""
+    line = "Line {i}: the quick brown fox — naïve café, 数据 {i}; \"quoted\" and 'single'.\n"
+    messages = [{"role": "system", "content": "You are a patient tutor. " * 20}]
+    for t in range(turns):
+        body = "".join(line.format(i=i) for i in range(t % 7 + 20))
+        messages.append({"role": "user", "content": f"Question {t}:\n{body}"})
+        messages.append({"role": "assistant", "content": f"Answer {t}:\n{body[::-1]}"})
+    messages.append({"role": "user", "content": "Summarise everything."})
+    return {"messages": messages, "tools": None}
+
+
+CONVERSATIONS["long_conversation"] = long_conversation()
+
+
 def contexts():
     for name, conv in CONVERSATIONS.items():
         for agp in (True, False):
