@@ -1,5 +1,6 @@
-// `inflight bench serve | offline | latency`: serving benchmark against any OpenAI-compatible
-// server (HTTP only), and the engine's offline throughput and fixed-batch latency in-process.
+// `inflight bench serve | offline | latency | roofline`: serving benchmark against any
+// OpenAI-compatible server (HTTP only), the engine's offline throughput and fixed-batch latency
+// in-process, and the device's measured copy bandwidth and matrix rate with a model's floors.
 // Methodology and result fields: docs/benchmarks.md, bench/results.schema.json.
 #include <CLI/CLI.hpp>
 
@@ -7,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -18,10 +20,13 @@
 #include "bench/metrics.h"
 #include "bench/offline_bench.h"
 #include "bench/report.h"
+#include "bench/roofline.h"
 #include "bench/serve_bench.h"
 #include "bench/token_codec.h"
 #include "core/check.h"
+#include "model/arch_presets.h"
 #include "model/default_model.h"
+#include "model/model_files.h"
 #include "tools/command.h"
 
 namespace inflight::tools {
@@ -70,6 +75,15 @@ LatencyBenchOptions g_latency;
 CLI::App* g_serve_app = nullptr;
 CLI::App* g_offline_app = nullptr;
 CLI::App* g_latency_app = nullptr;
+CLI::App* g_roofline_app = nullptr;
+
+struct RooflineArgs {
+  RooflineOptions options;
+  std::string arch;
+  std::string model;
+  std::string result_json;
+};
+RooflineArgs g_roofline;
 
 void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, uint64_t& seed) {
   app.add_option("--model", g_engine.model,
@@ -166,6 +180,21 @@ void setup(CLI::App& bench) {
   g_latency_app->add_option("--num-iters", g_latency.num_iters)->capture_default_str();
   g_latency_app->add_option("--num-iters-warmup", g_latency.num_iters_warmup)
       ->capture_default_str();
+
+  auto& r = g_roofline;
+  g_roofline_app = bench.add_subcommand(
+      "roofline", "Measured copy bandwidth and matrix rate, and a model's decode/prefill floors");
+  g_roofline_app->add_option("--device", r.options.device, "auto | cpu | cuda | cuda:N")
+      ->capture_default_str();
+  g_roofline_app->add_option("--arch", r.arch, "Model shape for the floors (arch preset)");
+  g_roofline_app->add_option("--model", r.model, "Model file or directory for the floors");
+  g_roofline_app->add_option("--prefill-tokens", r.options.prefill_tokens)->capture_default_str();
+  g_roofline_app->add_option("--repeats", r.options.repeats)->capture_default_str();
+  g_roofline_app->add_option("--copy-bytes", r.options.copy_bytes,
+                             "Copy buffer size (default: 2 GiB on a GPU, 256 MiB on the CPU)");
+  g_roofline_app->add_option("--gemm-size", r.options.gemm_size,
+                             "GEMM m = n = k (default: 8192 on a GPU, 1024 on the CPU)");
+  g_roofline_app->add_option("--result-json", r.result_json, "Write the result JSON here");
 }
 
 double parse_rate(const std::string& text) {
@@ -276,7 +305,26 @@ int run_latency() {
   return 0;
 }
 
+int run_roofline() {
+  const RooflineArgs& a = g_roofline;
+  std::optional<ModelConfig> model;
+  if (!a.arch.empty()) {
+    model = dummy_model_config(a.arch, "");
+  } else if (!a.model.empty()) {
+    model = ModelFiles::open(a.model)->config();
+  }
+  const Roofline r = measure_roofline(a.options);
+  print_roofline(stdout, r, model, a.options);
+  std::fflush(stdout);
+  if (!a.result_json.empty()) {
+    write_json_file(a.result_json, roofline_json(r, model, a.options, collect_run_info()));
+    std::fprintf(stderr, "wrote %s\n", a.result_json.c_str());
+  }
+  return 0;
+}
+
 int run() {
+  if (g_roofline_app->parsed()) return run_roofline();
   if (g_serve_app->parsed()) return run_serve();
   if (g_offline_app->parsed()) return run_offline();
   if (g_latency_app->parsed()) return run_latency();
@@ -284,7 +332,9 @@ int run() {
 }
 
 const bool kRegistered = register_command(
-    {"bench", "Benchmarks: serve (HTTP load), offline (throughput), latency (fixed batch)", &setup,
+    {"bench",
+     "Benchmarks: serve (HTTP load), offline (throughput), latency (fixed batch), roofline",
+     &setup,
      &run});
 
 }  // namespace

@@ -42,6 +42,11 @@ struct EngineStats {
   uint64_t num_prefix_cache_hits = 0;     // of which found
   uint64_t num_preemptions = 0;
   uint64_t num_steps = 0;
+  // Device time of steps, where the device keeps a timeline (CUDA; zero on the CPU): busy from
+  // each step's first device op to its last, idle between one step's end and the next one's
+  // start while steps follow each other (time the engine waits for requests is not counted).
+  double device_busy_seconds = 0.0;
+  double device_idle_seconds = 0.0;
 
   // ---- histograms (seconds) ----------------------------------------------------------------
   Histogram queue_time;           // arrival -> first scheduled

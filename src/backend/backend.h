@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "core/check.h"
@@ -157,9 +158,23 @@ class Backend {
   // Enqueues a bitwise copy of a device tensor into a host tensor of the same shape and dtype
   // (token ids, candidates); dst holds the values after synchronize().
   virtual void download(const Tensor& src, const Tensor& dst) = 0;
+  // Enqueues dst = src, bit for bit: device tensors of the same shape and dtype.
+  virtual void copy(const Tensor& src, const Tensor& dst) = 0;
   // Waits for every enqueued op.
   virtual void synchronize() = 0;
   virtual MemoryInfo memory_info() const = 0;
+
+  // ---- step timing (device timeline; backends without one return nothing) -----------------
+  // mark_step_begin() before a step's first op, mark_step_end() after its last; after the
+  // synchronize() that ends the step, last_step_time() gives how long the device worked on it
+  // and how long it sat idle since the previous step's end (negative for the first step).
+  struct StepTime {
+    double busy_s = 0.0;
+    double idle_before_s = -1.0;
+  };
+  virtual void mark_step_begin() {}
+  virtual void mark_step_end() {}
+  virtual std::optional<StepTime> last_step_time() const { return std::nullopt; }
 
   // ---- graphs (CUDA graphs; unsupported on the CPU) -------------------------------------------
   // Between begin_capture() and end_capture() ops are recorded, not run; replay() runs them.

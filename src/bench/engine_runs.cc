@@ -3,7 +3,21 @@
 #include <chrono>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 namespace inflight::bench {
+
+DeviceTime device_time_between(const EngineStats& before, const EngineStats& after) {
+  return DeviceTime{after.device_busy_seconds - before.device_busy_seconds,
+                    after.device_idle_seconds - before.device_idle_seconds};
+}
+
+void add_device_time(nlohmann::json& result, const DeviceTime& t) {
+  if (!t.measured()) return;
+  result["device_busy_s"] = t.busy_s;
+  result["device_idle_s"] = t.idle_s;
+  result["device_idle_fraction"] = t.idle_fraction();
+}
 
 std::vector<EngineRequestTrace> run_all(Engine& engine, std::vector<Request> requests) {
   std::vector<EngineRequestTrace> traces(requests.size());

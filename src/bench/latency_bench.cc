@@ -32,14 +32,17 @@ LatencyBenchResult run_latency_bench(const LatencyBenchOptions& o) {
   LatencyBenchResult r;
   r.model = loaded.model;
   r.load_seconds = loaded.load_seconds;
-  const auto prompts = random_prompt_ids(loaded.tokenizer.get(), engine.vocab_size(), o.batch_size,
-                                         o.input_len, o.seed);
   std::vector<double> ttfts, steps;
   for (int32_t iter = 0; iter < o.num_iters_warmup + o.num_iters; ++iter) {
+    // New prompts every iteration: the prefix cache must not turn the prefill into a lookup.
+    const auto prompts = random_prompt_ids(loaded.tokenizer.get(), engine.vocab_size(),
+                                           o.batch_size, o.input_len, o.seed + iter);
     std::vector<Request> batch;
     for (const auto& p : prompts) batch.push_back(fixed_length_request(p, o.output_len));
+    const EngineStats stats_before = engine.stats();
     const TimePoint start = Clock::now();
     const auto traces = run_all(engine, std::move(batch));
+    const DeviceTime device = device_time_between(stats_before, engine.stats());
     TimePoint first_token_of_last = start;
     TimePoint end = start;
     std::vector<double> iter_steps;
@@ -53,6 +56,7 @@ LatencyBenchResult run_latency_bench(const LatencyBenchOptions& o) {
       }
     }
     if (iter < o.num_iters_warmup) continue;
+    r.device += device;
     r.latencies.push_back(seconds(start, end));
     ttfts.push_back(seconds(start, first_token_of_last));
     steps.insert(steps.end(), iter_steps.begin(), iter_steps.end());
@@ -92,6 +96,9 @@ void print_latency_table(std::FILE* out, const LatencyBenchResult& r,
   }
   row("Decode throughput (tok/s):", fmt::format("{:.2f}", r.decode_tokens_per_s));
   row("Prefill throughput (tok/s):", fmt::format("{:.2f}", r.prefill_tokens_per_s));
+  if (r.device.measured()) {
+    row("Device idle between steps (%):", fmt::format("{:.2f}", 100.0 * r.device.idle_fraction()));
+  }
   std::fprintf(out, "%s\n", std::string(50, '=').c_str());
 }
 
@@ -122,6 +129,7 @@ nlohmann::json latency_result_json(const LatencyBenchResult& r, const LatencyBen
   add_summary_fields(j, "decode_step", r.decode_step_ms);
   j["decode_tokens_per_s"] = r.decode_tokens_per_s;
   j["prefill_tokens_per_s"] = r.prefill_tokens_per_s;
+  add_device_time(j, r.device);
   return j;
 }
 

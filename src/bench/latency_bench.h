@@ -1,5 +1,6 @@
 // `inflight bench latency`: one fixed batch of `batch_size` requests, all enqueued at once and
-// all asking for exactly output_len tokens, repeated num_iters times after warm-up iterations:
+// all asking for exactly output_len tokens, repeated num_iters times after warm-up iterations,
+// each iteration with new random prompts (so that no prefill is served from the prefix cache):
 //
 //   latency       enqueue .. last request finished, per iteration (vLLM `bench latency`'s
 //                 avg_latency / percentiles)
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "bench/engine_runs.h"
 #include "bench/engine_setup.h"
 #include "bench/run_info.h"
 #include "bench/stats.h"
@@ -43,6 +45,7 @@ struct LatencyBenchResult {
   Summary decode_step_ms;
   double decode_tokens_per_s = 0.0;
   double prefill_tokens_per_s = 0.0;
+  DeviceTime device;  // over the measured iterations
 };
 
 LatencyBenchResult run_latency_bench(const LatencyBenchOptions& options);

@@ -41,8 +41,10 @@ OfflineBenchResult run_offline_bench(const OfflineBenchOptions& o) {
   prompts.pop_back();
   std::vector<Request> requests;
   for (auto& p : prompts) requests.push_back(fixed_length_request(std::move(p), o.output_len));
+  const EngineStats stats_before = engine.stats();
   const TimePoint start = Clock::now();
   const auto traces = run_all(engine, std::move(requests));
+  r.device = device_time_between(stats_before, engine.stats());
   TimePoint end = start;
   std::vector<double> ttfts, e2els;
   for (const auto& t : traces) {
@@ -87,6 +89,9 @@ void print_offline_table(std::FILE* out, const OfflineBenchResult& r) {
   row("Mean TTFT (ms):", fmt::format("{:.2f}", r.ttft_ms.mean));
   row("Mean E2EL (ms):", fmt::format("{:.2f}", r.e2el_ms.mean));
   row("Model load time (s):", fmt::format("{:.2f}", r.load_seconds));
+  if (r.device.measured()) {
+    row("Device idle between steps (%):", fmt::format("{:.2f}", 100.0 * r.device.idle_fraction()));
+  }
   if (!r.first_error.empty()) row("First error:", r.first_error);
   std::fprintf(out, "%s\n", std::string(50, '=').c_str());
 }
@@ -115,6 +120,7 @@ nlohmann::json offline_result_json(const OfflineBenchResult& r, const OfflineBen
   j["tokens_per_second"] = r.total_token_throughput;  // vLLM `bench throughput`'s name
   add_summary_fields(j, "ttft", r.ttft_ms);
   add_summary_fields(j, "e2el", r.e2el_ms);
+  add_device_time(j, r.device);
   return j;
 }
 

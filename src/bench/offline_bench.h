@@ -14,6 +14,7 @@
 
 #include "bench/engine_setup.h"
 #include "bench/run_info.h"
+#include "bench/engine_runs.h"
 #include "bench/stats.h"
 
 namespace inflight::bench {
@@ -42,6 +43,7 @@ struct OfflineBenchResult {
   double total_token_throughput = 0.0;
   Summary ttft_ms;  // enqueue -> first token, per request
   Summary e2el_ms;  // enqueue -> finished, per request
+  DeviceTime device;  // over the measured requests
 };
 
 OfflineBenchResult run_offline_bench(const OfflineBenchOptions& options);

@@ -111,6 +111,7 @@ Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runn
   std::sort(eos_ids_.begin(), eos_ids_.end());
   eos_ids_.erase(std::unique(eos_ids_.begin(), eos_ids_.end()), eos_ids_.end());
   limits_ = AdmissionLimits{mc.vocab_size, config_.max_model_len, config_.max_logprobs};
+  runner_->set_abandon_flag(&abandon_step_);
   publish_stats();
 }
 
@@ -154,6 +155,9 @@ Status Engine::Impl::cancel(RequestId id) {
     return {StatusCode::kNotFound, fmt::format("no live request with id {}", id)};
   }
   cancelled_.push_back(id);
+  if (in_flight_.erase(id) == 1 && in_flight_.empty()) {
+    abandon_step_.store(true, std::memory_order_relaxed);
+  }
   wake_.notify_one();
   return {};
 }

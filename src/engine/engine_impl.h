@@ -71,6 +71,7 @@ class Engine::Impl {
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::vector<int32_t> eos_ids_;  // sorted
   AdmissionLimits limits_;
+  bool back_to_back_ = false;  // the next step follows the last without waiting for requests
   const bool overlap_;  // runner_->asynchronous(): hand over outputs while the next step runs
   std::atomic<int64_t> next_seq_id_{1};
 
@@ -89,6 +90,11 @@ class Engine::Impl {
   std::vector<std::unique_ptr<RequestState>> new_requests_;
   std::vector<RequestId> cancelled_;
   std::unordered_set<RequestId> live_;  // enqueued and not yet retired
+  // Requests of the step in flight that nobody cancelled yet; when a cancel() empties it, the
+  // step is abandoned (abandon_step_), which frees a synchronous runner from a step whose every
+  // token would be thrown away (a CPU step can take seconds).
+  std::unordered_set<RequestId> in_flight_;
+  std::atomic<bool> abandon_step_{false};
   bool accepting_ = true;
   std::optional<ShutdownMode> stop_;
   RequestId next_request_id_ = 1;

@@ -9,7 +9,9 @@
 // step N. Sampling is cheap where the device selected the candidates (model_runner.h), and a
 // decode step is a graph replay (model/decode_graphs.h), so the gap between two steps on the
 // device is the scheduler's and the sampler's host time. Cancellations and new requests are
-// applied between steps, never while one is in flight (a cancelled sequence may be part of it).
+// applied between steps, never while one is in flight (a cancelled sequence may be part of it);
+// but a synchronous step whose every request gets cancelled is abandoned between two layers
+// (cancel() raises abandon_step_), so that a long CPU step does not hold their blocks.
 // With a synchronous runner (CPU: begin_step does the whole step) nothing can overlap, and the
 // outputs are handed over right after the step that made them.
 #include <pthread.h>
@@ -39,6 +41,7 @@ void Engine::Impl::loop() {
       retire();
       if (scheduler_.has_unfinished()) continue;
       check_idle();
+      back_to_back_ = false;
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return !new_requests_.empty() || !cancelled_.empty() || stop_; });
     }
@@ -102,6 +105,12 @@ void Engine::Impl::step() {
   }
   build_forward_batch(out, config_.block_size, batch_);
   build_logits_request(out);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    in_flight_.clear();
+    for (const ScheduledSequence& s : out.scheduled) in_flight_.insert(s.seq->request_id);
+    abandon_step_.store(false, std::memory_order_relaxed);
+  }
   StepLogits* logits = nullptr;
   try {
     runner_->begin_step(batch_, logits_request_);
@@ -116,12 +125,25 @@ void Engine::Impl::step() {
                    "the runner returned {} logits rows of vocabulary {} for {} rows of {}",
                    logits->num_rows, logits->vocab_size, batch_.logits_indices.size(),
                    limits_.vocab_size);
+  } catch (const StepAbandoned&) {
+    // Every request in it was cancelled: the next apply_inbox() aborts them and frees their
+    // blocks; finish_step() is skipped, so no half-written block enters the prefix cache.
+    return;
   } catch (const std::exception& e) {
     fail(out, std::string("model step failed: ") + e.what());
     return;
   }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    in_flight_.clear();
+  }
   scheduler_.finish_step(out);
   ++stats_.num_steps;
+  if (const std::optional<StepDeviceTime> t = runner_->last_step_device_time()) {
+    stats_.device_busy_seconds += t->busy_s;
+    if (back_to_back_ && t->idle_before_s >= 0.0) stats_.device_idle_seconds += t->idle_before_s;
+  }
+  back_to_back_ = true;
   stats_.num_computed_tokens += static_cast<uint64_t>(out.num_batched_tokens);
 
   StepContext ctx = context(Clock::now());

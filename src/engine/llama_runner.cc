@@ -102,6 +102,7 @@ Tensor LlamaRunner::host_view(Tensor& storage, const Shape& shape, DType dtype) 
 void LlamaRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& request) {
   INFLIGHT_CHECK(cache_.has_value(), "init_kv_cache must run before the first step");
   step_begun_ = false;
+  backend_->mark_step_begin();
   const Tensor logits = model_->enqueue(batch, *cache_);  // device [rows, vocab] f32
   const auto rows = static_cast<int32_t>(logits.size(0));
   const int64_t vocab = model_->config().vocab_size;
@@ -148,6 +149,7 @@ void LlamaRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& req
       j += len;
     }
   }
+  backend_->mark_step_end();
   step_begun_ = true;
 }
 
@@ -156,6 +158,12 @@ StepLogits& LlamaRunner::end_step() {
   step_begun_ = false;
   backend_->synchronize();
   return result_;
+}
+
+std::optional<StepDeviceTime> LlamaRunner::last_step_device_time() const {
+  const std::optional<Backend::StepTime> t = backend_->last_step_time();
+  if (!t) return std::nullopt;
+  return StepDeviceTime{t->busy_s, t->idle_before_s};
 }
 
 }  // namespace inflight

@@ -49,8 +49,10 @@ class LlamaRunner final : public ModelRunner {
   int64_t kv_bytes_per_block(int32_t block_size) const override;
   void init_kv_cache(int64_t num_blocks, int32_t block_size) override;
   bool asynchronous() const override { return backend_->device() != Device::kCpu; }
+  void set_abandon_flag(const std::atomic<bool>* flag) override { model_->set_abandon_flag(flag); }
   void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override;
   StepLogits& end_step() override;
+  std::optional<StepDeviceTime> last_step_device_time() const override;
 
   Backend& backend() { return *backend_; }
   LlamaModel& model() { return *model_; }

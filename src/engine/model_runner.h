@@ -13,7 +13,9 @@
 // to copy to the host every step, while greedy, top-k sampling and logprobs need only the top.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -60,6 +62,12 @@ struct RunnerMemory {
   int64_t reserve = 0;    // kept free for graphs, library kernels and the runtime
 };
 
+// The device's timeline around the step ended last (asynchronous runners).
+struct StepDeviceTime {
+  double busy_s = 0.0;         // from the step's first device op to its last
+  double idle_before_s = -1.0;  // since the previous step's last op (negative: no step before)
+};
+
 class ModelRunner {
  public:
   virtual ~ModelRunner() = default;
@@ -82,6 +90,10 @@ class ModelRunner {
   // Whether begin_step() returns while the device still computes the step (the engine then
   // overlaps host work with it); false when begin_step() does all the work (CPU).
   virtual bool asynchronous() const = 0;
+  // A flag the runner polls while a synchronous step computes: once it is true, begin_step()
+  // throws StepAbandoned (model/forward_batch.h) and the step never happened, except for
+  // partial KV writes of its sequences, which the caller drops. Set once, before any step.
+  virtual void set_abandon_flag(const std::atomic<bool>* /*flag*/) {}
 
   // Starts one step. `batch` stays alive and unchanged until end_step() returns; `request`
   // says what comes back for the rows of batch.logits_indices.
@@ -89,6 +101,8 @@ class ModelRunner {
   // Finishes the step begun last. The result is valid until the next begin_step(). Throws
   // Error when the step failed.
   virtual StepLogits& end_step() = 0;
+  // After end_step(): the device time of that step, where the device keeps a timeline.
+  virtual std::optional<StepDeviceTime> last_step_device_time() const { return std::nullopt; }
 };
 
 }  // namespace inflight

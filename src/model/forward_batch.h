@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 namespace inflight {
@@ -39,6 +40,14 @@ struct ForwardBatch {
 
   // Throws Error(kInvalidArgument) on any broken invariant above, given the cache geometry.
   void validate(int32_t block_size, int64_t num_blocks) const;
+};
+
+// Thrown out of a step that was abandoned half-way (LlamaModel::set_abandon_flag): the step
+// produced nothing, and the KV slots it was writing hold partial values, so its sequences must
+// be dropped (they are: a step is abandoned only when every request in it was cancelled).
+class StepAbandoned : public std::runtime_error {
+ public:
+  StepAbandoned() : std::runtime_error("step abandoned: every request in it was cancelled") {}
 };
 
 }  // namespace inflight

@@ -357,7 +357,9 @@ void LlamaModel::run_ops(const StepInputs& in, KvCache& cache, int64_t t, int64_
   const auto window = static_cast<int32_t>(c.sliding_window);
 
   backend_.gather_rows(embed_, in.token_ids, residual);
+  const bool may_abandon = abandon_ != nullptr && backend_.device() == Device::kCpu;
   for (int64_t l = 0; l < c.num_layers; ++l) {
+    if (may_abandon && abandon_->load(std::memory_order_relaxed)) throw StepAbandoned();
     const Layer& layer = layers_[static_cast<size_t>(l)];
     // Layer 0 normalises the embeddings; later layers first add the previous MLP output.
     backend_.rms_norm(l == 0 ? nullptr : &sublayer_out, residual, layer.input_norm, c.rms_norm_eps,

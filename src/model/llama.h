@@ -17,6 +17,7 @@
 // steps can be captured once and replayed as graphs (model/decode_graphs.h).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -66,6 +67,11 @@ class LlamaModel {
   // Default kOff. Drops the graphs recorded so far.
   void set_graph_mode(GraphMode mode, int32_t max_batch);
   const DecodeGraphs& graphs() const { return graphs_; }
+
+  // A flag polled between layers of steps on a synchronous backend (CPU), where one step can
+  // take seconds: once it is true the step throws StepAbandoned. Asynchronous backends only
+  // enqueue work, so they ignore it. Null (the default): never abandon.
+  void set_abandon_flag(const std::atomic<bool>* flag) { abandon_ = flag; }
 
   // Allocates the workspace for steps of up to `max_tokens` tokens and `max_logits` logits rows
   // (decode buckets included), so that no step allocates and graphs keep their addresses.
@@ -138,6 +144,7 @@ class LlamaModel {
   Workspace ws_;
   DecodeGraphs graphs_{GraphMode::kOff, 1};
   ForwardBatch padded_;  // scratch: the padded decode batch
+  const std::atomic<bool>* abandon_ = nullptr;
 };
 
 }  // namespace inflight

@@ -34,6 +34,11 @@ std::string render_metrics(const EngineStats* engine, const HttpServerStats& htt
               static_cast<double>(e.num_prefix_cache_hits));
   out.counter(p + "num_preemptions", "Cumulative number of preemptions from the engine.",
               static_cast<double>(e.num_preemptions));
+  out.counter(p + "device_busy_seconds",
+              "Device time of engine steps (zero where the device keeps no timeline).",
+              e.device_busy_seconds);
+  out.counter(p + "device_idle_seconds",
+              "Device idle time between back-to-back engine steps.", e.device_idle_seconds);
   out.labelled_counter(
       p + "request_success", "Count of finished requests by finish reason.",
       {{{{"finished_reason", "stop"}}, static_cast<double>(e.num_requests_stopped)},

@@ -1,12 +1,15 @@
 // GET /metrics: the engine's and the HTTP layer's figures in Prometheus text.
 //
-// Names follow vLLM's `vllm:` set under ServerOptions::metrics_prefix, `inflight_` by default
-// (an underscore: `promtool check metrics` rejects the colon of vLLM's form; Prometheus itself
-// accepts `--metrics-prefix inflight:`):
+// Names follow vLLM's `vllm:` set under ServerOptions::metrics_prefix, `inflight_` by default:
+// `promtool check metrics` flags every name with a colon (colons are reserved for recording
+// rules by convention), so the default exposition lints clean; `--metrics-prefix inflight:`
+// gives vLLM's exact form (valid exposition, scraped by Prometheus alike) for dashboards written
+// against `vllm:` names.
 //   gauges      num_requests_running, num_requests_waiting, kv_cache_usage_perc (0..1),
 //               kv_cache_used_blocks, kv_cache_total_blocks
 //   counters    prompt_tokens, generation_tokens, prefix_cache_queries, prefix_cache_hits,
-//               num_preemptions, request_success{finished_reason}
+//               num_preemptions, request_success{finished_reason}, device_busy_seconds,
+//               device_idle_seconds (GPU utilisation between steps = busy / (busy + idle))
 //   histograms  time_to_first_token_seconds, inter_token_latency_seconds,
 //               e2e_request_latency_seconds, request_queue_time_seconds, engine_step_seconds
 //   HTTP layer  http_requests, http_connections_open, http_client_disconnects,

@@ -217,3 +217,15 @@ def test_offline_on_dummy_weights_validates(tmp_path):
 def test_schema_rejects_a_broken_result():
     bad = {"mode": "serve", "completed": -1}
     assert schema_check.errors(bad, SCHEMA)
+
+
+def test_roofline_validates(tmp_path):
+    out_json = tmp_path / "roofline.json"
+    bench("roofline", "--device", "cpu", "--arch", "llama-3.1-8b", "--repeats", "2",
+          "--copy-bytes", str(16 << 20), "--gemm-size", "128", "--result-json", str(out_json))
+    result = json.loads(out_json.read_text())
+    validate(result)
+    assert result["copy_gb_per_s"] > 0 and result["matrix_tflop_per_s"] > 0
+    # Llama-3.1-8B in f32: every weight but the 128,256 x 4,096 embedding table.
+    assert result["decode_read_bytes"] == 4 * (8_030_261_248 - 128_256 * 4_096)
+    assert result["weight_bytes"] == 4 * 8_030_261_248

@@ -285,6 +285,7 @@ class CoreGemmBackend final : public Backend {
     inner_.download_f32(src, dst);
   }
   void download(const Tensor& src, const Tensor& dst) override { inner_.download(src, dst); }
+  void copy(const Tensor& src, const Tensor& dst) override { inner_.copy(src, dst); }
   void synchronize() override { inner_.synchronize(); }
   MemoryInfo memory_info() const override { return inner_.memory_info(); }
   StepInputs upload_batch(const ForwardBatch& batch) override { return inner_.upload_batch(batch); }

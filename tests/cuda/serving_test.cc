@@ -428,7 +428,7 @@ TEST(CudaServingTest, DummyLlama31_8B) {
 
 // Decode steps of batch 1 at Llama-3.1-8B widths (4 layers), op by op (no graph), between
 // cudaProfilerStart/Stop: `ncu --profile-from-start off --print-summary per-kernel` over this
-// test gives each kernel's share of a step (scripts/cuda_serving_run.sh, step profile_b1).
+// test gives each kernel's share of a step (dev/cuda/serving_run.sh, step profile_b1).
 TEST(CudaServingTest, ProfileBatch1DecodeKernels) {
   INFLIGHT_REQUIRE_CUDA();
   ModelConfig config = *arch_preset("llama-3.1-8b");

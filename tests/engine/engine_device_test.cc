@@ -4,6 +4,7 @@
 // the tokens of plain steps; dummy weights stay finite through many layers.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "engine_harness.h"
@@ -120,6 +121,24 @@ TEST_P(DeviceEngine, DecodeGraphsGiveTheTokensOfPlainSteps) {
   auto engine = make_engine(small_config(), runner(GraphMode::kCapture));
   expect_same_tokens(run_all(*engine, requests), plain, "graphs, first use");
   expect_same_tokens(run_all(*engine, requests), plain, "graphs, replayed");
+}
+
+// Where the device keeps a timeline (CUDA), the engine adds up each step's device time and the
+// device's idle time between back-to-back steps; on the CPU both stay zero.
+TEST_P(DeviceEngine, StatsCountDeviceTimeOfSteps) {
+  auto engine = make_engine(small_config(), runner());
+  const auto start = Clock::now();
+  run_all(*engine, mixed_requests(6, 24));
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  const EngineStats s = engine->stats();
+  if (GetParam() == "cpu") {
+    EXPECT_EQ(s.device_busy_seconds, 0.0);
+    EXPECT_EQ(s.device_idle_seconds, 0.0);
+    return;
+  }
+  EXPECT_GT(s.device_busy_seconds, 0.0);
+  EXPECT_GE(s.device_idle_seconds, 0.0);
+  EXPECT_LT(s.device_busy_seconds + s.device_idle_seconds, wall);
 }
 
 // 80 layers of dummy weights (the depth of Llama-3.1-70B) on a narrow model: logits finite and

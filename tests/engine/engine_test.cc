@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "engine_harness.h"
+#include "model/arch_presets.h"
 
 namespace inflight::testing {
 namespace {
@@ -290,6 +291,46 @@ TEST(Engine, CancelFreesBlocksWithinOneStep) {
   EXPECT_EQ(s.num_free_kv_blocks, s.num_kv_blocks);
   EXPECT_EQ(s.num_requests_aborted, 1u);
   EXPECT_EQ(engine->cancel(h->id).code(), StatusCode::kNotFound) << "already retired";
+}
+
+// A CPU step can take seconds. When every request in it is cancelled, the engine abandons it
+// between two layers instead of computing tokens nobody will read: the blocks are free long
+// before the step would have ended, and the abandoned step is not counted.
+TEST(Engine, CancellingEveryRequestOfAStepAbandonsIt) {
+  ModelConfig c = *arch_preset("smollm2-135m");
+  c.num_layers = 6;
+  c.vocab_size = 1000;
+  EngineConfig config;
+  config.block_size = 16;
+  config.num_kv_blocks = 256;
+  config.max_num_batched_tokens = 1024;
+  auto engine =
+      make_engine(config, std::make_unique<LlamaRunner>(make_backend("cpu"), c, uint64_t{7}));
+  auto timed = [&](uint32_t seed, bool cancel_midway, double wait_s) {
+    const auto start = Clock::now();
+    auto h = engine->enqueue(greedy(random_tokens(768, 1000, seed), 1));
+    EXPECT_TRUE(h.ok());
+    if (cancel_midway) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
+      EXPECT_TRUE(engine->cancel(h->id).ok());
+    }
+    const Completion done = collect(h.value(), 1);
+    return std::make_pair(done, std::chrono::duration<double>(Clock::now() - start).count());
+  };
+  // One whole prefill step, for scale.
+  const auto [whole, step_s] = timed(1, false, 0.0);
+  ASSERT_EQ(whole.tokens[0].size(), 1u);
+  const uint64_t steps_before = engine->stats().num_steps;
+  // The same work, cancelled a quarter of the way in.
+  const auto [cancelled, cancelled_s] = timed(2, true, step_s / 4);
+  EXPECT_EQ(cancelled.finish[0], FinishReason::kAbort);
+  EXPECT_TRUE(cancelled.tokens[0].empty());
+  EXPECT_LT(cancelled_s, 0.75 * step_s) << "a whole step takes " << step_s << " s";
+  const EngineStats s = engine->stats();
+  EXPECT_EQ(s.num_steps, steps_before) << "the cancelled step ran to its end";
+  EXPECT_EQ(s.num_free_kv_blocks, s.num_kv_blocks);
+  // The engine goes on: the next request is served in full.
+  EXPECT_EQ(timed(3, false, 0.0).first.tokens[0].size(), 1u);
 }
 
 TEST(Engine, CancelRightAfterEnqueue) {

@@ -98,6 +98,22 @@ TEST(Metrics, PrefixIsConfigurable) {
   EXPECT_NE(text.find("# TYPE inflight:time_to_first_token_seconds histogram\n"),
             std::string::npos);
   EXPECT_EQ(text.find("inflight_"), std::string::npos);
+  // promtool parses it; its only findings are the colon convention, one per metric family.
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool not installed";
+  }
+  const auto dir = inflight::testing::scratch_dir("prometheus_colon_test");
+  std::ofstream(dir / "metrics.txt") << text;
+  const std::string cmd = "promtool check metrics < " + (dir / "metrics.txt").string() + " > " +
+                          (dir / "promtool.out").string() + " 2>&1";
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  std::ifstream out(dir / "promtool.out");
+  int findings = 0;
+  for (std::string line; std::getline(out, line);) {
+    EXPECT_NE(line.find("metric names should not contain ':'"), std::string::npos) << line;
+    ++findings;
+  }
+  EXPECT_GT(findings, 10);
 }
 
 }  // namespace

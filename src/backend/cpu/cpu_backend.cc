@@ -53,6 +53,14 @@ void CpuBackend::download(const Tensor& src, const Tensor& dst) {
   if (src.nbytes() && src.raw() != dst.raw()) std::memcpy(dst.raw(), src.raw(), src.nbytes());
 }
 
+void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
+  INFLIGHT_CHECK_CODE(src.defined() && dst.defined() && src.dtype() == dst.dtype() &&
+                          src.shape() == dst.shape(),
+                      ErrorCode::kInvalidArgument, "cpu copy: dst must match src ({} {})",
+                      dtype_name(src.dtype()), shape_str(src.shape()));
+  if (src.nbytes() && src.raw() != dst.raw()) std::memcpy(dst.raw(), src.raw(), src.nbytes());
+}
+
 MemoryInfo CpuBackend::memory_info() const {
   MemoryInfo info;
   info.total = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);

@@ -19,6 +19,7 @@ class CpuBackend final : public Backend {
   Tensor upload(const Tensor& host_f32, DType dtype) override;
   void download_f32(const Tensor& src, const Tensor& dst) override;
   void download(const Tensor& src, const Tensor& dst) override;
+  void copy(const Tensor& src, const Tensor& dst) override;
   void synchronize() override {}
   // total: physical RAM; free: MemAvailable; allocated: not tracked (0).
   MemoryInfo memory_info() const override;

@@ -108,8 +108,13 @@ class CudaBackend final : public Backend {
   Tensor upload(const Tensor& host_f32, DType dtype) override;
   void download_f32(const Tensor& src, const Tensor& dst) override;
   void download(const Tensor& src, const Tensor& dst) override;
+  void copy(const Tensor& src, const Tensor& dst) override;
   void synchronize() override;
   MemoryInfo memory_info() const override;
+  void mark_step_begin() override;
+  void mark_step_end() override;
+  std::optional<StepTime> last_step_time() const override;
+
 
   bool supports_graphs() const override { return true; }
   void begin_capture() override;
@@ -168,6 +173,12 @@ class CudaBackend final : public Backend {
   PinnedBuffer download_staging_;
   size_t download_used_ = 0;
   std::vector<PendingDownload> pending_;
+
+  // Step timing: events of the last two steps (index: step parity), so that the previous
+  // step's end is still there when the current one is measured.
+  cudaEvent_t step_begin_[2] = {nullptr, nullptr};
+  cudaEvent_t step_end_[2] = {nullptr, nullptr};
+  int64_t steps_marked_ = 0;  // steps whose end was marked
 };
 
 CudaBackend::CudaBackend(int device, const CudaBackendOptions& options)
@@ -178,6 +189,10 @@ CudaBackend::CudaBackend(int device, const CudaBackendOptions& options)
   INFLIGHT_CUDA_CHECK(cudaEventCreateWithFlags(&step_copied_, cudaEventDisableTiming));
   for (cudaEvent_t& e : upload_copied_) {
     INFLIGHT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+  for (int i = 0; i < 2; ++i) {
+    INFLIGHT_CUDA_CHECK(cudaEventCreate(&step_begin_[i]));
+    INFLIGHT_CUDA_CHECK(cudaEventCreate(&step_end_[i]));
   }
   allocator_ = CudaAllocator::create(device);
   gemm_workspace_ = allocator_->allocate(kGemmWorkspaceBytes);
@@ -193,6 +208,10 @@ CudaBackend::~CudaBackend() {
   gemm_.reset();
   for (cudaEvent_t e : upload_copied_) {
     if (e != nullptr) cudaEventDestroy(e);
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (step_begin_[i] != nullptr) cudaEventDestroy(step_begin_[i]);
+    if (step_end_[i] != nullptr) cudaEventDestroy(step_end_[i]);
   }
   if (step_copied_ != nullptr) cudaEventDestroy(step_copied_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -306,6 +325,48 @@ void CudaBackend::synchronize() {
   }
   pending_.clear();
   download_used_ = 0;
+}
+
+void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
+  INFLIGHT_CHECK_CODE(src.defined() && dst.defined() && src.device() == Device::kCuda &&
+                          dst.device() == Device::kCuda && src.dtype() == dst.dtype() &&
+                          src.shape() == dst.shape(),
+                      ErrorCode::kInvalidArgument,
+                      "cuda copy: src and dst must be device tensors of one dtype and shape ({} {})",
+                      dtype_name(src.dtype()), shape_str(src.shape()));
+  if (src.nbytes() == 0 || src.raw() == dst.raw()) return;
+  INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice,
+                                      stream_));
+}
+
+void CudaBackend::mark_step_begin() {
+  check_not_capturing("mark_step_begin");
+  INFLIGHT_CUDA_CHECK(cudaEventRecord(step_begin_[steps_marked_ % 2], stream_));
+}
+
+void CudaBackend::mark_step_end() {
+  check_not_capturing("mark_step_end");
+  INFLIGHT_CUDA_CHECK(cudaEventRecord(step_end_[steps_marked_ % 2], stream_));
+  ++steps_marked_;
+}
+
+std::optional<Backend::StepTime> CudaBackend::last_step_time() const {
+  if (steps_marked_ == 0) return std::nullopt;
+  const int64_t cur = (steps_marked_ - 1) % 2;
+  float busy_ms = 0.0f;
+  if (cudaEventElapsedTime(&busy_ms, step_begin_[cur], step_end_[cur]) != cudaSuccess) {
+    cudaGetLastError();
+    return std::nullopt;  // not both recorded and completed yet
+  }
+  StepTime t;
+  t.busy_s = busy_ms * 1e-3;
+  float idle_ms = 0.0f;
+  if (steps_marked_ >= 2 &&
+      cudaEventElapsedTime(&idle_ms, step_end_[1 - cur], step_begin_[cur]) == cudaSuccess) {
+    t.idle_before_s = idle_ms * 1e-3;
+  }
+  cudaGetLastError();
+  return t;
 }
 
 MemoryInfo CudaBackend::memory_info() const {

@@ -2,33 +2,39 @@
 # The CUDA backend as a serving system, on a GPU machine: tests, compute-sanitizer and the
 # Llama-3.1-8B dummy-weight benchmarks, in two halves:
 #
-#   scripts/cuda_serving_run.sh stage [BUILD_DIR]   here, on the build machine: copies the
+#   dev/cuda/serving_run.sh stage [BUILD_DIR]   here, on the build machine: copies the
 #       `inflight` binary and the CUDA-relevant test binaries (built in BUILD_DIR, default
-#       build-cudart), the shared libraries the GPU image lacks, a SmolLM2 trimmed to 4 blocks,
+#       build-cuda), the shared libraries the GPU image lacks, a SmolLM2 trimmed to 4 blocks,
 #       the 64 fortune prompts the batch-invariance test reads, the Llama-3 vocabulary (for
 #       `serve`) and the commit into .devrun-serving/ (ignored through .git/info/exclude).
-#   scripts/cuda_serving_run.sh run [tests|bench|all]   on the GPU machine, repository root,
+#   dev/cuda/serving_run.sh run [tests|bench|perf|all]   on the GPU machine, repository root,
 #       .devrun-serving/ carried along. Logs and result JSON go to $OUT; a summary table is
 #       printed last.
 #
 # Benchmarks (bench): batch-1 decode latency, offline 128/128 throughput, and `serve` with 256
 # concurrent streams from `inflight bench serve`, all on Llama-3.1-8B shapes with dummy weights.
-# Environment: OFFLINE_PROMPTS (default 1024), SERVE_PROMPTS (default 768), MAX_NUM_SEQS (256).
+# The performance figures (perf): the roofline and every figure of the performance table in
+# docs/benchmarks.md (batch-1 decode, prefill of 2,048 tokens, device idle at 256 running, offline
+# 128/128, 1000/1000 and 2048/128, TTFT over HTTP).
+# Environment: OFFLINE_PROMPTS (default 1024), SERVE_PROMPTS (default 768), MAX_NUM_SEQS (256);
+# perf: PROMPTS_128 (4096), PROMPTS_1000 (2048), PROMPTS_2048 (2048), MAX_BATCHED (8192, the
+# offline runs' --max-num-batched-tokens), PERF_ONLY (a regex of figure names to run: roofline
+# b1 prefill idle o128 o1000 o2048 ttft).
 set -u -o pipefail
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
-stage_dir=.devrun-serving
+stage_dir="${STAGE_DIR:-.devrun-serving}"
 binaries=(bin/inflight tests/cuda/cuda_serving_test tests/cuda/cuda_ops_test
           tests/cuda/cuda_model_test tests/engine/engine_test tests/engine/batch_invariance_test)
 
 stage() {
-  local build="${1:-build-cudart}"
+  local build="${1:-build-cuda}"
   local model="${INFLIGHT_TEST_MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}"
   local data="${INFLIGHT_DATA_DIR:-../shared/data}"
   local python="${PYTHON:-.venv/bin/python}"
-  mkdir -p .git/info
-  grep -qx "/$stage_dir/" .git/info/exclude 2>/dev/null || echo "/$stage_dir/" >> .git/info/exclude
+  mkdir -p "$(git rev-parse --git-common-dir)/info"
+  grep -qx "/$stage_dir/" "$(git rev-parse --git-common-dir)/info/exclude" 2>/dev/null || echo "/$stage_dir/" >> "$(git rev-parse --git-common-dir)/info/exclude"
   rm -rf "$stage_dir" && mkdir -p "$stage_dir/bin" "$stage_dir/lib" "$stage_dir/data/prompts"
   local b
   for b in "${binaries[@]}"; do
@@ -158,6 +164,59 @@ run_bench() {
   for f in "$OUT"/logs/bench_*.log; do sed -n '/=====/,/=====/p' "$f"; done
 }
 
+# perf_step NAME TIMEOUT ARGS...: one figure, unless PERF_ONLY leaves it out.
+perf_step() {
+  [[ "$1" =~ ^(${PERF_ONLY:-.*})$ ]] || return 0
+  step "$@"
+}
+
+run_perf() {
+  local inflight="$stage_dir/bin/inflight" vocab="$OUT/llama-bpe.gguf"
+  local common=(--dummy-weights --arch llama-3.1-8b --device cuda)
+  xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
+  perf_step roofline 120 "$inflight" bench roofline --device cuda --arch llama-3.1-8b \
+    --result-json "$OUT/roofline.json"
+  perf_step b1 120 "$inflight" bench latency "${common[@]}" --max-model-len 4096 \
+    --batch-size 1 --input-len 128 --output-len 128 --num-iters 5 --num-iters-warmup 2 \
+    --kv-cache-memory 0.5 --result-json "$OUT/latency_b1.json"
+  perf_step prefill 120 "$inflight" bench latency "${common[@]}" --max-model-len 4096 \
+    --batch-size 1 --input-len 2048 --output-len 1 --num-iters 10 --num-iters-warmup 3 \
+    --max-num-batched-tokens 8192 --kv-cache-memory 0.5 --result-json "$OUT/prefill_2048.json"
+  perf_step idle 120 "$inflight" bench latency "${common[@]}" --max-model-len 4096 \
+    --batch-size 256 --input-len 128 --output-len 128 --num-iters 3 --num-iters-warmup 1 \
+    --max-num-seqs 256 --max-num-batched-tokens 8192 --kv-cache-memory 0.9 \
+    --result-json "$OUT/latency_b256.json"
+  local -a offline=(bench offline "${common[@]}" --max-num-seqs "${MAX_NUM_SEQS:-256}"
+                    --max-num-batched-tokens "${MAX_BATCHED:-8192}" --kv-cache-memory 0.9)
+  perf_step o128 200 "$inflight" "${offline[@]}" --max-model-len 4096 \
+    --num-prompts "${PROMPTS_128:-4096}" --input-len 128 --output-len 128 \
+    --result-json "$OUT/offline_128_128.json"
+  perf_step o2048 300 "$inflight" "${offline[@]}" --max-model-len 4096 \
+    --num-prompts "${PROMPTS_2048:-2048}" --input-len 2048 --output-len 128 \
+    --result-json "$OUT/offline_2048_128.json"
+  perf_step o1000 560 "$inflight" "${offline[@]}" --max-model-len 4096 \
+    --num-prompts "${PROMPTS_1000:-2048}" --input-len 1000 --output-len 1000 \
+    --result-json "$OUT/offline_1000_1000.json"
+  if [[ ttft =~ ^(${PERF_ONLY:-.*})$ ]]; then
+    "$inflight" serve "${common[@]}" --max-model-len 4096 --tokenizer "$vocab" --port 8124 \
+      > "$OUT/logs/serve_ttft.log" 2>&1 &
+    local server=$!
+    step ttft 180 "$inflight" bench serve --base-url http://127.0.0.1:8124 --tokenizer "$vocab" \
+      --dataset random --num-prompts 50 --num-warmups 5 --random-input-len 128 \
+      --random-output-len 4 --max-concurrency 1 --ignore-eos --ready-timeout 120 \
+      --no-progress --result-json "$OUT/ttft_http.json"
+    kill -INT "$server" 2>/dev/null
+    wait "$server"
+  fi
+  rm -f "$vocab"
+  local f
+  for f in "$OUT"/logs/{roofline,b1,prefill,idle,o128,o2048,o1000,ttft}.log; do
+    [[ -f "$f" ]] || continue
+    grep -E 'Copy bandwidth|Matrix rate|Decode floor|Prefill floor|Median decode step|Median TTFT|Output token throughput|Device idle|Elapsed time|Failed requests|TTFT \(ms\)' "$f" \
+      | sed "s|^|$(basename "$f" .log): |"
+  done
+}
+
 run() {
   OUT="${OUT:-/tmp/cuda_serving_out}"
   mkdir -p "$OUT/logs"
@@ -174,6 +233,7 @@ run() {
   fi
   [[ "$what" == tests || "$what" == all ]] && run_tests
   [[ "$what" == bench || "$what" == all ]] && run_bench
+  [[ "$what" == perf ]] && run_perf
   # At most 8 files come back from a device run: one archive of every log.
   tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"
   echo
@@ -184,5 +244,5 @@ run() {
 case "${1:-}" in
   stage) shift; stage "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: $0 stage [BUILD_DIR] | run [tests|bench|all]"; exit 2 ;;
+  *) echo "usage: $0 stage [BUILD_DIR] | run [tests|bench|perf|all]"; exit 2 ;;
 esac
