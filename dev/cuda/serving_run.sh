@@ -227,6 +227,8 @@ run() {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader \
     | tee "$OUT/device.txt"
   cp "$stage_dir/commit.txt" "$OUT/commit.txt"
+  INFLIGHT_SOURCE_COMMIT="$(cat "$stage_dir/commit.txt")"  # recorded in every result JSON
+  export INFLIGHT_SOURCE_COMMIT
   if ldd "$stage_dir/bin/inflight" | grep 'not found'; then
     echo "missing shared libraries"
     exit 1

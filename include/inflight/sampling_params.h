@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "inflight/status.h"
@@ -31,6 +32,11 @@ struct SamplingParams {
   // [-2, 2].
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
+
+  // OpenAI logit_bias: added to the logit of each listed token (after the penalties, before
+  // temperature and the top-k/p/min-p filters). Biases in [-100, 100]: -100 bans a token in
+  // practice, +100 all but forces it. Distinct token ids.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   // Same seed + same prompt -> same output, whatever else is in the batch. Unset: a random seed
   // is drawn at enqueue.

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -59,7 +60,12 @@ std::string detect_device() {
   return cpu_model() + " (" + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " cores)";
 }
 
+// The source tree's git HEAD, or $INFLIGHT_SOURCE_COMMIT where the binary runs away from its
+// checkout (a GPU machine that received staged binaries).
 std::string source_commit() {
+  if (const char* staged = std::getenv("INFLIGHT_SOURCE_COMMIT"); staged != nullptr && *staged) {
+    return staged;
+  }
   const std::string git = "git -C '" INFLIGHT_SOURCE_DIR "' ";
   std::string head = command_output(git + "rev-parse HEAD");
   if (head.empty()) return "unknown";

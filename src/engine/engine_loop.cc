@@ -4,7 +4,8 @@
 // backend, and while the device computes step N the loop does the host work that does not
 // depend on it: the outputs of step N - 1 go to the clients' streams (detokenized text, stop
 // checks and sampling were done when step N - 1 ended; this is the hand-over: stream pushes,
-// client wake-ups, forgetting finished requests) and the stats are published. What cannot
+// client wake-ups, forgetting finished requests; first tokens go out at once, see step()) and
+// the stats are published. What cannot
 // overlap, because it needs step N's tokens: scheduling and building step N + 1, and sampling
 // step N. Sampling is cheap where the device selected the candidates (model_runner.h), and a
 // decode step is a graph replay (model/decode_graphs.h), so the gap between two steps on the
@@ -158,6 +159,11 @@ void Engine::Impl::step() {
     } catch (const std::exception& e) {
       req.abort(FinishReason::kError, e.what(), ctx);
     }
+    // A first token goes to its client now rather than while the next step runs: the device
+    // waits for a few stream pushes, the new request saves the next step's scheduling and
+    // launch in its time to first token. (A finished request waits for retire(), which makes
+    // it not live before the client can see its end.)
+    if (overlap_ && !req.finished() && req.timings().first_token == ctx.now) req.flush();
   }
   stats_.step_time.observe(RequestTimings::seconds(start, Clock::now()));
 }

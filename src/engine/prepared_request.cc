@@ -34,6 +34,12 @@ Result<PreparedRequest> prepare_request(Request request, const Tokenizer* tokeni
                                  limits.vocab_size));
     }
   }
+  for (const auto& [t, bias] : p.logit_bias) {
+    if (t < 0 || t >= limits.vocab_size) {
+      return invalid(fmt::format("logit_bias holds token {}, outside the vocabulary [0, {})", t,
+                                 limits.vocab_size));
+    }
+  }
   if (!p.stop.empty() && tokenizer == nullptr) {
     return Status(StatusCode::kUnsupported, "stop strings need a tokenizer; this engine has none");
   }

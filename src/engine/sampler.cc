@@ -63,6 +63,7 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingContext& ctx,
   if (want_logprobs) raw_.assign(logits.begin(), logits.end());
 
   apply_penalties(logits, ctx);
+  for (const auto& [t, bias] : p.logit_bias) logits[static_cast<size_t>(t)] += bias;
   for (int32_t t : ctx.suppressed) {
     if (t >= 0 && t < vocab_size_) logits[static_cast<size_t>(t)] = kNegInf;
   }
@@ -111,7 +112,7 @@ int32_t Sampler::sample(const LogitsView& view, const SamplingContext& ctx, Toke
 
 int32_t Sampler::candidates_needed(const SamplingParams& p, bool suppressing) {
   if (suppressing || p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
-      p.presence_penalty != 0.0f) {
+      p.presence_penalty != 0.0f || !p.logit_bias.empty()) {
     return 0;
   }
   int32_t k = 0;

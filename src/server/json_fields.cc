@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 
 #include "server/api_error.h"
@@ -151,6 +152,30 @@ std::vector<int32_t> FieldReader::int_list(std::string_view name, int64_t lo, in
                         field(name));
     }
     out.push_back(static_cast<int32_t>(x));
+  }
+  return out;
+}
+
+std::vector<std::pair<int32_t, float>> FieldReader::token_bias_map(std::string_view name,
+                                                                   int64_t max_id) const {
+  const json* v = get(name);
+  std::vector<std::pair<int32_t, float>> out;
+  if (v == nullptr) return out;
+  if (!v->is_object()) wrong_type(name, "an object from token ids to numbers", *v);
+  for (const auto& [key, value] : v->items()) {
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id > max_id) {
+      throw_bad_request(fmt::format("'{}' keys must be token ids in [0, {}], got \"{}\"", name,
+                                    max_id, key),
+                        field(name));
+    }
+    if (!value.is_number() || !(value.get<double>() >= -100.0 && value.get<double>() <= 100.0)) {
+      throw_bad_request(fmt::format("'{}' values must be numbers in [-100, 100], got {} for token {}",
+                                    name, value.dump(), key),
+                        field(name));
+    }
+    out.emplace_back(static_cast<int32_t>(id), static_cast<float>(value.get<double>()));
   }
   return out;
 }

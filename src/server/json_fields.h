@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -35,6 +36,10 @@ class FieldReader {
   // A string or a list of strings (OpenAI's `stop`); each non-empty.
   std::vector<std::string> string_or_list(std::string_view name, size_t max_items) const;
   std::vector<int32_t> int_list(std::string_view name, int64_t lo, int64_t hi) const;
+  // OpenAI's logit_bias: an object from token ids (decimal strings in [0, max_id]) to numbers in
+  // [-100, 100].
+  std::vector<std::pair<int32_t, float>> token_bias_map(std::string_view name,
+                                                        int64_t max_id) const;
 
  private:
   const nlohmann::ordered_json& object_;

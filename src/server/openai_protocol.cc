@@ -58,9 +58,7 @@ GenerationOptions parse_options(const json& body, const ProtocolLimits& limits) 
   s.include_stop_str_in_output = r.boolean("include_stop_str_in_output").value_or(false);
   s.min_tokens = static_cast<int32_t>(r.integer("min_tokens", 0, kMaxTokensCap).value_or(0));
 
-  if (const json* bias = r.get("logit_bias"); bias && !(bias->is_object() && bias->empty())) {
-    throw_bad_request("'logit_bias' is not supported", "logit_bias");
-  }
+  s.logit_bias = r.token_bias_map("logit_bias", limits.vocab_size - 1);
   if (const json* format = r.get("response_format")) {
     const json* type =
         format->is_object() && format->contains("type") ? &(*format)["type"] : nullptr;

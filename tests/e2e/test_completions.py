@@ -148,3 +148,24 @@ def test_prefix_cache_reports_cached_tokens(client, model_name):
     client.completions.create(model=model_name, prompt=prompt, max_tokens=1, temperature=0)
     r = client.completions.create(model=model_name, prompt=prompt, max_tokens=1, temperature=0)
     assert r.usage.prompt_tokens_details.cached_tokens > 0
+
+
+def test_logit_bias_steers_and_bans_tokens(client, base_url, model_name):
+    # +100 on one token makes greedy decoding repeat it; -100 on the unbiased greedy choice bans it.
+    word = post_json(base_url + "/tokenize", {"prompt": " banana", "add_special_tokens": False})
+    forced = word.json()["tokens"][0]
+    r = client.completions.create(model=model_name, prompt=PROMPT, max_tokens=4, temperature=0,
+                                  logit_bias={str(forced): 100}, extra_body={"ignore_eos": True})
+    text = post_json(base_url + "/detokenize", {"tokens": [forced] * 4}).json()["prompt"]
+    assert r.choices[0].text == text
+    plain = client.completions.create(model=model_name, prompt=PROMPT, max_tokens=1,
+                                      temperature=0, logprobs=1)
+    first = post_json(base_url + "/tokenize", {"prompt": PROMPT + plain.choices[0].text,
+                                               "add_special_tokens": False}).json()["tokens"][-1]
+    banned = client.completions.create(model=model_name, prompt=PROMPT, max_tokens=1,
+                                       temperature=0, logit_bias={str(first): -100})
+    assert banned.choices[0].text != plain.choices[0].text
+    bad = post_json(base_url + "/v1/completions",
+                    {"model": model_name, "prompt": PROMPT, "logit_bias": {"x": 1}})
+    assert bad.status_code == 400
+    assert bad.json()["error"]["param"] == "logit_bias"

@@ -88,7 +88,7 @@ TEST(CompletionRequest, SamplingFields) {
   auto r = completion(R"({"prompt":"x","max_tokens":5,"temperature":0,"top_p":0.5,"n":2,
       "stop":"\n","seed":7,"logprobs":3,"presence_penalty":0.5,"frequency_penalty":-1,
       "top_k":40,"min_p":0.1,"repetition_penalty":1.2,"ignore_eos":true,"min_tokens":2,
-      "user":"u","stop_token_ids":[2,3],"best_of":2})");
+      "user":"u","stop_token_ids":[2,3],"best_of":2,"logit_bias":{"5":-100,"17":2.5}})");
   const SamplingParams& s = r.options.sampling;
   EXPECT_EQ(s.max_tokens, 5);
   EXPECT_EQ(s.temperature, 0.0f);
@@ -106,6 +106,7 @@ TEST(CompletionRequest, SamplingFields) {
   EXPECT_TRUE(s.ignore_eos);
   EXPECT_EQ(s.min_tokens, 2);
   EXPECT_EQ(s.stop_token_ids, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(s.logit_bias, (std::vector<std::pair<int32_t, float>>{{5, -100.0f}, {17, 2.5f}}));
   EXPECT_EQ(r.options.user, "u");
   // 2.0 is an integer to JSON; null means absent.
   EXPECT_EQ(completion(R"({"prompt":"x","max_tokens":2.0,"seed":null})").options.sampling.max_tokens,
@@ -143,7 +144,12 @@ TEST(CompletionRequest, RejectsOutOfRangeAndWrongTypes) {
             P(400, "min_tokens"));
   EXPECT_EQ(completion_error(R"({"prompt":"x","stop_token_ids":[1000]})"), P(400, "stop_token_ids"));
   EXPECT_EQ(completion_error(R"({"prompt":"x","suffix":"y"})"), P(400, "suffix"));
-  EXPECT_EQ(completion_error(R"({"prompt":"x","logit_bias":{"1":5}})"), P(400, "logit_bias"));
+  EXPECT_EQ(completion_error(R"({"prompt":"x","logit_bias":{"1000":5}})"), P(400, "logit_bias"));
+  EXPECT_EQ(completion_error(R"({"prompt":"x","logit_bias":{"-1":5}})"), P(400, "logit_bias"));
+  EXPECT_EQ(completion_error(R"({"prompt":"x","logit_bias":{"7x":5}})"), P(400, "logit_bias"));
+  EXPECT_EQ(completion_error(R"({"prompt":"x","logit_bias":{"7":101}})"), P(400, "logit_bias"));
+  EXPECT_EQ(completion_error(R"({"prompt":"x","logit_bias":{"7":"5"}})"), P(400, "logit_bias"));
+  EXPECT_EQ(completion_error(R"({"prompt":"x","logit_bias":[5]})"), P(400, "logit_bias"));
   EXPECT_EQ(completion_error(R"({"prompt":"x","model":5})"), P(400, "model"));
   EXPECT_EQ(completion_error(R"({"prompt":"x","seed":"1"})"), P(400, "seed"));
 }
