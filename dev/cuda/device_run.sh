@@ -1,143 +1,193 @@
 #!/usr/bin/env bash
-# The CUDA backend's tests on a GPU machine, in two halves:
+# The CUDA backend on a GPU machine: tests, compute-sanitizer, benchmarks and the performance
+# figures, in two halves (helpers in dev/cuda/device_lib.sh):
 #
-#   dev/cuda/device_run.sh stage [BUILD_DIR]   here, on the build machine: copies the CUDA test
-#       binaries (built in BUILD_DIR, default build-cuda), the shared libraries the GPU image
-#       lacks (spdlog, fmt) and a SmolLM2 GGUF trimmed to fit the transfer limit into .devrun/
-#       (ignored through .git/info/exclude).
-#   dev/cuda/device_run.sh run                 on the GPU machine, from the repository root
-#       with .devrun/ carried along: runs the kernel tests, the model tests, then the kernel
-#       tests under compute-sanitizer (memcheck, racecheck), logs each step to $OUT, and prints
-#       the tests' CUDA-vs-CPU tables and a pass/fail table last.
+#   dev/cuda/device_run.sh stage [BUILD_DIR]   here, on the build machine: the `inflight` binary
+#       and the CUDA-relevant test binaries (built in BUILD_DIR, default build-cuda), the shared
+#       libraries the GPU image lacks, a SmolLM2 trimmed to $SMOLLM2_BLOCKS blocks (default 4;
+#       the whole 94 MiB model exceeds the 64 MiB a run may carry, dev/cuda/README.md), the 200
+#       fortune prompts the batch-invariance test reads, the Llama-3 vocabulary (for `serve`) and
+#       the commit, into $STAGE_DIR (default .devrun-serving, git-ignored).
+#   dev/cuda/device_run.sh run [tests|bench|perf|all]   on the GPU machine, repository root,
+#       the staging directory carried along. Logs and result JSON go to $OUT; a summary last.
 #
-# Environment: SMOLLM2_BLOCKS (stage) blocks of SmolLM2 to keep (default 10: the full vocabulary
-# plus 10 of its 30 blocks is 52 MiB; the whole model, 94 MiB, exceeds the 64 MiB a run may
-# carry). CUDA_LIB_DIR (run) where libcublasLt.so.13 lives, when the search below misses it.
+# tests: every CUDA test binary (kernels vs the CPU, models vs the CPU, engine on CUDA, batch
+# invariance with the trimmed SmolLM2), compute-sanitizer (memcheck, racecheck, synccheck,
+# initcheck) and an ncu kernel profile of a batch-1 decode step.
+# bench: batch-1 decode latency, offline 128/128 throughput, and `serve` with 256 concurrent
+# streams from `inflight bench serve`, on Llama-3.1-8B shapes with dummy weights.
+# perf: the roofline and every figure of the performance table in docs/benchmarks.md (batch-1
+# decode, prefill of 2,048 tokens, device idle at 256 running, offline 128/128, 1000/1000 and
+# 2048/128, TTFT over HTTP).
+# Environment: OFFLINE_PROMPTS (default 1024), SERVE_PROMPTS (768), MAX_NUM_SEQS (256);
+# perf: PROMPTS_128 (4096), PROMPTS_1000 (2048), PROMPTS_2048 (2048), MAX_BATCHED (8192, the
+# offline runs' --max-num-batched-tokens), PERF_ONLY (a regex of figure names to run: roofline
+# b1 prefill idle o128 o1000 o2048 ttft).
 set -u -o pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
-stage_dir=.devrun
+source dev/cuda/device_lib.sh
+stage_dir="${STAGE_DIR:-.devrun-serving}"
 
 stage() {
   local build="${1:-build-cuda}"
   local model="${INFLIGHT_TEST_MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}"
-  local blocks="${SMOLLM2_BLOCKS:-10}"
+  local data="${INFLIGHT_DATA_DIR:-../shared/data}"
   local python="${PYTHON:-.venv/bin/python}"
-  mkdir -p .git/info
-  grep -qx '/.devrun/' .git/info/exclude 2>/dev/null || echo '/.devrun/' >> .git/info/exclude
-  rm -rf "$stage_dir" && mkdir -p "$stage_dir/bin" "$stage_dir/lib"
-  for t in cuda_ops_test cuda_model_test; do
-    cp "$build/tests/cuda/$t" "$stage_dir/bin/" || { echo "missing $build/tests/cuda/$t"; exit 1; }
-    strip --strip-debug "$stage_dir/bin/$t"
-  done
-  # Shared libraries outside the C runtime and CUDA: the GPU image has neither spdlog nor fmt.
-  ldd "$stage_dir"/bin/* | awk '/=> \// {print $1, $3}' | sort -u | while read -r name path; do
-    case "$name" in
-      libc.so*|libm.so*|libstdc++*|libgcc_s*|libdl.so*|libpthread*|librt.so*|ld-linux*) ;;
-      libcuda*|libcublas*|libcudart*) ;;
-      *) cp -L "$path" "$stage_dir/lib/$name" ;;
-    esac
-  done
-  if [[ -f "$model" ]]; then
-    "$python" dev/cuda/trim_gguf.py "$model" "$stage_dir/model.gguf" "$blocks" || exit 1
+  stage_begin "$stage_dir"
+  mkdir -p "$stage_dir/data/prompts"
+  stage_binary "$stage_dir" "$build/bin/inflight" "$build"/tests/cuda/cuda_{serving,ops,model}_test \
+    "$build"/tests/engine/{engine,batch_invariance}_test || exit 1
+  "$python" dev/cuda/trim_gguf.py "$model" "$stage_dir/data/model.gguf" "${SMOLLM2_BLOCKS:-4}" \
+    || exit 1
+  # The batch-invariance test reads the fortune prompts of the shared set.
+  xz -dc "$data/prompts/prompts_sharegpt_like.json.xz" | "$python" -c '
+import json, sys
+items = [i for i in json.load(sys.stdin) if i["source"] == "fortune"][:200]
+json.dump(items, sys.stdout)' | xz -c > "$stage_dir/data/prompts/prompts_sharegpt_like.json.xz"
+  cp "$data/tokenizers/gguf-vocab/ggml-vocab-llama-bpe.gguf.xz" "$stage_dir/data/"
+  stage_finish "$stage_dir"
+}
+
+run_tests() {
+  local bin="$stage_dir/bin" model="$stage_dir/data/model.gguf"
+  step serving 240 "$bin/cuda_serving_test"
+  step ops 90 "$bin/cuda_ops_test"
+  step model 120 env "INFLIGHT_CUDA_TEST_MODEL=$model" "$bin/cuda_model_test"
+  step engine_cuda 180 "$bin/engine_test" '--gtest_filter=Devices/*'
+  step batch_invariance_cuda 180 env "INFLIGHT_TEST_MODEL=$model" \
+    "INFLIGHT_DATA_DIR=$stage_dir/data" "$bin/batch_invariance_test" '--gtest_filter=*/1'
+  if [[ -n "$SANITIZER" ]]; then
+    local s=("$SANITIZER" --error-exitcode 99)
+    local kernels='*FillRandom*:*TopKLogitsMatchesTheCpu*:*GemmWithF32*:*GemvMatches*'
+    step memcheck_serving 150 "${s[@]}" --tool memcheck "$bin/cuda_serving_test" \
+      "--gtest_filter=$kernels:*DecodeGraph*"
+    step racecheck_top_k 120 "${s[@]}" --tool racecheck "$bin/cuda_serving_test" \
+      '--gtest_filter=*TopKLogitsMatchesTheCpu*:*FillRandom*'
+    step synccheck_top_k 90 "${s[@]}" --tool synccheck "$bin/cuda_serving_test" \
+      '--gtest_filter=*TopKLogitsMatchesTheCpu*'
+    step initcheck_top_k 90 "${s[@]}" --tool initcheck "$bin/cuda_serving_test" \
+      '--gtest_filter=*TopKLogitsMatchesTheCpu*:*FillRandom*'
+    step memcheck_ops 120 "${s[@]}" --tool memcheck "$bin/cuda_ops_test"
+    step racecheck_ops 60 "${s[@]}" --tool racecheck "$bin/cuda_ops_test" \
+      '--gtest_filter=*RmsNorm*:*Swiglu*:*RopeKvWrite*:*PagedAttention*:*GatherRows*'
+    step synccheck_ops 60 "${s[@]}" --tool synccheck "$bin/cuda_ops_test"
+    step memcheck_tiny_model 60 "${s[@]}" --tool memcheck "$bin/cuda_model_test" \
+      '--gtest_filter=*Tiny*'
+    # initcheck does not follow the stores of cuBLASLt's kernels (every later read of a GEMM
+    # output is reported), so the model runs here with the CUDA-core GEMM: no kernel of ours
+    # reads memory that nothing wrote, the paged KV cache included.
+    step initcheck_core_gemm_model 60 "${s[@]}" --tool initcheck "$bin/cuda_model_test" \
+      '--gtest_filter=*CoreGemm*'
+    step racecheck_core_gemm_model 60 "${s[@]}" --tool racecheck "$bin/cuda_model_test" \
+      '--gtest_filter=*CoreGemm*'
   else
-    echo "no model at $model: the SmolLM2 test will skip"
+    summary_rows+=("compute-sanitizer not found")
   fi
-  ls -la "$stage_dir"/bin "$stage_dir"/lib "$stage_dir"/model.gguf 2>/dev/null
-  du -sh "$stage_dir"
+  if [[ -n "$NCU" ]]; then
+    step profile_b1 120 "$NCU" --profile-from-start off --clock-control none \
+      --metrics gpu__time_duration.sum --print-summary per-kernel \
+      "$bin/cuda_serving_test" '--gtest_filter=*ProfileBatch1*'
+    # Kernel name, invocations, average duration: the lines that carry them.
+    grep -E '^  [A-Za-z_].*\(|gpu__time_duration.sum' "$OUT/logs/profile_b1.log" | head -80
+  fi
+  sed -n '/== CUDA vs CPU summary/,$p' "$OUT/logs/ops.log" "$OUT/logs/model.log" | head -40
 }
 
-find_cuda_libs() {
-  local d
-  for d in ${CUDA_LIB_DIR:-} /usr/local/cuda/lib64 /usr/local/cuda/lib \
-           /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu \
-           /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib \
-           /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib; do
-    if [[ -e "$d/libcublasLt.so.13" ]]; then
-      echo "$d"
-      return
-    fi
+run_bench() {
+  local inflight="$stage_dir/bin/inflight" vocab="$OUT/llama-bpe.gguf"
+  local common=(--dummy-weights --arch llama-3.1-8b --device cuda --max-model-len 4096)
+  xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
+  step bench_latency_b1 120 "$inflight" bench latency "${common[@]}" --batch-size 1 \
+    --input-len 128 --output-len 128 --num-iters 5 --num-iters-warmup 2 \
+    --kv-cache-memory 0.5 --result-json "$OUT/latency_b1.json"
+  step bench_offline 240 "$inflight" bench offline "${common[@]}" \
+    --num-prompts "${OFFLINE_PROMPTS:-1024}" --input-len 128 --output-len 128 \
+    --max-num-seqs "${MAX_NUM_SEQS:-256}" --max-num-batched-tokens 8192 \
+    --kv-cache-memory 0.9 --result-json "$OUT/offline_128_128.json"
+  # serve + bench serve: 256 concurrent streams.
+  "$inflight" serve "${common[@]}" --tokenizer "$vocab" --port 8123 \
+    --max-num-seqs "${MAX_NUM_SEQS:-256}" --max-num-batched-tokens 8192 \
+    --max-concurrent-requests 1024 > "$OUT/logs/serve.log" 2>&1 &
+  local server=$!
+  step bench_serve 240 "$inflight" bench serve --base-url http://127.0.0.1:8123 \
+    --tokenizer "$vocab" --dataset random --num-prompts "${SERVE_PROMPTS:-768}" \
+    --random-input-len 128 --random-output-len 128 --max-concurrency 256 --ignore-eos \
+    --ready-timeout 120 --no-progress --result-json "$OUT/serve_256.json"
+  kill -INT "$server" 2>/dev/null
+  wait "$server"
+  summary_rows+=("serve exit code: $? (errors in serve.log: $(grep -c '\[error\]' "$OUT/logs/serve.log"))")
+  rm -f "$vocab"
+  grep -h -E 'memory plan|backend cuda' "$OUT"/logs/bench_*.log "$OUT/logs/serve.log" | sort -u | head -4
+  for f in "$OUT"/logs/bench_*.log; do sed -n '/=====/,/=====/p' "$f"; done
+}
+
+# perf_step NAME TIMEOUT ARGS...: one figure, unless PERF_ONLY leaves it out.
+perf_step() {
+  [[ "$1" =~ ^(${PERF_ONLY:-.*})$ ]] || return 0
+  step "$@"
+}
+
+run_perf() {
+  local inflight="$stage_dir/bin/inflight" vocab="$OUT/llama-bpe.gguf"
+  local common=(--dummy-weights --arch llama-3.1-8b --device cuda)
+  xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
+  perf_step roofline 120 "$inflight" bench roofline --device cuda --arch llama-3.1-8b \
+    --result-json "$OUT/roofline.json"
+  perf_step b1 120 "$inflight" bench latency "${common[@]}" --max-model-len 4096 \
+    --batch-size 1 --input-len 128 --output-len 128 --num-iters 5 --num-iters-warmup 2 \
+    --kv-cache-memory 0.5 --result-json "$OUT/latency_b1.json"
+  perf_step prefill 120 "$inflight" bench latency "${common[@]}" --max-model-len 4096 \
+    --batch-size 1 --input-len 2048 --output-len 1 --num-iters 10 --num-iters-warmup 3 \
+    --max-num-batched-tokens 8192 --kv-cache-memory 0.5 --result-json "$OUT/prefill_2048.json"
+  perf_step idle 120 "$inflight" bench latency "${common[@]}" --max-model-len 4096 \
+    --batch-size 256 --input-len 128 --output-len 128 --num-iters 3 --num-iters-warmup 1 \
+    --max-num-seqs 256 --max-num-batched-tokens 8192 --kv-cache-memory 0.9 \
+    --result-json "$OUT/latency_b256.json"
+  local -a offline=(bench offline "${common[@]}" --max-num-seqs "${MAX_NUM_SEQS:-256}"
+                    --max-num-batched-tokens "${MAX_BATCHED:-8192}" --kv-cache-memory 0.9)
+  perf_step o128 200 "$inflight" "${offline[@]}" --max-model-len 4096 \
+    --num-prompts "${PROMPTS_128:-4096}" --input-len 128 --output-len 128 \
+    --result-json "$OUT/offline_128_128.json"
+  perf_step o2048 300 "$inflight" "${offline[@]}" --max-model-len 4096 \
+    --num-prompts "${PROMPTS_2048:-2048}" --input-len 2048 --output-len 128 \
+    --result-json "$OUT/offline_2048_128.json"
+  perf_step o1000 560 "$inflight" "${offline[@]}" --max-model-len 4096 \
+    --num-prompts "${PROMPTS_1000:-2048}" --input-len 1000 --output-len 1000 \
+    --result-json "$OUT/offline_1000_1000.json"
+  if [[ ttft =~ ^(${PERF_ONLY:-.*})$ ]]; then
+    "$inflight" serve "${common[@]}" --max-model-len 4096 --tokenizer "$vocab" --port 8124 \
+      > "$OUT/logs/serve_ttft.log" 2>&1 &
+    local server=$!
+    step ttft 180 "$inflight" bench serve --base-url http://127.0.0.1:8124 --tokenizer "$vocab" \
+      --dataset random --num-prompts 50 --num-warmups 5 --random-input-len 128 \
+      --random-output-len 4 --max-concurrency 1 --ignore-eos --ready-timeout 120 \
+      --no-progress --result-json "$OUT/ttft_http.json"
+    kill -INT "$server" 2>/dev/null
+    wait "$server"
+  fi
+  rm -f "$vocab"
+  local f
+  for f in "$OUT"/logs/{roofline,b1,prefill,idle,o128,o2048,o1000,ttft}.log; do
+    [[ -f "$f" ]] || continue
+    grep -E 'Copy bandwidth|Matrix rate|Decode floor|Prefill floor|Median decode step|Median TTFT|Output token throughput|Device idle|Elapsed time|Failed requests|TTFT \(ms\)' "$f" \
+      | sed "s|^|$(basename "$f" .log): |"
   done
-}
-
-declare -a summary_rows=()
-
-# step NAME TIMEOUT COMMAND...: runs with a time limit, logs to $OUT/NAME.log.
-step() {
-  local name="$1" limit="$2"
-  shift 2
-  local log="$OUT/$name.log" start end rc
-  start=$(date +%s)
-  echo "=== $name: $*"
-  timeout "$limit" "$@" > "$log" 2>&1
-  rc=$?
-  end=$(date +%s)
-  local passed failed sanitizer
-  passed=$(grep -m1 -o '\[  PASSED  \] [0-9]* test' "$log" | grep -o '[0-9]*' || true)
-  failed=$(grep -m1 -o '[0-9]* FAILED TEST' "$log" | grep -o '^[0-9]*' || true)
-  sanitizer=$(grep -m1 -oE '(ERROR|RACECHECK) SUMMARY: [0-9]* (error|hazard)' "$log" || true)
-  grep -E '^\[  FAILED  \]|MISMATCH|Failure|========= [A-Z]|cuBLASLt|skipped' "$log" | sort | uniq -c | sort -rn | head -20
-  summary_rows+=("$(printf '%-22s rc=%-4s %5ss  passed=%-3s failed=%-3s %s' "$name" "$rc" \
-    "$((end - start))" "${passed:-0}" "${failed:-0}" "$sanitizer")")
 }
 
 run() {
   OUT="${OUT:-/tmp/device_run_out}"
-  mkdir -p "$OUT"
-  local libs
-  libs="$(find_cuda_libs)"
-  export LD_LIBRARY_PATH="$repo/$stage_dir/lib${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
-  echo "cuBLASLt from: ${libs:-system default}"
-  if ldd "$stage_dir/bin/cuda_ops_test" | grep 'not found'; then
-    echo "missing shared libraries"
-    exit 1
-  fi
-  local sanitizer
-  sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
-  local model_env=()
-  [[ -f "$stage_dir/model.gguf" ]] && model_env=(env "INFLIGHT_CUDA_TEST_MODEL=$repo/$stage_dir/model.gguf")
-
-  step ops 60 "$stage_dir/bin/cuda_ops_test"
-  step model 90 "${model_env[@]}" "$stage_dir/bin/cuda_model_test"
-  if [[ -n "$sanitizer" ]]; then
-    step memcheck_ops 90 "$sanitizer" --tool memcheck --error-exitcode 99 \
-      "$stage_dir/bin/cuda_ops_test"
-    step racecheck_ops 45 "$sanitizer" --tool racecheck --error-exitcode 99 \
-      "$stage_dir/bin/cuda_ops_test" \
-      '--gtest_filter=*RmsNorm*:*Swiglu*:*RopeKvWrite*:*PagedAttention*:*GatherRows*'
-    step memcheck_tiny_model 45 "$sanitizer" --tool memcheck --error-exitcode 99 \
-      "$stage_dir/bin/cuda_model_test" '--gtest_filter=*Tiny*'
-    step initcheck_ops 45 "$sanitizer" --tool initcheck --error-exitcode 99 \
-      "$stage_dir/bin/cuda_ops_test"
-    step synccheck_ops 45 "$sanitizer" --tool synccheck --error-exitcode 99 \
-      "$stage_dir/bin/cuda_ops_test"
-    # initcheck does not follow the stores of cuBLASLt's kernels (every later read of a GEMM
-    # output is reported), so the model runs here with the CUDA-core GEMM: this checks that no
-    # kernel of ours reads memory nothing wrote, the paged KV cache included.
-    step initcheck_core_gemm_model 60 "$sanitizer" --tool initcheck --error-exitcode 99 \
-      "$stage_dir/bin/cuda_model_test" '--gtest_filter=*CoreGemm*'
-    step racecheck_core_gemm_model 60 "$sanitizer" --tool racecheck --error-exitcode 99 \
-      "$stage_dir/bin/cuda_model_test" '--gtest_filter=*CoreGemm*'
-  else
-    summary_rows+=("compute-sanitizer not found")
-  fi
-
-  echo
-  for name in ops model; do
-    sed -n '/== CUDA vs CPU summary/,$p' "$OUT/$name.log"
-    grep -E '^(smollm2|tiny)' "$OUT/$name.log" | grep -v 'greedy tokens:' | head -20
-  done
-  # At most 8 files come back from a device run: one archive of every log.
-  tar -czf "$OUT/device_logs.tar.gz" -C "$OUT" $(cd "$OUT" && ls *.log) && rm -f "$OUT"/*.log
-  echo
-  echo "== device run summary (time limits keep the whole run under 9 minutes) =="
-  printf '%s\n' "${summary_rows[@]}"
+  local what="${1:-all}"
+  device_setup "$stage_dir" || exit 1
+  [[ "$what" == tests || "$what" == all ]] && run_tests
+  [[ "$what" == bench || "$what" == all ]] && run_bench
+  [[ "$what" == perf ]] && run_perf
+  finish_run "device run ($what)"
 }
 
 case "${1:-}" in
   stage) shift; stage "$@" ;;
-  run) run ;;
-  *) echo "usage: $0 stage [BUILD_DIR] | run"; exit 2 ;;
+  run) shift; run "$@" ;;
+  *) echo "usage: $0 stage [BUILD_DIR] | run [tests|bench|perf|all]"; exit 2 ;;
 esac

@@ -103,6 +103,14 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
 #endif
 }
 
+// 2^x by the special-function unit alone (ex2.approx.ftz: about 2 ulp, subnormal results flush
+// to 0, 2^-inf = 0); exp2f adds a range check and two multiplies around the same instruction.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Two floats as a bf16 pair (lo in the low half), round to nearest.
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -122,9 +130,20 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 //   K-major (A = Q, B = K): start = slab base + 32 B per k16 step; SBO = 1024 B (8 rows).
 //   N-major (B = V): start = base + 2048 B per k16 step (16 rows); SBO = 1024 B (8 rows),
 //   LBO = the slab stride (next 64 columns of N).
+// The descriptor in 32-bit halves: lo holds the start address (bits 0-13, in 16-byte units)
+// and LBO, hi the SBO and the swizzle mode. A k16 step's offset is one add to lo (the start
+// field cannot carry out: shared addresses are below 256 KB).
+__device__ __forceinline__ uint32_t wgmma_desc_lo(uint32_t addr, uint32_t lbo) {
+  return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16);
+}
+constexpr uint32_t wgmma_desc_hi(uint32_t sbo) {
+  return (sbo >> 4) | (1u << 30);
+}
+__device__ __forceinline__ uint64_t wgmma_desc_join(uint32_t lo, uint32_t hi) {
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
 __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
-         (static_cast<uint64_t>(sbo >> 4) << 32) | (uint64_t{1} << 62);
+  return wgmma_desc_join(wgmma_desc_lo(addr, lbo), wgmma_desc_hi(sbo));
 }
 
 __device__ __forceinline__ void wgmma_fence() {

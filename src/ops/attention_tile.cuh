@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/attention_mma.cuh"
 #include "ops/cuda_common.cuh"
@@ -51,7 +52,20 @@ struct TileParams {
   float* partial_o = nullptr;    // [S, KH, max_parts, 16, D] unnormalised outputs
   float2* partial_ml = nullptr;  // [S, KH, max_parts, 16] (running max, sum), log2 domain
   int32_t* counters = nullptr;   // [S, KH] parts finished; 0 between launches
+  // Page of a key without a division: key / block_size = (umulhi(key, page_mul) + key) >>
+  // page_shift for 0 <= key < 2^31 (page_divider on the host).
+  uint32_t page_mul = 1;
+  int32_t page_shift = 0;
 };
+
+// page_mul, page_shift for block_size d >= 1 (the round-up method of Granlund and Montgomery:
+// l = ceil(log2 d), m = floor(2^32 (2^l - d) / d) + 1; t + key cannot overflow for key < 2^31).
+inline void page_divider(TileParams& tp, int32_t d) {
+  int32_t l = 0;
+  while ((int64_t{1} << l) < d) ++l;
+  tp.page_shift = l;
+  tp.page_mul = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << l) - d)) / d + 1);
+}
 
 __device__ __forceinline__ bool is_decode_seq(int32_t n, int32_t g) {
   return n * g <= kDecodeRows;
@@ -96,7 +110,6 @@ struct TileShape {
   // + 1024: the base is rounded up to the 1024-byte alignment of the swizzle pattern.
   static constexpr int kSmemBytes =
       kQBytes + (kKvBytes > kMergeBytes ? kKvBytes : kMergeBytes) + 1024;
-  static_assert(kKeys % (kThreads / kChunks) == 0, "whole load passes");
   static_assert(kQBytes % 1024 == 0 && kStageBytes % 1024 == 0, "1024-byte aligned tiles");
 };
 
@@ -109,23 +122,73 @@ __device__ __forceinline__ uint32_t tile_offset(int r, int c) {
   return static_cast<uint32_t>((c >> 3) * (kTileRows * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4));
 }
 
-// Stages keys [kb, kb + kKeys) of sequence `seq`, kv head kh into shared K/V at sk, sv. Keys
-// past hi are zero-filled: their scores are masked, and zero V keeps 0 * V finite.
+// K/V stage copies: 8 neighbouring threads share a key row and read 128 contiguous bytes per
+// copy (one whole L2 line: a warp's copy instruction touches 4 lines, fully), chunks
+// c = t % 8 + 8 i; thread t takes rows t / 8 + kRowsPerPass p. One block-table read per row
+// serves the thread's kChunks / 8 copies of it (half the rows, and reads, per thread of a
+// 16-threads-per-row split). Splits into 32-byte pieces of more rows (one row per thread) cost
+// 20% of decode bandwidth at batch 256: 4x the L2 requests for the same bytes.
 template <class Shape>
-__device__ __forceinline__ void load_kv_stage(const PagedKv& kv, int32_t seq, int32_t kh,
-                                              int32_t kb, int32_t hi, uint32_t sk, uint32_t sv) {
-  constexpr int kRowsPerPass = Shape::kThreads / Shape::kChunks;
-  const auto* k = static_cast<const bf16*>(kv.k);
-  const auto* v = static_cast<const bf16*>(kv.v);
-  const int c = threadIdx.x % Shape::kChunks;
+struct KvCopy {
+  static constexpr int kPerRow = 8;                               // threads per key row
+  static constexpr int kRowsPerPass = Shape::kThreads / kPerRow;  // a multiple of 8
+  static_assert(Shape::kKeys % kRowsPerPass == 0 && kRowsPerPass % 8 == 0, "whole passes");
+};
+
+// This thread's view of the K/V rows of one (sequence, kv head), set up once per CTA: a key's
+// row is k + table[key / page] * page_elems + (key % page) * slot_elems, and likewise in v.
+struct KvGather {
+  const bf16* k;  // cache base + kv head * D + this thread's first chunk
+  const bf16* v;
+  const int32_t* table;  // the sequence's block table row
+  uint32_t page_mul;
+  int32_t page_shift, page_size;
+  int32_t page_elems;  // block_size * KH * D
+  int32_t slot_elems;  // KH * D
+};
+
+template <class Shape>
+__device__ __forceinline__ KvGather kv_gather(const TileParams& tp, int32_t seq, int32_t kh) {
+  const PagedKv& kv = tp.p.kv;
+  const int32_t slot_elems = kv.num_kv_heads * kv.head_dim;
+  const int64_t first =
+      static_cast<int64_t>(kh) * kv.head_dim + (threadIdx.x % KvCopy<Shape>::kPerRow) * 8;
+  return {static_cast<const bf16*>(kv.k) + first,
+          static_cast<const bf16*>(kv.v) + first,
+          kv.block_tables + static_cast<int64_t>(seq) * kv.max_blocks_per_seq,
+          tp.page_mul,
+          tp.page_shift,
+          kv.block_size,
+          kv.block_size * slot_elems,
+          slot_elems};
+}
+
+// Stages keys [kb, kb + kKeys) into shared K/V at sk, sv (KvCopy's split): per thread one
+// block-table read and a few integer ops (no division), then its copies. Keys past hi are
+// zero-filled: their scores are masked, and zero V keeps 0 * V finite.
+template <class Shape>
+__device__ __forceinline__ void load_kv_stage(const KvGather& gk, int32_t kb, int32_t hi,
+                                              uint32_t sk, uint32_t sv) {
+  using Copy = KvCopy<Shape>;
+  const int c0 = threadIdx.x % Copy::kPerRow;
 #pragma unroll
-  for (int i = 0; i < Shape::kKeys / kRowsPerPass; ++i) {
-    const int r = threadIdx.x / Shape::kChunks + i * kRowsPerPass;
-    const bool valid = kb + r <= hi;
+  for (int pass = 0; pass < Shape::kKeys / Copy::kRowsPerPass; ++pass) {
+    const int r = threadIdx.x / Copy::kPerRow + pass * Copy::kRowsPerPass;
+    const int32_t key = kb + r;
+    const bool valid = key <= hi;
     int64_t off = 0;
-    if (valid) off = kv.offset(kv.slot(seq, kb + r), kh) + c * 8;
-    cp_async_16(sk + tile_offset<Shape::kKeys>(r, c), k + off, valid);
-    cp_async_16(sv + tile_offset<Shape::kKeys>(r, c), v + off, valid);
+    if (valid) {
+      const int32_t page = static_cast<int32_t>(
+          (__umulhi(static_cast<uint32_t>(key), gk.page_mul) + key) >> gk.page_shift);
+      off = static_cast<int64_t>(__ldg(gk.table + page)) * gk.page_elems +
+            (key - page * gk.page_size) * gk.slot_elems;
+    }
+#pragma unroll
+    for (int i = 0; i < Shape::kChunks / Copy::kPerRow; ++i) {
+      const uint32_t dst = tile_offset<Shape::kKeys>(r, c0 + Copy::kPerRow * i);
+      cp_async_16(sk + dst, gk.k + off + Copy::kPerRow * 8 * i, valid);
+      cp_async_16(sv + dst, gk.v + off + Copy::kPerRow * 8 * i, valid);
+    }
   }
 }
 
@@ -234,10 +297,12 @@ constexpr int tile_min_blocks() {
 }
 
 // Grid: decode tiles (max_parts, S, KH), CTAs past a sequence's parts or on a prefill sequence
-// exit; prefill tiles (upper bound on tiles, KH), CTAs past the last tile exit. kWgmma (prefill
-// tiles; in effect only where the sm_90a pass compiles it) computes S = Q K^T and O += P V by
-// warpgroup wgmma with Q, K and V read from shared memory by the tensor cores, instead of
-// per-warp mma.sync fed by ldmatrix; everything else is shared.
+// exit; prefill tiles (upper bound on tiles x KH) with the kv head fastest, so that the longest
+// tile of every kv head starts in the first wave (longest first over the whole grid for one
+// sequence), CTAs past the last tile exit. kWgmma (prefill tiles; in effect only where the
+// sm_90a pass compiles it) computes S = Q K^T and O += P V by warpgroup wgmma with Q, K and V
+// read from shared memory by the tensor cores, instead of per-warp mma.sync fed by ldmatrix;
+// everything else is shared.
 template <int D, int kWarpsM, int kWarpsN, int kStages, bool kWgmma>
 __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThreads,
                                   tile_min_blocks<kWarpsM, kStages, kWgmma>())
@@ -262,10 +327,13 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
     seq = blockIdx.y;
     kh = blockIdx.z;
   } else {
+    const int32_t kv_heads = p.kv.num_kv_heads;
     int32_t tile = 0;
-    if (!find_prefill_tile<Shape::kRows, Shape::kThreads>(tp, blockIdx.x, seq, tile)) return;
+    if (!find_prefill_tile<Shape::kRows, Shape::kThreads>(tp, blockIdx.x / kv_heads, seq, tile)) {
+      return;
+    }
     r0 = tile * Shape::kRows;
-    kh = blockIdx.y;
+    kh = blockIdx.x % kv_heads;
   }
   const int32_t q0 = p.query_start[seq], n = p.query_start[seq + 1] - q0;
   const int32_t ctx = p.context_lens[seq];
@@ -291,6 +359,7 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
     const int32_t row = r0 + r;
     return (static_cast<int64_t>(q0 + row / g) * num_heads + kh * g + row % g) * D;
   };
+  const KvGather gk = kv_gather<Shape>(tp, seq, kh);
 
   // ---- prologue: Q rows (zero past `rows`) and K/V blocks 0 .. kStages - 2 ----
   const auto* q = static_cast<const bf16*>(p.q);
@@ -304,8 +373,8 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
 #pragma unroll
   for (int b = 0; b < kStages - 1; ++b) {
     if (b < num_blocks) {
-      load_kv_stage<Shape>(p.kv, seq, kh, keys.lo + b * kKeys, keys.hi,
-                           sk_addr + b * Shape::kStageBytes, sv_addr + b * Shape::kStageBytes);
+      load_kv_stage<Shape>(gk, keys.lo + b * kKeys, keys.hi, sk_addr + b * Shape::kStageBytes,
+                           sv_addr + b * Shape::kStageBytes);
     }
     cp_async_commit();  // one group per block, empty or not: the waits below count groups
   }
@@ -320,53 +389,57 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
     row_lo[h] = p.sliding_window > 0 ? max(0, pos - p.sliding_window + 1) : 0;
     row_hi[h] = min(pos, keys.hi);
   }
+  // Stage keys [kb, kb + kKeys) need no mask when kb >= the last row's lo and kb + kKeys - 1
+  // <= the first row's hi (lo and hi grow with the row): all blocks but those at the diagonal,
+  // the window's start, or a split part's end. CTA-uniform.
+  const int32_t first_pos = ctx - n + r0 / g, last_pos = ctx - n + (r0 + rows - 1) / g;
+  const int32_t full_lo = p.sliding_window > 0 ? max(0, last_pos - p.sliding_window + 1) : 0;
+  const int32_t full_hi = min(first_pos, keys.hi) - (kKeys - 1);
 
-  // o[4 dt + e]: the mma C fragment of output columns 8 dt .. 8 dt + 7.
+  // o[4 dt + e]: the mma C fragment of output columns 8 dt .. 8 dt + 7. m: running row max of
+  // the scaled scores (log2 domain), l: this lane's part of the row sum.
   float o[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   uint32_t qf[kUseWgmma ? 1 : D / 16][4];  // Q A fragments (mma.sync only)
+  // wgmma descriptors: this warpgroup's 64 rows of Q, and stage 0 of K (K-major, 128-byte
+  // swizzle, 8-row groups 1024 B apart). The warpgroup index goes through a shuffle so that the
+  // compiler sees it warp-uniform and keeps the descriptors in uniform registers.
+  const int wg = __shfl_sync(0xffffffffu, warp / 4, 0);
+  const uint32_t q_desc = wgmma_desc_lo(sq_addr + wg * 64 * 128, 0);
+  const uint32_t k_desc = wgmma_desc_lo(sk_addr, 0);
+  constexpr uint32_t kDescHi = wgmma_desc_hi(1024);
 
-  for (int32_t j = 0; j < num_blocks; ++j) {
+  // One block of kKeys keys; kMasked: apply the row ranges to the scores.
+  auto block = [&](int32_t j, auto masked) {
+    constexpr bool kMasked = decltype(masked)::value;
     const int stage = j % kStages;
-    {
-      // Block j + kStages - 1 goes into the stage that iteration j - 1 consumed.
-      const int32_t next = j + kStages - 1;
-      if (next < num_blocks) {
-        const uint32_t off = (next % kStages) * Shape::kStageBytes;
-        load_kv_stage<Shape>(p.kv, seq, kh, keys.lo + next * kKeys, keys.hi, sk_addr + off,
-                             sv_addr + off);
-      }
-      cp_async_commit();
-    }
-    cp_async_wait<kStages - 1>();  // block j (and Q) have landed
-    if constexpr (kUseWgmma) fence_proxy_async();
-    __syncthreads();
     const int kw0 = warp_n * kWarpKeys;  // this warp's first key row in the stage
     const int32_t kb = keys.lo + j * kKeys + kw0;
-    const uint32_t wk = sk_addr + stage * Shape::kStageBytes;
     const uint32_t wv = sv_addr + stage * Shape::kStageBytes;
 
     // S = Q K^T over this warp's kWarpKeys keys: [16 rows, kWarpKeys] as kNt n8 tiles,
-    // s[4 nt + e].
+    // s[4 nt + e] (raw scores).
     float s[kNt * 4];
 #pragma unroll
     for (int i = 0; i < kNt * 4; ++i) s[i] = 0.0f;
     if constexpr (kUseWgmma) {
-      const uint32_t q_rows = (warp / 4) * 64 * 128;  // this warpgroup's 64 rows in a slab
+      const uint32_t kd = k_desc + ((stage * Shape::kStageBytes) >> 4);
       fence_registers(s);
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
-        const uint32_t qa = sq_addr + (kk / 4) * (Shape::kRows * 128) + q_rows + (kk % 4) * 32;
-        const uint32_t ka = wk + (kk / 4) * (kKeys * 128) + (kk % 4) * 32;
-        wgmma_m64n64k16_ss(s, wgmma_desc(qa, 0, 1024), wgmma_desc(ka, 0, 1024));
+        // k16 step kk: slab kk / 4, 32 bytes into its 128-byte rows per step.
+        const uint32_t qa = q_desc + (((kk / 4) * Shape::kRows * 128 + (kk % 4) * 32) >> 4);
+        const uint32_t ka = kd + (((kk / 4) * kKeys * 128 + (kk % 4) * 32) >> 4);
+        wgmma_m64n64k16_ss(s, wgmma_desc_join(qa, kDescHi), wgmma_desc_join(ka, kDescHi));
       }
       wgmma_commit();
       wgmma_wait<0>();
       fence_registers(s);
     } else {
+      const uint32_t wk = sk_addr + stage * Shape::kStageBytes;
       if (j == 0) {
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
@@ -387,23 +460,22 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
       }
     }
 
-    // Scale to the log2 domain; mask keys outside each row's [lo, hi] (only near the diagonal,
-    // the window's start, or the range's end).
-    const bool full =
-        kb >= max(row_lo[0], row_lo[1]) && kb + kWarpKeys - 1 <= min(row_hi[0], row_hi[1]);
+    if constexpr (kMasked) {
 #pragma unroll
-    for (int nt = 0; nt < kNt; ++nt) {
+      for (int nt = 0; nt < kNt; ++nt) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int32_t key = kb + nt * 8 + 2 * (lane % 4) + (e % 2);
-        const int h = e / 2;
-        s[4 * nt + e] *= tp.scale_log2;
-        if (!full && (key < row_lo[h] || key > row_hi[h])) s[4 * nt + e] = -INFINITY;
+        for (int e = 0; e < 4; ++e) {
+          const int32_t key = kb + nt * 8 + 2 * (lane % 4) + (e % 2);
+          const int h = e / 2;
+          if (key < row_lo[h] || key > row_hi[h]) s[4 * nt + e] = -INFINITY;
+        }
       }
     }
 
-    // Online softmax: per row, new max over the 4 lanes of the quad, rescale, exponentiate.
-    float base[2];
+    // Online softmax in the log2 domain: per row, the new max over the 4 lanes of the quad
+    // (scaled: scale_log2 > 0 commutes with max), rescale o and l when it moved, then
+    // p = 2^(s scale_log2 - max) as one FFMA and one ex2.
+    float base[2], correction[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float mx = -INFINITY;
@@ -413,21 +485,28 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
       }
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m[h], mx);
+      const float m_new = fmaxf(m[h], mx * tp.scale_log2);
       base[h] = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet stays at 0
-      const float correction = exp2f(m[h] - base[h]);
+      correction[h] = exp2_approx(m[h] - base[h]);
       m[h] = m_new;
-      l[h] *= correction;
+      l[h] *= correction[h];
+    }
+    // The max of most rows settles after the first blocks: skip the rescale when no row of the
+    // warp moved (warp-uniform branch).
+    if (__any_sync(0xffffffffu, correction[0] != 1.0f || correction[1] != 1.0f)) {
 #pragma unroll
       for (int dt = 0; dt < D / 8; ++dt) {
-        o[4 * dt + 2 * h] *= correction;
-        o[4 * dt + 2 * h + 1] *= correction;
+        o[4 * dt + 0] *= correction[0];
+        o[4 * dt + 1] *= correction[0];
+        o[4 * dt + 2] *= correction[1];
+        o[4 * dt + 3] *= correction[1];
       }
     }
 #pragma unroll
     for (int i = 0; i < kNt * 4; ++i) {
-      s[i] = exp2f(s[i] - base[(i % 4) / 2]);
-      l[(i % 4) / 2] += s[i];  // this lane's part of the row sum; the quad is summed at the end
+      const int h = (i % 4) / 2;
+      s[i] = exp2_approx(fmaf(s[i], tp.scale_log2, -base[h]));
+      l[h] += s[i];  // this lane's part of the row sum; the quad is summed at the end
     }
 
     // O += P V, P from the score registers (two n8 C tiles = one k16 A fragment).
@@ -469,7 +548,41 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
         }
       }
     }
-    __syncthreads();  // the stage is free for the load kStages - 1 iterations on
+  };
+
+  for (int32_t j = 0; j < num_blocks; ++j) {
+    // Block j + kStages - 1 goes into the stage that iteration j - 1 consumed. Prefill: after
+    // the barrier that also frees that stage (one barrier per block; K/V mostly come from L2).
+    // Decode: before waiting for block j, so that kStages blocks are in flight meanwhile
+    // (bandwidth-bound), and a second barrier at the end frees the stage.
+    const int32_t next = j + kStages - 1;
+    const uint32_t next_off = (next % kStages) * Shape::kStageBytes;
+    if constexpr (kDecode) {
+      if (next < num_blocks) {
+        load_kv_stage<Shape>(gk, keys.lo + next * kKeys, keys.hi, sk_addr + next_off,
+                             sv_addr + next_off);
+      }
+      cp_async_commit();
+      cp_async_wait<kStages - 1>();  // block j (and Q) have landed
+    } else {
+      cp_async_wait<kStages - 2>();  // block j (and Q) have landed
+      if constexpr (kUseWgmma) fence_proxy_async();
+    }
+    __syncthreads();
+    if constexpr (!kDecode) {
+      if (next < num_blocks) {
+        load_kv_stage<Shape>(gk, keys.lo + next * kKeys, keys.hi, sk_addr + next_off,
+                             sv_addr + next_off);
+      }
+      cp_async_commit();
+    }
+    const int32_t kb = keys.lo + j * kKeys;
+    if (kb >= full_lo && kb <= full_hi) {
+      block(j, std::false_type{});
+    } else {
+      block(j, std::true_type{});
+    }
+    if constexpr (kDecode) __syncthreads();  // the stage is free for the load kStages - 1 on
   }
   cp_async_wait<0>();  // only empty groups can remain; none may be in flight at exit
 #pragma unroll
@@ -610,10 +723,11 @@ void launch_prefill(const TileParams& tp, cudaStream_t stream) {
   // sequences are; the sum over them of ceil(n g / rows) is at most this bound.
   const int64_t prefill_seqs = std::min<int64_t>(seqs, tokens / (kDecodeRows / g + 1));
   const int64_t tiles = (tokens * g + (Prefill::kRows - 1) * prefill_seqs) / Prefill::kRows;
-  INFLIGHT_CHECK(tiles <= cuda::kMaxGridX, "paged_attention_cuda: {} tiles exceed the grid", tiles);
+  const int64_t ctas = tiles * p.kv.num_kv_heads;
+  INFLIGHT_CHECK(ctas <= cuda::kMaxGridX, "paged_attention_cuda: {} tiles exceed the grid", ctas);
   constexpr auto kKernel = paged_attention_tile_kernel<D, kWarps, 1, kStages, kWgmma>;
   allow_dynamic_smem<kKernel, Prefill::kSmemBytes>();
-  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(p.kv.num_kv_heads));
+  const dim3 grid(static_cast<unsigned>(ctas));
   kKernel<<<grid, Prefill::kThreads, Prefill::kSmemBytes, stream>>>(tp);
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
@@ -633,6 +747,8 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
   tp.p = p;
   tp.group = p.num_heads / p.kv.num_kv_heads;
   tp.scale_log2 = p.scale * kLog2e;
+  INFLIGHT_CHECK(p.scale > 0.0f, "paged_attention_cuda: scale {} must be positive", p.scale);
+  page_divider(tp, p.kv.block_size);
   const int64_t tokens = p.num_tokens, seqs = p.num_seqs, kv_heads = p.kv.num_kv_heads;
   const int64_t g = tp.group;
   INFLIGHT_CHECK(seqs <= cuda::kMaxGridYZ && kv_heads <= cuda::kMaxGridYZ,

@@ -37,8 +37,15 @@ void paged_attention_cuda(const PagedAttentionParams& p, cudaStream_t stream);
 // bf16 or f32.
 void fill_random_cuda(const FillRandomParams& p, cudaStream_t stream);
 
-// One block per row; k <= kTopKLogitsMax.
-void top_k_logits_cuda(const TopKLogitsParams& p, cudaStream_t stream);
+// k <= kTopKLogitsMax. Few rows are split over several blocks each (chunks per row), whose
+// partials go to `workspace`: kTopKLogitsCudaWorkspaceBytes of device memory, zeroed once before
+// its first launch and used by one stream (each launch leaves it as it found it). chunks 0: the
+// launcher picks (top_k_logits_cuda_chunks; 1 without a workspace); tests and the lab
+// (dev/cuda/top_k) force other counts.
+constexpr int64_t kTopKLogitsCudaWorkspaceBytes = int64_t{1024} * (16 + 8 * kTopKLogitsMax);
+int32_t top_k_logits_cuda_chunks(int64_t rows, int64_t vocab, int32_t k);
+void top_k_logits_cuda(const TopKLogitsParams& p, void* workspace, cudaStream_t stream,
+                       int32_t chunks = 0);
 
 // The streaming GEMV for decode at small batch (src/ops/gemv_cuda.cu): m <= kGemvMaxRows, bf16
 // operands, k % 8 == 0, 16-byte aligned x and w; bias optional, y bf16 or f32.

@@ -2,7 +2,7 @@
 // (prefill, chunked prefill with a cached prefix, decode), page sizes 1/3/16, GQA ratios
 // 1/3/8, head dims 8..256, with and without a sliding window; then the tensor-core tile path
 // (head dims 64 and 128) on awkward shapes: new tokens 1/4/7/64/129, contexts 1..8192 (split-KV
-// decode at small batch), GQA ratios 1/4/8/32, windows.
+// decode at small batch), GQA ratios 1/4/8/32, windows; prompts and chunks of 1..300 tokens.
 //
 // Cache slots that no sequence may read (spare blocks, the tail of each last block) hold NaN in
 // both backends' caches: a kernel that reads one turns its output NaN and fails the check.
@@ -270,6 +270,64 @@ TEST(CudaOpsTest, PagedAttentionTiles) {
                                  cfg.gqa.heads, cfg.gqa.kv_heads, d, cfg.window),
                      to_host(gpu, out_gpu), out_cpu);
       }
+    }
+  }
+}
+
+// Prompts and chunks of 1..300 new tokens through the prefill tiles, several per batch (the
+// grid numbers tiles over all prefill sequences, kv head fastest) next to decodes: lengths
+// around the tile heights (16, 64 and 128 rows are 16 / g, 64 / g and 128 / g tokens), chunks
+// with a cached prefix that are no multiple of a tile; GQA 1/4/8, head_dim 64/128, windows that
+// cut inside and across tiles (masked blocks at the window's start as well as the diagonal).
+TEST(CudaOpsTest, PagedAttentionPrefillLengths) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = cuda_backend();
+  Backend& cpu = cpu_backend();
+  std::mt19937 rng(15);
+  const std::vector<std::vector<SeqSpec>> batches = {
+      {{1, 1}, {2, 2}, {5, 5}, {16, 16}, {17, 17}},
+      {{31, 31}, {32, 32}, {33, 33}, {300, 1}},
+      {{63, 63}, {64, 64}, {65, 65}},
+      {{127, 127}, {128, 128}, {129, 129}, {50, 1}},
+      {{255, 255}, {256, 256}, {257, 257}},
+      {{300, 300}, {7, 1}},
+      {{500, 100}, {333, 77}, {1000, 3}, {90, 1}},
+      {{290, 290}, {299, 299}, {200, 1}, {211, 211}},
+  };
+  struct Config {
+    Gqa gqa;
+    int64_t head_dim;
+    int32_t window;
+  };
+  const Config configs[] = {
+      {{32, 8}, 128, 0}, {{8, 8}, 64, 37}, {{16, 2}, 128, 200}, {{32, 8}, 64, 100},
+      {{8, 8}, 128, 0},  {{16, 2}, 64, 0}, {{32, 8}, 128, 65},  {{16, 2}, 128, 1},
+  };
+  int case_index = 0;
+  for (const std::vector<SeqSpec>& seqs : batches) {
+    for (const int32_t block_size : {1, 3, 16}) {
+      const Config& cfg = configs[case_index++ % std::size(configs)];
+      const PagedCase c = make_paged_case(seqs, block_size, rng);
+      const int64_t tokens = c.batch.num_tokens(), d = cfg.head_dim;
+      const Shape cache_shape = {c.num_blocks, block_size, cfg.gqa.kv_heads, d};
+      const Tensor k = cache_host(c, cache_shape, rng), v = cache_host(c, cache_shape, rng);
+      const Tensor q = random_host({tokens, cfg.gqa.heads, d}, rng, -6.0f, 6.0f);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+
+      const StepInputs in_gpu = gpu.upload_batch(c.batch);
+      const Tensor out_gpu = gpu.alloc({tokens, cfg.gqa.heads, d}, DType::kBF16);
+      poison(out_gpu);
+      gpu.paged_attention(to_backend(gpu, q), to_backend(gpu, k), to_backend(gpu, v), in_gpu, scale,
+                          cfg.window, out_gpu);
+
+      const StepInputs in_cpu = cpu.upload_batch(c.batch);
+      const Tensor out_cpu = cpu.alloc({tokens, cfg.gqa.heads, d}, DType::kF32);
+      cpu.paged_attention(to_backend(cpu, q), to_backend(cpu, k), to_backend(cpu, v), in_cpu, scale,
+                          cfg.window, out_cpu);
+      expect_close("paged_attention.prefill",
+                   fmt::format("batch {} bs={} H={} KH={} D={} window={}", case_index / 3,
+                               block_size, cfg.gqa.heads, cfg.gqa.kv_heads, d, cfg.window),
+                   to_host(gpu, out_gpu), out_cpu);
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -58,28 +59,91 @@ TEST(CudaServingTest, FillRandomMatchesTheCpuBitForBit) {
   }
 }
 
+// Row contents of the top-k cases; kMixed gives row r the (r % 5)-th of the others.
+enum class TopKFill { kNormal, kCoarse, kSignedZeros, kMostlyNegInf, kAllNegInf, kMixed };
+
 struct TopKCase {
   int64_t rows, vocab;
   int32_t k;
-  bool coarse;  // values on a coarse grid: many exact ties
+  TopKFill fill;
+  int32_t chunks = 0;  // 0: through the backend (the launcher picks); else forced on the launcher
 };
 
+const char* fill_name(TopKFill f) {
+  switch (f) {
+    case TopKFill::kNormal:
+      return "normal";
+    case TopKFill::kCoarse:
+      return "ties";
+    case TopKFill::kSignedZeros:
+      return "zeros";
+    case TopKFill::kMostlyNegInf:
+      return "mostly-inf";
+    case TopKFill::kAllNegInf:
+      return "all-inf";
+    case TopKFill::kMixed:
+      return "mixed";
+  }
+  return "?";
+}
+
+// One row of `vocab` logits: N(0, 3) (normal), 41 levels (coarse: many exact ties), +-0.0 at
+// random (all equal: ids 0..k-1, values with their signs), -inf but for k / 2 finite entries
+// (the top k ends in -inf entries), or -inf only (log-sum-exp -inf). Normal and coarse rows also
+// hold -inf, both zeros and a tie at the top.
+void fill_top_k_row(float* row, int64_t vocab, int32_t k, TopKFill fill, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::uniform_int_distribution<int> level(-20, 20);
+  std::uniform_int_distribution<int64_t> position(0, vocab - 1);
+  switch (fill) {
+    case TopKFill::kNormal:
+    case TopKFill::kCoarse:
+      for (int64_t i = 0; i < vocab; ++i) {
+        row[i] = fill == TopKFill::kCoarse ? static_cast<float>(level(rng)) * 0.5f : normal(rng);
+      }
+      if (vocab > 3) {
+        row[1] = -INFINITY;
+        row[2] = -0.0f;
+        row[3] = 0.0f;
+        row[vocab - 1] = row[vocab / 2] = 100.0f;
+      }
+      break;
+    case TopKFill::kSignedZeros:
+      for (int64_t i = 0; i < vocab; ++i) row[i] = (rng() & 1) != 0 ? -0.0f : 0.0f;
+      break;
+    case TopKFill::kMostlyNegInf:
+      std::fill(row, row + vocab, -INFINITY);
+      for (int32_t j = 0; j < std::max(1, k / 2); ++j) row[position(rng)] = normal(rng);
+      break;
+    case TopKFill::kAllNegInf:
+      std::fill(row, row + vocab, -INFINITY);
+      break;
+    case TopKFill::kMixed:
+      break;
+  }
+}
+
+// The workspace of forced launches (on the legacy stream), zeroed once like the backend's.
+void* forced_top_k_workspace() {
+  static void* workspace = [] {
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, kTopKLogitsCudaWorkspaceBytes), cudaSuccess);
+    EXPECT_EQ(cudaMemset(p, 0, kTopKLogitsCudaWorkspaceBytes), cudaSuccess);
+    return p;
+  }();
+  return workspace;
+}
+
+// Ids and values bit for bit (-0.0 is not +0.0 here), log-sum-exp within 1e-6 (-inf where the
+// reference has it), for each case against the CPU reference.
 void check_top_k(const std::vector<TopKCase>& cases) {
   Backend& gpu = cuda_backend();
   std::mt19937 rng(3);
   for (const TopKCase& c : cases) {
     Tensor logits = Tensor::empty({c.rows, c.vocab}, DType::kF32);
-    std::normal_distribution<float> normal(0.0f, 3.0f);
-    std::uniform_int_distribution<int> level(-20, 20);
-    for (int64_t i = 0; i < logits.numel(); ++i) {
-      logits.data<float>()[i] = c.coarse ? static_cast<float>(level(rng)) * 0.5f : normal(rng);
-    }
-    float* first = logits.data<float>();
-    if (c.vocab > 3) {  // -inf entries, both zeros, a planted tie at the top
-      first[1] = -INFINITY;
-      first[2] = -0.0f;
-      first[3] = 0.0f;
-      first[c.vocab - 1] = first[c.vocab / 2] = 100.0f;
+    for (int64_t r = 0; r < c.rows; ++r) {
+      const TopKFill fill = c.fill == TopKFill::kMixed ? static_cast<TopKFill>(r % 5) : c.fill;
+      fill_top_k_row(logits.data<float>() + r * c.vocab, c.vocab, c.k, fill, rng);
     }
     Tensor lse_cpu = Tensor::empty({c.rows}, DType::kF32);
     Tensor ids_cpu = Tensor::empty({c.rows, c.k}, DType::kI32);
@@ -99,41 +163,105 @@ void check_top_k(const std::vector<TopKCase>& cases) {
     poison(lse);
     poison(ids);
     poison(vals);
-    gpu.top_k_logits(dev_logits, c.k, lse, ids, vals);
+    const int32_t chunks = c.chunks > 0 ? c.chunks : top_k_logits_cuda_chunks(c.rows, c.vocab, c.k);
+    if (c.chunks > 0) {
+      top_k_logits_cuda(make_top_k_logits_params(dev_logits, c.k, lse, ids, vals),
+                        forced_top_k_workspace(), nullptr, c.chunks);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    } else {
+      gpu.top_k_logits(dev_logits, c.k, lse, ids, vals);
+    }
     const Tensor got_ids = raw_host(gpu, ids), got_vals = raw_host(gpu, vals);
     const Tensor got_lse = raw_host(gpu, lse);
-    int64_t id_mismatch = 0, val_mismatch = 0;
+    int64_t id_mismatch = 0, val_mismatch = 0, lse_inf_mismatch = 0;
     for (int64_t i = 0; i < ids_cpu.numel(); ++i) {
       id_mismatch += got_ids.data<int32_t>()[i] != ids_cpu.data<int32_t>()[i];
-      val_mismatch += got_vals.data<float>()[i] != vals_cpu.data<float>()[i];
+      val_mismatch += std::bit_cast<uint32_t>(got_vals.data<float>()[i]) !=
+                      std::bit_cast<uint32_t>(vals_cpu.data<float>()[i]);
+    }
+    for (int64_t r = 0; r < c.rows; ++r) {
+      const float want = lse_cpu.data<float>()[r], got = got_lse.data<float>()[r];
+      lse_inf_mismatch += std::isinf(want) && got != want;
     }
     const std::string what =
-        fmt::format("rows={} vocab={} k={}{}", c.rows, c.vocab, c.k, c.coarse ? " ties" : "");
+        fmt::format("rows={} vocab={} k={} {} chunks={}{}", c.rows, c.vocab, c.k, fill_name(c.fill),
+                    chunks, c.chunks > 0 ? " (forced)" : "");
     EXPECT_EQ(id_mismatch, 0) << what;
     EXPECT_EQ(val_mismatch, 0) << what;
+    EXPECT_EQ(lse_inf_mismatch, 0) << what;
     expect_close("top_k.log_sum_exp", what, got_lse, lse_cpu, 1e-6);
-    record("top_k.ids", what, ErrorStats{}, id_mismatch == 0 && val_mismatch == 0);
+    record("top_k.ids", what, ErrorStats{},
+           id_mismatch == 0 && val_mismatch == 0 && lse_inf_mismatch == 0);
+  }
+  // Every launch leaves the split counters (the workspace's first 1024 words) at zero.
+  if (std::any_of(cases.begin(), cases.end(), [](const TopKCase& c) { return c.chunks > 1; })) {
+    std::vector<uint32_t> counters(1024, 1u);
+    ASSERT_EQ(cudaMemcpy(counters.data(), forced_top_k_workspace(),
+                         counters.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_EQ(std::count(counters.begin(), counters.end(), 0u),
+              static_cast<ptrdiff_t>(counters.size()));
   }
 }
 
-// Small enough for compute-sanitizer.
+// Small enough for compute-sanitizer. Forced chunk counts run the split path on tiny
+// vocabularies (down to one id per chunk) and at its limits (chunk length k, chunks * k = 4096).
 TEST(CudaServingTest, TopKLogitsMatchesTheCpu) {
   INFLIGHT_REQUIRE_CUDA();
-  check_top_k({{1, 1, 1, false},
-               {3, 97, 1, true},
-               {3, 97, 97, true},
-               {5, 1000, 50, true},
-               {7, 4099, 256, true},
-               {2, 5000, 3, false}});
+  using enum TopKFill;
+  check_top_k({{1, 1, 1, kNormal},
+               {3, 97, 1, kCoarse},
+               {3, 97, 97, kCoarse},
+               {5, 1000, 50, kCoarse},
+               {7, 4099, 256, kCoarse},
+               {2, 5000, 3, kNormal},
+               {5, 7, 3, kMixed},
+               {10, 100, 17, kMixed},
+               {5, 2048, 9, kMixed},
+               {5, 7, 1, kMixed, 7},
+               {5, 100, 3, kMixed, 33},
+               {5, 1000, 7, kMixed, 2},
+               {5, 1000, 7, kMixed, 142},
+               {5, 1000, 50, kMixed, 20},
+               {5, 256, 128, kMixed, 2},
+               {6, 4099, 256, kMixed, 16},
+               {7, 4099, 1, kMixed, 100},
+               {5, 2048, 2, kMixed, 3}});
 }
 
+// Llama 3 / Qwen2 vocabularies: the shapes of decode steps on both sides of the crossover
+// (rows 132 / 133 on a 132-SM H200), forced chunk counts at the split path's limits (chunks * k
+// = 8192, the shared list; 19 chunks of 152,064 ids, the fewest that fit it), then random shapes.
 TEST(CudaServingTest, TopKLogitsAtVocabularyScale) {
   INFLIGHT_REQUIRE_CUDA();
-  check_top_k({{37, 128256, 1, false},
-               {37, 128256, 50, false},
-               {9, 128256, 256, true},
-               {256, 152064, 20, false},
-               {4, 49152, 2, true}});
+  using enum TopKFill;
+  std::vector<TopKCase> cases = {
+      {37, 128256, 1, kNormal},     {37, 128256, 50, kNormal},    {9, 128256, 256, kCoarse},
+      {256, 152064, 20, kNormal},   {4, 49152, 2, kCoarse},       {1, 128256, 1, kNormal},
+      {1, 128256, 2, kCoarse},      {1, 128256, 20, kNormal},     {1, 128256, 50, kCoarse},
+      {1, 128256, 256, kNormal},    {1, 152064, 256, kCoarse},    {2, 128256, 50, kMixed},
+      {8, 128256, 256, kMixed},     {32, 128256, 20, kMixed},     {64, 128256, 256, kMixed},
+      {132, 128256, 1, kMixed},     {133, 128256, 1, kMixed},     {512, 128256, 50, kMixed},
+      {5, 128256, 1, kMixed, 2},    {5, 128256, 1, kMixed, 204},  {5, 128256, 2, kMixed, 16},
+      {5, 128256, 50, kMixed, 163}, {5, 128256, 256, kMixed, 16}, {5, 128256, 256, kMixed, 32},
+      {2, 152064, 256, kMixed, 19}, {8, 49152, 100, kMixed, 64}};
+  std::mt19937 rng(17);
+  const int64_t row_counts[] = {1,  2,  3,  4,   5,   7,   8,   13,  16,  31,  32,
+                                33, 64, 65, 100, 131, 132, 133, 200, 256, 300, 512};
+  const int64_t vocabs[] = {7,    100,   1000,  1023,  1024,   1025,
+                            4099, 32000, 49152, 65537, 128256, 152064};
+  for (int i = 0; i < 24; ++i) {
+    const int64_t vocab = vocabs[rng() % std::size(vocabs)];
+    int64_t rows = row_counts[rng() % std::size(row_counts)];
+    while (rows > 1 && rows * vocab > (int64_t{24} << 20)) rows /= 2;  // host reference time
+    const auto k_max = static_cast<int32_t>(std::min<int64_t>(vocab, kTopKLogitsMax));
+    const uint32_t pick = rng() % 8;
+    const int32_t k = pick == 0   ? 1
+                      : pick == 1 ? k_max
+                                  : 1 + static_cast<int32_t>(rng() % static_cast<uint32_t>(k_max));
+    cases.push_back({rows, vocab, k, i % 3 == 0 ? kCoarse : kMixed});
+  }
+  check_top_k(cases);
 }
 
 TEST(CudaServingTest, GemmWithF32OutputAndBatchInvariantMode) {
@@ -428,7 +556,7 @@ TEST(CudaServingTest, DummyLlama31_8B) {
 
 // Decode steps of batch 1 at Llama-3.1-8B widths (4 layers), op by op (no graph), between
 // cudaProfilerStart/Stop: `ncu --profile-from-start off --print-summary per-kernel` over this
-// test gives each kernel's share of a step (dev/cuda/serving_run.sh, step profile_b1).
+// test gives each kernel's share of a step (dev/cuda/device_run.sh, step profile_b1).
 TEST(CudaServingTest, ProfileBatch1DecodeKernels) {
   INFLIGHT_REQUIRE_CUDA();
   ModelConfig config = *arch_preset("llama-3.1-8b");

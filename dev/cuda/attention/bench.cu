@@ -1,10 +1,11 @@
 // Paged-attention lab bench: version 1 (dev/cuda/attention/v1_simple.cuh) against the tile path
-// (src/ops/attention_tile.cuh, as paged_attention_cuda runs it, plus lab variants) on
+// (src/ops/attention_tile.cuh, as paged_attention_cuda runs it: "tile us", plus lab variants) and
+// the previous tile path, version 4 (v4_tile.cuh: "v4 us", same run, same inputs), on
 // Llama-3.1-8B attention shapes: 32 query heads, 8 kv heads, head_dim 128, pages of 16.
 //
 //   decode  batch 1/32/256 x context 512/2048/8192 (one new token per sequence)
-//   prefill one sequence of 2048 new tokens; mixed: a 512-token chunk at context 2048 + 63
-//   decodes at 2048.
+//   prefill one sequence of 512, 2048 or 8192 new tokens; mixed: a 512-token chunk at context
+//   2048 + 63 decodes at 2048.
 //
 // Floors: bytes = K and V of every context token once (+ q and out), over the measured read
 // bandwidth; FLOPs = 4 * D * H * (keys each query row attends), over the measured (cuBLASLt via
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "dev/cuda/attention/v1_simple.cuh"
+#include "dev/cuda/attention/v4_tile.cuh"
 #include "ops/attention_tile.cuh"
 #include "ops/ops_cuda.cuh"
 
@@ -118,7 +120,7 @@ double time_us(const std::function<void(int)>& fn, int copies, int reps, int bat
 
 struct Row {
   std::string name;
-  double mbytes, gflop, floor_us, v1_us, v2_us, var_us;
+  double mbytes, gflop, floor_us, v1_us, v4_us, v2_us, var_us;
   std::string var_name;
   double err;
   long nan;
@@ -168,7 +170,9 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
                        std::vector<Seq>(batch, Seq{ctx, 1}), true});
     }
   }
+  cases.push_back({"prefill 512", {{512, 512}}, false});
   cases.push_back({"prefill 2048", {{2048, 2048}}, false});
+  cases.push_back({"prefill 8192", {{8192, 8192}}, false});
   {
     Case mixed{"mixed 512@2048+63dec", {{2048, 512}}, false};
     for (int i = 0; i < 63; ++i) mixed.seqs.push_back({2048, 1});
@@ -274,10 +278,10 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
 
     if (profile) {
       std::printf("%-22s err %.2e nan %ld (profile run: no timing)\n", c.name.c_str(), err, nan);
-      for (void* ptr : {static_cast<void*>(k), static_cast<void*>(v), static_cast<void*>(q),
-                        static_cast<void*>(out_v1), static_cast<void*>(out_v2),
-                        static_cast<void*>(d_tables), static_cast<void*>(d_qs),
-                        static_cast<void*>(d_ctx)}) {
+      for (void* ptr :
+           {static_cast<void*>(k), static_cast<void*>(v), static_cast<void*>(q),
+            static_cast<void*>(out_v1), static_cast<void*>(out_v2), static_cast<void*>(d_tables),
+            static_cast<void*>(d_qs), static_cast<void*>(d_ctx)}) {
         CK(cudaFree(ptr));
       }
       continue;
@@ -294,23 +298,25 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
     auto v1 = [&](int copy) { lab::v1::paged_attention_v1(params(copy, out_v1), nullptr); };
     const double v1_once = time_us(v1, copies, 1, 1);
     const double v1_us = time_us(v1, copies, reps_for(v1_once), 3);
-    // Lab variants: decode tiles 3 stages deep; prefill tiles of 64 or 128 rows, 3 stages deep.
+    // Version 4 (the previous production path), timed like the current one.
+    auto v4 = [&](int copy) {
+      v4::launch_tiles<128, 0, 2, 2, true>(params(copy, out_v2), nullptr);
+    };
+    const double v4_once = time_us(v4, copies, 1, 1);
+    const double v4_us = time_us(v4, copies, reps_for(v4_once), 5);
+    // Lab variants: version 4 with the current grid order (kv head fastest); prefill tiles of
+    // 64 or 128 rows.
     std::vector<std::pair<std::string, std::function<void(int)>>> variants;
-    if (c.decode) {
-      variants.push_back({"dec 3 stages", [&](int copy) {
-                            attention::launch_tiles<128, 0, 2, 3, true>(params(copy, out_v2),
-                                                                        nullptr);
+    if (!c.decode) {
+      variants.push_back({"v4+kh-fastest", [&](int copy) {
+                            v4::launch_tiles<128, 0, 2, 2, true>(params(copy, out_v2), nullptr,
+                                                                 true);
                           }});
-    } else {
-      variants.push_back({"64 rows 3 st", [&](int copy) {
-                            attention::launch_tiles<128, 64, 3, 2, true>(params(copy, out_v2),
+      variants.push_back({"64 rows", [&](int copy) {
+                            attention::launch_tiles<128, 64, 2, 2, true>(params(copy, out_v2),
                                                                          nullptr);
                           }});
-      variants.push_back({"128 rows 3 st", [&](int copy) {
-                            attention::launch_tiles<128, 128, 3, 2, true>(params(copy, out_v2),
-                                                                          nullptr);
-                          }});
-      variants.push_back({"128 rows 2 st", [&](int copy) {
+      variants.push_back({"128 rows", [&](int copy) {
                             attention::launch_tiles<128, 128, 2, 2, true>(params(copy, out_v2),
                                                                           nullptr);
                           }});
@@ -343,10 +349,10 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
     }
     CK(cudaDeviceSynchronize());
 
-    rows.push_back({c.name, (kv_bytes + io_bytes) / 1e6, flops / 1e9, floor_us, v1_us, v2_us,
+    rows.push_back({c.name, (kv_bytes + io_bytes) / 1e6, flops / 1e9, floor_us, v1_us, v4_us, v2_us,
                     var_us, var_name, err, nan});
-    std::printf("%-22s copies %3d  err %.2e nan %ld  v1 %9.1f us  v2 %8.1f us  %s\n",
-                c.name.c_str(), copies, err, nan, v1_us, v2_us, var_name.c_str());
+    std::printf("%-22s copies %3d  err %.2e nan %ld  v1 %9.1f us  v4 %8.1f us  tile %8.1f us  %s\n",
+                c.name.c_str(), copies, err, nan, v1_us, v4_us, v2_us, var_name.c_str());
     std::fflush(stdout);
     for (void* ptr :
          {static_cast<void*>(k), static_cast<void*>(v), static_cast<void*>(q),
@@ -360,12 +366,12 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
       "\n== paged attention, H=32 KH=8 D=128 pages of 16 (%s; read %.0f GB/s, matrix "
       "%.0f TFLOP/s) ==\n",
       prop.name, read_gbs, peak_tflops);
-  std::printf("%-22s %8s %7s %8s %9s %8s %6s %7s %7s %6s %8s\n", "case", "MB", "GFLOP", "floor us",
-              "v1 us", "v2 us", "v1/v2", "v2 GB/s", "v2 TF/s", "floor", "err");
+  std::printf("%-22s %8s %7s %8s %9s %8s %8s %6s %7s %7s %6s %8s\n", "case", "MB", "GFLOP",
+              "floor us", "v1 us", "v4 us", "tile us", "v4/now", "GB/s", "TF/s", "floor", "err");
   for (const Row& r : rows) {
-    std::printf("%-22s %8.1f %7.2f %8.1f %9.1f %8.1f %6.1f %7.0f %7.1f %5.0f%% %8.1e%s\n",
-                r.name.c_str(), r.mbytes, r.gflop, r.floor_us, r.v1_us, r.v2_us, r.v1_us / r.v2_us,
-                r.mbytes * 1e6 / r.v2_us / 1e3, r.gflop * 1e9 / r.v2_us / 1e6,
+    std::printf("%-22s %8.1f %7.2f %8.1f %9.1f %8.1f %8.1f %6.2f %7.0f %7.1f %5.0f%% %8.1e%s\n",
+                r.name.c_str(), r.mbytes, r.gflop, r.floor_us, r.v1_us, r.v4_us, r.v2_us,
+                r.v4_us / r.v2_us, r.mbytes * 1e6 / r.v2_us / 1e3, r.gflop * 1e9 / r.v2_us / 1e6,
                 100.0 * r.floor_us / r.v2_us, r.err, r.nan ? " NAN" : "");
   }
   std::printf("variants (lab):\n");

@@ -111,10 +111,10 @@ class CudaBackend final : public Backend {
   void copy(const Tensor& src, const Tensor& dst) override;
   void synchronize() override;
   MemoryInfo memory_info() const override;
+
   void mark_step_begin() override;
   void mark_step_end() override;
   std::optional<StepTime> last_step_time() const override;
-
 
   bool supports_graphs() const override { return true; }
   void begin_capture() override;
@@ -162,6 +162,8 @@ class CudaBackend final : public Backend {
   std::shared_ptr<CudaAllocator> allocator_;
   std::shared_ptr<void> gemm_workspace_;
   std::unique_ptr<CublasLtGemm> gemm_;
+  // Partials of top_k_logits over few rows: kTopKLogitsCudaWorkspaceBytes, zeroed once here.
+  std::shared_ptr<void> top_k_workspace_;
 
   PinnedBuffer step_staging_;
   cudaEvent_t step_copied_ = nullptr;  // the last step copy is done: step_staging_ is free
@@ -196,6 +198,9 @@ CudaBackend::CudaBackend(int device, const CudaBackendOptions& options)
   }
   allocator_ = CudaAllocator::create(device);
   gemm_workspace_ = allocator_->allocate(kGemmWorkspaceBytes);
+  top_k_workspace_ = allocator_->allocate(kTopKLogitsCudaWorkspaceBytes);
+  INFLIGHT_CUDA_CHECK(
+      cudaMemsetAsync(top_k_workspace_.get(), 0, kTopKLogitsCudaWorkspaceBytes, stream_));
   gemm_ = std::make_unique<CublasLtGemm>(gemm_workspace_.get(), kGemmWorkspaceBytes,
                                          options_.batch_invariant);
 }
@@ -474,7 +479,8 @@ void CudaBackend::top_k_logits(const Tensor& logits, int32_t k, const Tensor& lo
                                const Tensor& top_ids, const Tensor& top_logits) {
   INFLIGHT_CHECK_CODE(logits.defined() && logits.device() == Device::kCuda,
                       ErrorCode::kInvalidArgument, "cuda top_k_logits: expected device tensors");
-  top_k_logits_cuda(make_top_k_logits_params(logits, k, log_sum_exp, top_ids, top_logits), stream_);
+  top_k_logits_cuda(make_top_k_logits_params(logits, k, log_sum_exp, top_ids, top_logits),
+                    top_k_workspace_.get(), stream_);
 }
 
 }  // namespace
