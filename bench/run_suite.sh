@@ -6,7 +6,8 @@
 #
 #   bench/run_suite.sh [TAG=cpu] [SIZE=small|full]
 #
-# SIZE=small fits a 2-core CPU machine in a few minutes; full is for GPUs. Environment:
+# SIZE=small fits a 2-core CPU machine in a few minutes; full is the same set at real sizes (on
+# a GPU, dev/cuda/device_run.sh runs the Llama-3.1-8B figures). Environment:
 # INFLIGHT_BIN (default build/bin/inflight), MODEL (default: the default model).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
