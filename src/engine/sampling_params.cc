@@ -1,6 +1,8 @@
 #include "inflight/sampling_params.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -46,17 +48,18 @@ Status SamplingParams::validate() const {
   for (const auto& s : stop) {
     if (s.empty()) return invalid("stop strings must not be empty");
   }
-  for (size_t i = 0; i < logit_bias.size(); ++i) {
-    const auto [token, bias] = logit_bias[i];
+  std::vector<int32_t> biased;
+  biased.reserve(logit_bias.size());
+  for (const auto& [token, bias] : logit_bias) {
     if (!(bias >= -100.0f && bias <= 100.0f)) {
       return invalid(fmt::format("logit_bias of token {} must be in [-100, 100], got {}", token,
                                  bias));
     }
-    for (size_t j = 0; j < i; ++j) {
-      if (logit_bias[j].first == token) {
-        return invalid(fmt::format("logit_bias lists token {} twice", token));
-      }
-    }
+    biased.push_back(token);
+  }
+  std::sort(biased.begin(), biased.end());
+  if (const auto twice = std::adjacent_find(biased.begin(), biased.end()); twice != biased.end()) {
+    return invalid(fmt::format("logit_bias lists token {} twice", *twice));
   }
   if (logprobs && *logprobs < 0) {
     return invalid(fmt::format("logprobs must be >= 0, got {}", *logprobs));
