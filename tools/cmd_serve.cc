@@ -33,6 +33,7 @@
 #include "model/default_model.h"
 #include "model/model_files.h"
 #include "server/server.h"
+#include "server/tool_calls.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
@@ -46,6 +47,7 @@ struct Options {
   std::string model;
   std::string served_model_name;
   std::string chat_template;
+  std::string tool_call_parser;  // --tool-call-parser: hermes | llama3_json
   std::string kv_cache_memory = "auto";
   std::string device = "auto";
   bool dummy_weights = false;
@@ -189,6 +191,10 @@ void setup(CLI::App& app) {
   app.add_option("--max-concurrent-requests", server.max_concurrent_requests,
                  "Generation requests in flight; more get 429")
       ->capture_default_str();
+  app.add_option("--tool-call-parser", opts.tool_call_parser,
+                 "Parse tool calls out of chat outputs of requests with tools: hermes "
+                 "(<tool_call> blocks: Qwen2.5/3, Hermes) or llama3_json (Llama 3.1/3.2 JSON)")
+      ->check(CLI::IsMember({"hermes", "llama3_json"}));
   app.add_option("--metrics-prefix", server.metrics_prefix,
                  "Prefix of /metrics names ('inflight:' for vLLM's colon style, which promtool's "
                  "linter rejects)")
@@ -218,6 +224,9 @@ int run() {
                                : fs::path(path).filename().replace_extension().string();
   }
 
+  if (!opts.tool_call_parser.empty()) {
+    opts.server.options.tool_call_parser = server::tool_call_parser_named(opts.tool_call_parser);
+  }
   server::Server server(opts.server);
   server.listen();
   INFLIGHT_LOG_INFO("serving '{}' on http://{}:{} (loading {})", names, opts.server.http.host,

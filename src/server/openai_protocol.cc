@@ -251,6 +251,19 @@ ChatCompletionRequest parse_chat_completion_request(const json& body,
     if (!tools->is_array()) throw_bad_request("'tools' must be a list", "tools");
     req.tools = *tools;
   }
+  if (const json* choice = r.get("tool_choice")) {
+    if (!choice->is_string() && !choice->is_object()) {
+      throw_bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or an object",
+                        "tool_choice");
+    }
+    if (*choice != "none" && *choice != "auto") {
+      throw_bad_request(
+          "'tool_choice' \"required\" or a named function needs guided decoding, which this "
+          "server does not do: use \"auto\" (with --tool-call-parser) or \"none\"",
+          "tool_choice");
+    }
+    req.tool_choice_none = *choice == "none";
+  }
   req.chat_template_kwargs = json::object();
   if (const json* kwargs = r.get("chat_template_kwargs")) {
     if (!kwargs->is_object()) {

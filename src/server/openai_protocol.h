@@ -56,6 +56,7 @@ struct ChatCompletionRequest {
   GenerationOptions options;
   nlohmann::ordered_json messages;  // normalised: content is a string (text parts joined)
   nlohmann::ordered_json tools;     // null when absent
+  bool tool_choice_none = false;    // tool_choice "none": tools are shown, no call is parsed
   nlohmann::ordered_json chat_template_kwargs;  // object (possibly empty)
   bool add_generation_prompt = true;
   bool continue_final_message = false;

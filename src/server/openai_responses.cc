@@ -120,6 +120,25 @@ std::string dump_json(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+namespace {
+
+// OpenAI's tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}], each
+// with its "index" in stream deltas.
+json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call = json::object();
+    if (with_index) call["index"] = i;
+    call["id"] = new_response_id("call_");
+    call["type"] = "function";
+    call["function"] = {{"name", calls[i].name}, {"arguments", calls[i].arguments}};
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+}  // namespace
+
 // ---- whole responses -------------------------------------------------------------------------
 
 HttpResponse completion_response(const CompletionFormat& format, GenerationResult& result) {
@@ -153,14 +172,25 @@ HttpResponse chat_completion_response(const ChatFormat& format, GenerationResult
     if (format.logprobs) {
       logprobs = chat_logprobs_json(*format.tokenizer, c.logprobs, format.top_logprobs);
     }
+    json content = std::move(c.text);
+    json calls = json::array();
+    json finish_reason = finish_reason_json(c.finish_reason);
+    if (format.tool_parser) {
+      ParsedOutput parsed = parse_tool_calls(*format.tool_parser, content.get<std::string>());
+      if (!parsed.calls.empty()) {
+        calls = tool_calls_json(parsed.calls, /*with_index=*/false);
+        content = parsed.content.empty() ? json(nullptr) : json(std::move(parsed.content));
+        finish_reason = "tool_calls";
+      }
+    }
     choices.push_back({{"index", i},
                        {"message",
                         {{"role", "assistant"},
-                         {"content", std::move(c.text)},
+                         {"content", std::move(content)},
                          {"refusal", nullptr},
-                         {"tool_calls", json::array()}}},
+                         {"tool_calls", std::move(calls)}}},
                        {"logprobs", std::move(logprobs)},
-                       {"finish_reason", finish_reason_json(c.finish_reason)},
+                       {"finish_reason", std::move(finish_reason)},
                        {"stop_reason", stop_reason_json(c.stop_string, c.stop_token_id)}});
   }
   json body = envelope(format.meta, "chat.completion");
@@ -199,7 +229,7 @@ class OpenAiStream : public StreamFormatter {
     }
     json choice = make_choice(index, o);
     if (choice.is_null()) return;
-    choice["finish_reason"] = finish_reason_json(o.finish_reason);
+    if (!choice.contains("finish_reason")) choice["finish_reason"] = finish_reason_json(o.finish_reason);
     if (o.finish_reason) choice["stop_reason"] = stop_reason_json(o.stop_string, o.stop_token_id);
     emit(out, json::array({std::move(choice)}));
   }
@@ -215,7 +245,7 @@ class OpenAiStream : public StreamFormatter {
   }
 
  protected:
-  // The choice object of one output (without finish_reason), or null to send nothing.
+  // The choice object of one output (finish_reason added unless set), or null to send nothing.
   virtual json make_choice(size_t index, const RequestOutput& o) = 0;
 
   void emit(std::string& out, json choices) {
@@ -276,19 +306,52 @@ class ChatStream final : public OpenAiStream {
 
  private:
   json make_choice(size_t index, const RequestOutput& o) override {
-    if (o.text.empty() && !o.finish_reason && !(format_.logprobs && !o.logprobs.empty())) {
+    std::string text = o.text;
+    json calls;  // the tool calls, on a choice's last output
+    if (format_.tool_parser) text = hold_tool_calls(index, o, calls);
+    if (text.empty() && calls.is_null() && !o.finish_reason &&
+        !(format_.logprobs && !o.logprobs.empty())) {
       return nullptr;
     }
     json delta = json::object();
-    if (!o.text.empty() || !o.finish_reason) delta["content"] = o.text;
+    if (!text.empty() || (!o.finish_reason && calls.is_null())) delta["content"] = text;
+    if (!calls.is_null()) delta["tool_calls"] = std::move(calls);
     json logprobs = nullptr;
     if (format_.logprobs) {
       logprobs = chat_logprobs_json(*format_.tokenizer, o.logprobs, format_.top_logprobs);
     }
-    return {{"index", index}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)}};
+    json choice = {{"index", index}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)}};
+    if (choice["delta"].contains("tool_calls")) choice["finish_reason"] = "tool_calls";
+    return choice;
   }
 
+  // The content this output may send now; text from a tool call's (possible) start on waits
+  // for the choice's end, where it is parsed: its calls go to `calls`, the rest is content.
+  std::string hold_tool_calls(size_t index, const RequestOutput& o, json& calls) {
+    if (index >= held_.size()) held_.resize(index + 1);
+    Held& h = held_[index];
+    h.text += o.text;
+    const size_t start = std::min(tool_call_start(*format_.tool_parser, h.text), h.text.size());
+    std::string now;
+    if (start > h.sent) {
+      now = h.text.substr(h.sent, start - h.sent);
+      h.sent = start;
+    }
+    if (o.finish_reason && h.sent < h.text.size()) {
+      ParsedOutput parsed = parse_tool_calls(*format_.tool_parser, h.text.substr(h.sent));
+      now += parsed.content;
+      if (!parsed.calls.empty()) calls = tool_calls_json(parsed.calls, /*with_index=*/true);
+      h.sent = h.text.size();
+    }
+    return now;
+  }
+
+  struct Held {
+    std::string text;  // everything generated so far
+    size_t sent = 0;   // bytes of it sent as content
+  };
   ChatFormat format_;
+  std::vector<Held> held_;  // per choice, with a tool parser
 };
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include "server/generation.h"
 #include "server/openai_protocol.h"
+#include "server/tool_calls.h"
 
 namespace inflight {
 class Tokenizer;
@@ -58,6 +59,10 @@ struct ChatFormat {
   bool logprobs = false;
   int32_t top_logprobs = 0;
   bool include_usage = false;
+  // Set when the server has a --tool-call-parser and the request offers tools (tool_choice
+  // not "none"): calls in the output become message.tool_calls, finish_reason "tool_calls";
+  // a stream holds back the text from a call's start and sends the calls at the end.
+  std::optional<ToolCallParser> tool_parser;
 };
 
 HttpResponse completion_response(const CompletionFormat& format, GenerationResult& result);

@@ -89,6 +89,9 @@ HttpResponse chat_completions(ServerContext& ctx, const HttpRequest& http) {
   format.logprobs = req.logprobs;
   format.top_logprobs = req.top_logprobs;
   format.include_usage = req.options.include_usage;
+  if (!req.tools.is_null() && !req.tools.empty() && !req.tool_choice_none) {
+    format.tool_parser = ctx.options().tool_call_parser;
+  }
 
   std::vector<Request> requests;
   requests.push_back(std::move(r));

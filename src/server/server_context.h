@@ -13,6 +13,7 @@
 
 #include "inflight/engine.h"
 #include "server/openai_protocol.h"
+#include "server/tool_calls.h"
 
 namespace inflight {
 class ChatTemplate;
@@ -26,6 +27,9 @@ struct ServerOptions {
   std::string api_key;             // empty: no key needed
   int64_t max_concurrent_requests = 4096;  // generation requests in flight; more get 429
   std::string metrics_prefix = "inflight_";  // of every /metrics name ("inflight:" as vLLM)
+  // How chat outputs of requests with tools are searched for calls (server/tool_calls.h);
+  // none: the output is content.
+  std::optional<ToolCallParser> tool_call_parser = std::nullopt;
 };
 
 struct LoadedModel {

@@ -34,6 +34,7 @@ DEFAULT_ARGS = [
     "--kv-cache-memory", "256MiB",
     "--max-body-bytes", str(1 << 20),
     "--served-model-name", SERVED_NAME,
+    "--tool-call-parser", "hermes",
 ]
 
 

@@ -203,6 +203,18 @@ TEST(ChatRequest, RejectsBadMessages) {
             P(400, "max_completion_tokens"));
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"tools":{}})"),
             P(400, "tools"));
+  // tool_choice: "auto" and "none" are served; forcing a call needs guided decoding.
+  for (const char* choice : {R"("required")", R"({"type":"function","function":{"name":"f"}})",
+                             "3"}) {
+    EXPECT_EQ(chat_error(std::string(R"({"messages":[{"role":"user","content":"x"}],"tools":[],
+        "tool_choice":)") + choice + "}"),
+              P(400, "tool_choice"))
+        << choice;
+  }
+  EXPECT_TRUE(chat(R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"none"})")
+                  .tool_choice_none);
+  EXPECT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"auto"})")
+                   .tool_choice_none);
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],
       "response_format":{"type":"json_object"}})"),
             P(400, "response_format"));
