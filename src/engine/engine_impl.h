@@ -60,6 +60,8 @@ class Engine::Impl {
   // logits_request_ for the rows of `out`: candidates where the sampler allows, else whole rows.
   void build_logits_request(const SchedulerOutput& out);
   void fail(const SchedulerOutput& out, const std::string& message);
+  // The step in flight is over: a later cancel() no longer abandons anything.
+  void clear_in_flight();
   void abort_all(FinishReason reason, const std::string& message);
   void publish_stats();
   void retire();
@@ -90,9 +92,10 @@ class Engine::Impl {
   std::vector<std::unique_ptr<RequestState>> new_requests_;
   std::vector<RequestId> cancelled_;
   std::unordered_set<RequestId> live_;  // enqueued and not yet retired
-  // Requests of the step in flight that nobody cancelled yet; when a cancel() empties it, the
-  // step is abandoned (abandon_step_), which frees a synchronous runner from a step whose every
-  // token would be thrown away (a CPU step can take seconds).
+  // Requests of the synchronous step in flight that nobody cancelled yet (always empty with an
+  // asynchronous runner); when a cancel() empties it, the step is abandoned (abandon_step_),
+  // which frees the runner from a step whose every token would be thrown away (a CPU step can
+  // take seconds).
   std::unordered_set<RequestId> in_flight_;
   std::atomic<bool> abandon_step_{false};
   bool accepting_ = true;

@@ -106,9 +106,10 @@ void Engine::Impl::step() {
   }
   build_forward_batch(out, config_.block_size, batch_);
   build_logits_request(out);
-  {
+  // Only a synchronous step can be abandoned (the runner polls the flag between layers); an
+  // asynchronous one is merely enqueued, so its bookkeeping would be work for nothing.
+  if (!overlap_) {
     std::lock_guard<std::mutex> lock(mutex_);
-    in_flight_.clear();
     for (const ScheduledSequence& s : out.scheduled) in_flight_.insert(s.seq->request_id);
     abandon_step_.store(false, std::memory_order_relaxed);
   }
@@ -127,17 +128,16 @@ void Engine::Impl::step() {
                    logits->num_rows, logits->vocab_size, batch_.logits_indices.size(),
                    limits_.vocab_size);
   } catch (const StepAbandoned&) {
-    // Every request in it was cancelled: the next apply_inbox() aborts them and frees their
-    // blocks; finish_step() is skipped, so no half-written block enters the prefix cache.
+    // Every request in it was cancelled (in_flight_ is empty): the next apply_inbox() aborts
+    // them and frees their blocks; finish_step() is skipped, so no half-written block enters
+    // the prefix cache.
     return;
   } catch (const std::exception& e) {
+    clear_in_flight();
     fail(out, std::string("model step failed: ") + e.what());
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    in_flight_.clear();
-  }
+  clear_in_flight();
   scheduler_.finish_step(out);
   ++stats_.num_steps;
   if (const std::optional<StepDeviceTime> t = runner_->last_step_device_time()) {
@@ -166,6 +166,12 @@ void Engine::Impl::step() {
     if (overlap_ && !req.finished() && req.timings().first_token == ctx.now) req.flush();
   }
   stats_.step_time.observe(RequestTimings::seconds(start, Clock::now()));
+}
+
+void Engine::Impl::clear_in_flight() {
+  if (overlap_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  in_flight_.clear();
 }
 
 void Engine::Impl::build_logits_request(const SchedulerOutput& out) {
