@@ -39,7 +39,7 @@ build_lab() {
     --expt-relaxed-constexpr -lineinfo -std=c++20 \
     --generate-code=arch=compute_90a,code=[sm_90a] "$src" -o "$dir/bin/$name" \
     "$build/src/ops/libinflight_ops_cuda.a" "$build/src/ops/libinflight_ops.a" \
-    "$build/src/core/libinflight_core.a" -lspdlog -lfmt || return 1
+    "$build/src/core/libinflight_core.a" -lspdlog -lfmt -lcublasLt || return 1
   strip --strip-debug "$dir/bin/$name"
 }
 

@@ -19,7 +19,8 @@
 # perf: the roofline and every figure of the performance table in docs/benchmarks.md (batch-1
 # decode, prefill of 2,048 tokens, device idle at 256 running, offline 128/128, 1000/1000 and
 # 2048/128, TTFT over HTTP).
-# Environment: OFFLINE_PROMPTS (default 1024), SERVE_PROMPTS (768), MAX_NUM_SEQS (256);
+# Environment: LABS (stage: lab programs to build into bin/, e.g. dev/cuda/gemm/algo_lab.cu),
+# OFFLINE_PROMPTS (default 1024), SERVE_PROMPTS (768), MAX_NUM_SEQS (256);
 # perf: PROMPTS_128 (4096), PROMPTS_1000 (2048), PROMPTS_2048 (2048), MAX_BATCHED (8192, the
 # offline runs' --max-num-batched-tokens), PERF_ONLY (a regex of figure names to run: roofline
 # b1 prefill idle o128 o1000 o2048 ttft).
@@ -39,6 +40,11 @@ stage() {
   mkdir -p "$stage_dir/data/prompts"
   stage_binary "$stage_dir" "$build/bin/inflight" "$build"/tests/cuda/cuda_{serving,ops,model}_test \
     "$build"/tests/engine/{engine,batch_invariance}_test || exit 1
+  # Lab programs named in $LABS (dev/cuda/*/NAME.cu, one file each) as bin/NAME.
+  local lab
+  for lab in ${LABS:-}; do
+    build_lab "$stage_dir" "$lab" "$(basename "$lab" .cu)" "$build" || exit 1
+  done
   "$python" dev/cuda/trim_gguf.py "$model" "$stage_dir/data/model.gguf" "${SMOLLM2_BLOCKS:-4}" \
     || exit 1
   # The batch-invariance test reads the fortune prompts of the shared set.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ncu per-kernel summaries (duration per kernel and launch shape) of one 128-token prefill and of
+# ncu per-kernel summaries (duration per kernel and launch shape) of one 128-token prefill, of a
+# prefill step of two 2,048-token prompts (the GEMMs at m = 4,096 of offline 2048/128) and of
 # decode steps at batch 256, Llama-3.1-8B dummy weights, from the binaries that
 # dev/cuda/device_run.sh staged. On the GPU machine, repository root, the staging directory
 # carried:   bash dev/cuda/profile_steps.sh        (STAGE_DIR, default .devrun-serving)
@@ -26,6 +27,7 @@ profile() {
 }
 
 profile prefill_128 --batch-size 1 --input-len 128 --output-len 1
+profile prefill_4096 --batch-size 2 --input-len 2048 --output-len 1 --max-num-batched-tokens 8192
 profile decode_256 --batch-size 256 --input-len 128 --output-len 3 --max-num-seqs 256 \
   --max-num-batched-tokens 8192
 finish_run "profile"

@@ -41,7 +41,7 @@ TEST(CudaOpsTest, RopeKvWrite) {
   std::mt19937 rng(11);
   const int64_t head_dims[] = {64, 128, 2, 80};
   int case_index = 0;
-  for (const int64_t tokens : {1, 7, 91}) {
+  for (const int64_t tokens : {1, 7, 91, 513}) {
     for (const Gqa g : {Gqa{1, 1}, Gqa{3, 1}, Gqa{8, 1}, Gqa{9, 3}}) {
       for (const int32_t block_size : {1, 3, 16}) {
         const int64_t d = head_dims[case_index++ % 4];
