@@ -22,7 +22,7 @@
 # Environment: LABS (stage: lab programs to build into bin/, e.g. dev/cuda/gemm/algo_lab.cu),
 # OFFLINE_PROMPTS (default 1024), SERVE_PROMPTS (768), MAX_NUM_SEQS (256);
 # perf: PROMPTS_128 (4096), PROMPTS_1000 (2048), PROMPTS_2048 (2048), MAX_BATCHED (8192, the
-# offline runs' --max-num-batched-tokens), PERF_ONLY (a regex of figure names to run: roofline
+# offline runs' --max-num-batched-tokens), KV_MEMORY (0.9, their --kv-cache-memory), PERF_ONLY (a regex of figure names to run: roofline
 # b1 prefill idle o128 o1000 o2048 ttft).
 set -u -o pipefail
 
@@ -152,7 +152,8 @@ run_perf() {
     --max-num-seqs 256 --max-num-batched-tokens 8192 --kv-cache-memory 0.9 \
     --result-json "$OUT/latency_b256.json"
   local -a offline=(bench offline "${common[@]}" --max-num-seqs "${MAX_NUM_SEQS:-256}"
-                    --max-num-batched-tokens "${MAX_BATCHED:-8192}" --kv-cache-memory 0.9)
+                    --max-num-batched-tokens "${MAX_BATCHED:-8192}"
+                    --kv-cache-memory "${KV_MEMORY:-0.9}")
   perf_step o128 200 "$inflight" "${offline[@]}" --max-model-len 4096 \
     --num-prompts "${PROMPTS_128:-4096}" --input-len 128 --output-len 128 \
     --result-json "$OUT/offline_128_128.json"
