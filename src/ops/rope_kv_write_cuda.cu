@@ -2,12 +2,13 @@
 // one token, rotated q to q_out, rotated k and plain v into the paged cache at slot_mapping[t].
 //
 // Two kernels, picked on the host:
-//  - vector (D % 16 == 0, 16-byte aligned tensors; every Llama, Mistral and Qwen2 head size): a
-//    block per token. Its first D/2 threads compute cos/sin of angle_i = pos * inv_freq[i] (the
-//    angle rounded to f32 first, as the reference does) into shared memory; then each thread
-//    takes items of 16 bytes: a rotated item is 8 consecutive pairs (i, i + D/2) of one query or
-//    key head (two 16-byte loads, two 16-byte stores), a copied item 8 values of one value
-//    head. Memory-bound at large T (a 4,096-token prefill of Llama-3.1-8B moves 100 MB).
+//  - vector (D % 16 == 0, 16-byte aligned tensors; every Llama, Mistral and Qwen2 head size):
+//    blocks of (token, 64 items), an item 16 bytes of output: 8 consecutive pairs (i, i + D/2)
+//    of one query or key head, rotated (two 16-byte loads, two 16-byte stores), or 8 values of
+//    one value head, copied. Each thread issues its item's loads first; meanwhile the block
+//    computes cos/sin of angle_i = pos * inv_freq[i] (the angle rounded to f32 first, as the
+//    reference does) into shared memory. Memory-bound at large T (a 4,096-token prefill of
+//    Llama-3.1-8B moves 100 MB); a decode token's 448 items spread over 7 blocks.
 //  - scalar (any even D): blocks of (token, group of kHeadsPerBlock heads), heads counted over
 //    q, k and v (H + 2 KH); each block computes the cos/sin of its token, then its threads
 //    rotate (head, i) pairs of its query and key heads and copy its value heads.
@@ -68,7 +69,7 @@ __global__ void __launch_bounds__(kThreads) rope_kv_write_kernel(RopeKvWritePara
   }
 }
 
-constexpr int kVectorThreads = 256;
+constexpr int kVectorThreads = 64;
 
 __device__ __forceinline__ uint4 rotate8(const uint4& lo, const uint4& hi, const float* cos_v,
                                          const float* sin_v, bool upper) {
@@ -88,45 +89,56 @@ __device__ __forceinline__ uint4 rotate8(const uint4& lo, const uint4& hi, const
   return out;
 }
 
+// Items of one token: (query or key head, 8 pairs) rotated, then (value head, 8 values) copied.
+INFLIGHT_HOST_DEVICE int32_t rotated_items(const RopeKvWriteParams& p, bool has_slot) {
+  return (has_slot ? p.num_heads + p.kv.num_kv_heads : p.num_heads) * (p.kv.head_dim / 16);
+}
+INFLIGHT_HOST_DEVICE int32_t vector_items(const RopeKvWriteParams& p, bool has_slot) {
+  return rotated_items(p, has_slot) + (has_slot ? p.kv.num_kv_heads * (p.kv.head_dim / 8) : 0);
+}
+
 __global__ void __launch_bounds__(kVectorThreads) rope_kv_write_vector_kernel(RopeKvWriteParams p) {
   extern __shared__ float trig[];  // [2 * half]: cos, then sin
   const int64_t t = blockIdx.x;
+  const int32_t item = static_cast<int32_t>(blockIdx.y * blockDim.x + threadIdx.x);
   const int32_t num_heads = p.num_heads, num_kv_heads = p.kv.num_kv_heads;
   const int32_t head_dim = p.kv.head_dim, half = head_dim / 2;
   const int32_t rotate_chunks = half / 8, copy_chunks = head_dim / 8;
+  // The loads of this thread's item go out with the token's position and slot, before cos/sin.
   const int64_t slot = p.slot_mapping[t];
+  const auto pos = static_cast<float>(p.positions[t]);
+  const int32_t rotated = rotated_items(p, slot >= 0);
+  const bool active = item < vector_items(p, slot >= 0);
+  const bf16* src = static_cast<const bf16*>(p.qkv) +
+                    t * static_cast<int64_t>(num_heads + 2 * num_kv_heads) * head_dim;
+  int32_t head = 0, i = 0;
+  uint4 lo{}, hi{};
+  if (active && item < rotated) {
+    head = item / rotate_chunks;
+    i = 8 * (item % rotate_chunks);
+    lo = *reinterpret_cast<const uint4*>(src + static_cast<int64_t>(head) * head_dim + i);
+    hi = *reinterpret_cast<const uint4*>(src + static_cast<int64_t>(head) * head_dim + i + half);
+  } else if (active) {
+    head = (item - rotated) / copy_chunks;
+    i = 8 * ((item - rotated) % copy_chunks);
+    lo = *reinterpret_cast<const uint4*>(
+        src + static_cast<int64_t>(num_heads + num_kv_heads + head) * head_dim + i);
+  }
   float* cos_v = trig;
   float* sin_v = trig + half;
-  const auto pos = static_cast<float>(p.positions[t]);
-  for (int32_t i = threadIdx.x; i < half; i += blockDim.x) {
-    sincosf(pos * p.inv_freq[i], &sin_v[i], &cos_v[i]);
+  for (int32_t f = threadIdx.x; f < half; f += blockDim.x) {
+    sincosf(pos * p.inv_freq[f], &sin_v[f], &cos_v[f]);
   }
   __syncthreads();
-
-  const int64_t row = static_cast<int64_t>(num_heads + 2 * num_kv_heads) * head_dim;
-  const bf16* src = static_cast<const bf16*>(p.qkv) + t * row;
-  // Items: (query or key head, 8 pairs) rotated, then (value head, 8 values) copied; the keys
-  // and values only when the token has a slot.
-  const int32_t rotated = (slot >= 0 ? num_heads + num_kv_heads : num_heads) * rotate_chunks;
-  const int32_t items = rotated + (slot >= 0 ? num_kv_heads * copy_chunks : 0);
-  for (int32_t item = threadIdx.x; item < items; item += blockDim.x) {
-    if (item < rotated) {
-      const int32_t head = item / rotate_chunks, i = 8 * (item % rotate_chunks);
-      const bf16* x = src + static_cast<int64_t>(head) * head_dim;
-      const uint4 lo = *reinterpret_cast<const uint4*>(x + i);
-      const uint4 hi = *reinterpret_cast<const uint4*>(x + i + half);
-      bf16* dst = head < num_heads
-                      ? static_cast<bf16*>(p.q_out) + (t * num_heads + head) * head_dim
-                      : static_cast<bf16*>(p.kv.k) + p.kv.offset(slot, head - num_heads);
-      *reinterpret_cast<uint4*>(dst + i) = rotate8(lo, hi, cos_v + i, sin_v + i, false);
-      *reinterpret_cast<uint4*>(dst + i + half) = rotate8(lo, hi, cos_v + i, sin_v + i, true);
-    } else {
-      const int32_t v_item = item - rotated;
-      const int32_t head = v_item / copy_chunks, d = 8 * (v_item % copy_chunks);
-      const bf16* x = src + static_cast<int64_t>(num_heads + num_kv_heads + head) * head_dim;
-      *reinterpret_cast<uint4*>(static_cast<bf16*>(p.kv.v) + p.kv.offset(slot, head) + d) =
-          *reinterpret_cast<const uint4*>(x + d);
-    }
+  if (!active) return;
+  if (item < rotated) {
+    bf16* dst = head < num_heads
+                    ? static_cast<bf16*>(p.q_out) + (t * num_heads + head) * head_dim
+                    : static_cast<bf16*>(p.kv.k) + p.kv.offset(slot, head - num_heads);
+    *reinterpret_cast<uint4*>(dst + i) = rotate8(lo, hi, cos_v + i, sin_v + i, false);
+    *reinterpret_cast<uint4*>(dst + i + half) = rotate8(lo, hi, cos_v + i, sin_v + i, true);
+  } else {
+    *reinterpret_cast<uint4*>(static_cast<bf16*>(p.kv.v) + p.kv.offset(slot, head) + i) = lo;
   }
 }
 
@@ -147,8 +159,13 @@ void rope_kv_write_cuda(const RopeKvWriteParams& p, cudaStream_t stream) {
                       "rope_kv_write_cuda: head_dim {} is too large", p.kv.head_dim);
   if (p.kv.head_dim % 16 == 0 && aligned16(p.qkv) && aligned16(p.q_out) && aligned16(p.kv.k) &&
       aligned16(p.kv.v)) {
-    rope_kv_write_vector_kernel<<<static_cast<unsigned>(p.num_tokens), kVectorThreads, smem,
-                                  stream>>>(p);
+    // Blocks of 64 items: a decode token's heads spread over several SMs.
+    const int32_t items = vector_items(p, true);
+    INFLIGHT_CHECK(items <= cuda::kMaxGridYZ * kVectorThreads,
+                   "rope_kv_write_cuda: {} heads are too many", p.num_heads);
+    const dim3 grid(static_cast<unsigned>(p.num_tokens),
+                    static_cast<unsigned>((items + kVectorThreads - 1) / kVectorThreads));
+    rope_kv_write_vector_kernel<<<grid, kVectorThreads, smem, stream>>>(p);
     INFLIGHT_CUDA_CHECK_LAUNCH();
     return;
   }
