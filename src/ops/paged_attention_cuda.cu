@@ -7,19 +7,13 @@
 //    Tensor-core tiles of query rows of one (sequence, kv head) covering its whole GQA group:
 //    64- or 128-row prefill tiles for sequences with n * g > 16 new rows (wgmma on sm_90a),
 //    16-row decode tiles (split-KV at small batch) for the rest. At most two launches.
-//  - simple (below): any even head_dim <= 256. One block of kWarps warps per (query token,
-//    query head). Token t finds its sequence s by binary search over query_start and its
-//    context position p = context_lens[s] - (query_start[s + 1] - t); it attends to keys
-//    [lo, p] of s, lo = max(0, p - window + 1) with a window, else 0. Warp w takes keys
-//    lo + w, lo + w + kWarps, ...; for each key the warp's lanes split the head dimension in
-//    bf16 pairs (lane l holds pairs l, l + 32, ...), reduce the dot product with shuffles, and
-//    fold the key into the warp's online softmax state (running max m, sum l, accumulator
-//    acc[D]). The kWarps states are then merged through shared memory by rescaling each with
-//    exp(m_w - max_w m_w).
+//  - simple (attention_simple.cuh): any even head_dim <= 256. One block of 4 warps per (query
+//    token, query head), a warp-shuffle dot product per key, online softmax per warp.
 #include <map>
 #include <mutex>
 #include <utility>
 
+#include "ops/attention_simple.cuh"
 #include "ops/attention_tile.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/ops_cuda.cuh"
@@ -77,125 +71,6 @@ SplitWorkspace split_workspace(cudaStream_t stream, int64_t bytes) {
 
 namespace {
 
-using cuda::bf16;
-using cuda::bf16x2;
-
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
-// bf16 pairs per lane: head_dim <= 2 * 32 * kPairsPerLane.
-constexpr int kPairsPerLane = kPagedAttentionMaxHeadDim / 64;
-
-__global__ void __launch_bounds__(kThreads) paged_attention_simple_kernel(PagedAttentionParams p) {
-  __shared__ float merge_m[kWarps];
-  __shared__ float merge_l[kWarps];
-  __shared__ float merge_acc[kWarps][kPagedAttentionMaxHeadDim];
-
-  const int64_t t = blockIdx.x;
-  const int32_t h = blockIdx.y;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int32_t head_dim = p.kv.head_dim, pairs = head_dim / 2;
-  const int32_t kv_head = h / (p.num_heads / p.kv.num_kv_heads);
-
-  // The sequence that owns token t: the last s with query_start[s] <= t.
-  int32_t s_lo = 0, s_hi = p.num_seqs - 1;
-  while (s_lo < s_hi) {
-    const int32_t mid = (s_lo + s_hi + 1) / 2;
-    if (p.query_start[mid] <= t) {
-      s_lo = mid;
-    } else {
-      s_hi = mid - 1;
-    }
-  }
-  const int32_t s = s_lo;
-  const int32_t pos = p.context_lens[s] - (p.query_start[s + 1] - static_cast<int32_t>(t));
-  const int32_t first = p.sliding_window > 0 ? max(0, pos - p.sliding_window + 1) : 0;
-
-  // This lane's pairs of q, pre-scaled.
-  const int64_t q_offset = (t * p.num_heads + h) * head_dim;
-  const auto* q2 = reinterpret_cast<const bf16x2*>(static_cast<const bf16*>(p.q) + q_offset);
-  float2 q[kPairsPerLane];
-#pragma unroll
-  for (int i = 0; i < kPairsPerLane; ++i) {
-    const int32_t pi = lane + 32 * i;
-    q[i] = make_float2(0.0f, 0.0f);
-    if (pi < pairs) {
-      const float2 f = cuda::to_f32x2(q2[pi]);
-      q[i] = make_float2(f.x * p.scale, f.y * p.scale);
-    }
-  }
-
-  float m = -INFINITY, l = 0.0f;
-  float2 acc[kPairsPerLane];
-#pragma unroll
-  for (int i = 0; i < kPairsPerLane; ++i) acc[i] = make_float2(0.0f, 0.0f);
-
-  const auto* k_cache = static_cast<const bf16*>(p.kv.k);
-  const auto* v_cache = static_cast<const bf16*>(p.kv.v);
-  for (int32_t j = first + warp; j <= pos; j += kWarps) {
-    const int64_t off = p.kv.offset(p.kv.slot(s, j), kv_head);
-    const auto* k2 = reinterpret_cast<const bf16x2*>(k_cache + off);
-    const auto* v2 = reinterpret_cast<const bf16x2*>(v_cache + off);
-    float score = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kPairsPerLane; ++i) {
-      const int32_t pi = lane + 32 * i;
-      if (pi < pairs) {
-        const float2 k = cuda::to_f32x2(k2[pi]);
-        score += q[i].x * k.x + q[i].y * k.y;
-      }
-    }
-    score = cuda::warp_sum(score);
-    const float m_new = fmaxf(m, score);
-    const float correction = expf(m - m_new);  // 0 for the first key (m = -inf)
-    const float weight = expf(score - m_new);
-    l = l * correction + weight;
-#pragma unroll
-    for (int i = 0; i < kPairsPerLane; ++i) {
-      const int32_t pi = lane + 32 * i;
-      if (pi < pairs) {
-        const float2 v = cuda::to_f32x2(v2[pi]);
-        acc[i].x = acc[i].x * correction + weight * v.x;
-        acc[i].y = acc[i].y * correction + weight * v.y;
-      }
-    }
-    m = m_new;
-  }
-
-  // Merge the warps' states. A warp that saw no key has m = -inf and l = 0; at least one warp
-  // saw key `pos`, so the merged max is finite.
-  if (lane == 0) {
-    merge_m[warp] = m;
-    merge_l[warp] = l;
-  }
-#pragma unroll
-  for (int i = 0; i < kPairsPerLane; ++i) {
-    const int32_t pi = lane + 32 * i;
-    if (pi < pairs) {
-      merge_acc[warp][2 * pi] = acc[i].x;
-      merge_acc[warp][2 * pi + 1] = acc[i].y;
-    }
-  }
-  __syncthreads();
-  float m_max = -INFINITY;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, merge_m[w]);
-  float scale_w[kWarps];
-  float l_total = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    scale_w[w] = merge_m[w] == -INFINITY ? 0.0f : expf(merge_m[w] - m_max);
-    l_total += merge_l[w] * scale_w[w];
-  }
-  const float inv_l = 1.0f / l_total;
-  bf16* out = static_cast<bf16*>(p.out) + q_offset;
-  for (int32_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
-    float o = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) o += merge_acc[w][d] * scale_w[w];
-    out[d] = cuda::to_bf16(o * inv_l);
-  }
-}
-
 bool aligned(const void* ptr, uintptr_t bytes) {
   return reinterpret_cast<uintptr_t>(ptr) % bytes == 0;
 }
@@ -243,9 +118,7 @@ void paged_attention_cuda(const PagedAttentionParams& p, cudaStream_t stream) {
   }
   INFLIGHT_CHECK(p.num_tokens <= cuda::kMaxGridX && p.num_heads <= cuda::kMaxGridYZ,
                  "paged_attention_cuda: grid {} x {} is too large", p.num_tokens, p.num_heads);
-  const dim3 grid(static_cast<unsigned>(p.num_tokens), static_cast<unsigned>(p.num_heads));
-  paged_attention_simple_kernel<<<grid, kThreads, 0, stream>>>(p);
-  INFLIGHT_CUDA_CHECK_LAUNCH();
+  attention::launch_simple(p, stream);
 }
 
 }  // namespace inflight

@@ -1,6 +1,7 @@
-// Paged-attention lab bench: version 1 (dev/cuda/attention/v1_simple.cuh) against the tile path
-// (src/ops/attention_tile.cuh, as paged_attention_cuda runs it: "tile us", plus lab variants) and
-// the previous tile path, version 4 (v4_tile.cuh: "v4 us", same run, same inputs), on
+// Paged-attention lab bench: version 1 (the simple kernel, src/ops/attention_simple.cuh) against
+// the tile path (src/ops/attention_tile.cuh, as paged_attention_cuda runs it: "tile us", plus
+// lab variants) and the previous tile path, version 4 (v4_tile.cuh: "v4 us", same run, same
+// inputs), on
 // Llama-3.1-8B attention shapes: 32 query heads, 8 kv heads, head_dim 128, pages of 16.
 //
 //   decode  batch 1/32/256 x context 512/2048/8192 (one new token per sequence)
@@ -27,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "dev/cuda/attention/v1_simple.cuh"
 #include "dev/cuda/attention/v4_tile.cuh"
+#include "ops/attention_simple.cuh"
 #include "ops/attention_tile.cuh"
 #include "ops/ops_cuda.cuh"
 
@@ -257,7 +258,7 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
     };
 
     // Correctness: the tile path against version 1 on copy 0.
-    lab::v1::paged_attention_v1(params(0, out_v1), nullptr);
+    attention::launch_simple(params(0, out_v1), nullptr);
     paged_attention_cuda(params(0, out_v2), nullptr);
     CK(cudaDeviceSynchronize());
     std::vector<uint16_t> h1(q_elems), h2(q_elems);
@@ -295,7 +296,7 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
     auto v2 = [&](int copy) { paged_attention_cuda(params(copy, out_v2), nullptr); };
     const double v2_once = time_us(v2, copies, 1, 1);
     const double v2_us = time_us(v2, copies, reps_for(v2_once), 5);
-    auto v1 = [&](int copy) { lab::v1::paged_attention_v1(params(copy, out_v1), nullptr); };
+    auto v1 = [&](int copy) { attention::launch_simple(params(copy, out_v1), nullptr); };
     const double v1_once = time_us(v1, copies, 1, 1);
     const double v1_us = time_us(v1, copies, reps_for(v1_once), 3);
     // Version 4 (the previous production path), timed like the current one.

@@ -1,12 +1,23 @@
-// Version 1 of paged_attention_cuda (commit 25b6e2d), kept for comparison in the lab bench:
-// one block of 4 warps per (query token, query head), warps striding over keys, a warp-shuffle
-// dot product per key, online softmax per warp, warps merged through shared memory.
+// The simple paged-attention kernel: any even head_dim <= kPagedAttentionMaxHeadDim, bf16, no
+// tensor cores. paged_attention_cuda takes it where the tiles (attention_tile.cuh) do not apply;
+// the attention lab (dev/cuda/attention) times the tiles against it.
+//
+// One block of kWarps warps per (query token, query head). Token t finds its sequence s by
+// binary search over query_start and its context position p = context_lens[s] -
+// (query_start[s + 1] - t); it attends to keys [lo, p] of s, lo = max(0, p - window + 1) with a
+// window, else 0. Warp w takes keys lo + w, lo + w + kWarps, ...; for each key the warp's lanes
+// split the head dimension in bf16 pairs (lane l holds pairs l, l + 32, ...), reduce the dot
+// product with shuffles, and fold the key into the warp's online softmax state (running max m,
+// sum l, accumulator acc[D]). The kWarps states are then merged through shared memory by
+// rescaling each with exp(m_w - max_w m_w).
 #pragma once
 
 #include "ops/cuda_common.cuh"
 #include "ops/ops_cuda.cuh"
 
-namespace inflight::lab::v1 {
+namespace inflight::attention {
+
+namespace simple {
 
 using cuda::bf16;
 using cuda::bf16x2;
@@ -16,7 +27,7 @@ constexpr int kThreads = kWarps * 32;
 // bf16 pairs per lane: head_dim <= 2 * 32 * kPairsPerLane.
 constexpr int kPairsPerLane = kPagedAttentionMaxHeadDim / 64;
 
-__global__ void __launch_bounds__(kThreads) paged_attention_v1_kernel(PagedAttentionParams p) {
+__global__ void __launch_bounds__(kThreads) paged_attention_simple_kernel(PagedAttentionParams p) {
   __shared__ float merge_m[kWarps];
   __shared__ float merge_l[kWarps];
   __shared__ float merge_acc[kWarps][kPagedAttentionMaxHeadDim];
@@ -127,10 +138,13 @@ __global__ void __launch_bounds__(kThreads) paged_attention_v1_kernel(PagedAtten
   }
 }
 
-inline void paged_attention_v1(const PagedAttentionParams& p, cudaStream_t stream) {
+}  // namespace simple
+
+// Grid (tokens, query heads); the caller checks both against the grid limits.
+inline void launch_simple(const PagedAttentionParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.num_tokens), static_cast<unsigned>(p.num_heads));
-  paged_attention_v1_kernel<<<grid, kThreads, 0, stream>>>(p);
+  simple::paged_attention_simple_kernel<<<grid, simple::kThreads, 0, stream>>>(p);
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace inflight::lab::v1
+}  // namespace inflight::attention
