@@ -307,6 +307,8 @@ template <int D, int kWarpsM, int kWarpsN, int kStages, bool kWgmma>
 __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThreads,
                                   tile_min_blocks<kWarpsM, kStages, kWgmma>())
     paged_attention_tile_kernel(TileParams tp) {
+  cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
+  cuda::pdl_wait();
   using Shape = TileShape<D, kWarpsM, kWarpsN, kStages>;
   constexpr bool kDecode = Shape::kDecode;
   constexpr bool kUseWgmma = kWgmma && !kDecode && kHasWgmma;
@@ -728,8 +730,7 @@ void launch_prefill(const TileParams& tp, cudaStream_t stream) {
   constexpr auto kKernel = paged_attention_tile_kernel<D, kWarps, 1, kStages, kWgmma>;
   allow_dynamic_smem<kKernel, Prefill::kSmemBytes>();
   const dim3 grid(static_cast<unsigned>(ctas));
-  kKernel<<<grid, Prefill::kThreads, Prefill::kSmemBytes, stream>>>(tp);
-  INFLIGHT_CUDA_CHECK_LAUNCH();
+  cuda::launch_pdl(kKernel, grid, Prefill::kThreads, Prefill::kSmemBytes, stream, tp);
 }
 
 // Plans and enqueues the tile kernels for a validated bf16 problem with head_dim D: a decode
@@ -784,8 +785,7 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
     constexpr auto kKernel = paged_attention_tile_kernel<D, 1, 4, kDecodeStages, false>;
     allow_dynamic_smem<kKernel, Decode::kSmemBytes>();
     const dim3 grid(tp.max_parts, static_cast<unsigned>(seqs), static_cast<unsigned>(kv_heads));
-    kKernel<<<grid, Decode::kThreads, Decode::kSmemBytes, stream>>>(tp);
-    INFLIGHT_CUDA_CHECK_LAUNCH();
+    cuda::launch_pdl(kKernel, grid, Decode::kThreads, Decode::kSmemBytes, stream, tp);
   }
 
   // Every sequence has at least one new token, so the longest has at most T - S + 1.

@@ -6,7 +6,9 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
+#include <utility>
 
 namespace inflight::cuda {
 
@@ -52,6 +54,56 @@ __device__ __forceinline__ float block_sum(float v) {
   float total = 0.0f;
   for (int w = 0; w < num_warps; ++w) total += partial[w];
   return total;
+}
+
+// Programmatic dependent launch (sm_90): a kernel started by launch_pdl may begin while the
+// kernel before it in the stream is still running, as soon as every block of that one has
+// called pdl_launch_dependents() (or exited). Before pdl_wait() returns, which is when the
+// previous kernel has completed and its writes are visible, such a kernel may only read memory
+// that no kernel of the step writes (weights) and must write nothing; it must call pdl_wait()
+// even if it reads nothing, so that its own completion still implies its predecessors'. On a
+// kernel launched without the attribute both are no-ops.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+// Whether the current device has programmatic dependent launch (compute capability 9.0+).
+inline bool pdl_supported() {
+  static std::atomic<int> major[64] = {};  // 0: not asked yet
+  int device = 0;
+  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
+  if (device >= 64) return false;
+  int value = major[device].load(std::memory_order_relaxed);
+  if (value == 0) {
+    INFLIGHT_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrComputeCapabilityMajor, device));
+    major[device].store(value, std::memory_order_relaxed);
+  }
+  return value >= 9;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) with programmatic dependent launch allowed
+// where the device has it.
+template <typename... Params, typename... Args>
+void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = pdl_supported() ? 1 : 0;
+  INFLIGHT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
 // Grid sizes: CUDA limits gridDim.y and gridDim.z to 65535.

@@ -3,7 +3,9 @@
 // of an 8B model reads 15 GB of weights and does almost no arithmetic), so the kernel is a
 // streaming GEMV: one warp per row of w, 16-byte loads (8 weights per lane), kUnroll loads in
 // flight per lane, weights loaded with the streaming cache hint so that x (a few KB, re-read by
-// every warp) stays in L1; each lane's partial dot products are reduced with shuffles.
+// every warp) stays in L1; each lane's partial dot products are reduced with shuffles. Launched
+// with PDL (ops_cuda.cuh): the first kUnroll weight loads of every lane go out before the wait
+// for the kernel that writes x, and the next kernel may launch once every weight is read.
 //
 // The backend picks this kernel or cuBLASLt per shape by timing both once (CublasLtGemm).
 #include "ops/cuda_common.cuh"
@@ -32,20 +34,22 @@ template <int M, typename Y>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(GemmParams p) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-  if (row >= p.n) return;          // the whole warp leaves together
   const int64_t chunks = p.k / 8;  // 16-byte chunks per row
-  const auto* w = reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.w) + row * p.k);
+  const auto* w = reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.w) +
+                                                 min(row, p.n - 1) * p.k);
   const auto* x = reinterpret_cast<const uint4*>(p.x);
   float acc[M];
 #pragma unroll
   for (int r = 0; r < M; ++r) acc[r] = 0.0f;
-  for (int64_t base = lane; base < chunks; base += 32 * kUnroll) {
-    uint4 wv[kUnroll];
+  uint4 wv[kUnroll];
+  auto load = [&](int64_t base) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t c = base + 32 * u;
       wv[u] = c < chunks ? __ldcs(w + c) : make_uint4(0, 0, 0, 0);
     }
+  };
+  auto consume = [&](int64_t base) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t c = base + 32 * u;
@@ -60,7 +64,18 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(GemmParams p)
         for (int i = 0; i < 8; ++i) acc[r] = fmaf(wf[i], xf[i], acc[r]);
       }
     }
+  };
+  // The first weights are in flight while the kernel before (the producer of x) finishes.
+  load(lane);
+  cuda::pdl_wait();
+  consume(lane);
+  for (int64_t base = lane + 32 * kUnroll; base < chunks; base += 32 * kUnroll) {
+    load(base);
+    consume(base);
   }
+  // Every weight is read: the next kernel may launch and wait for this one's stores.
+  cuda::pdl_launch_dependents();
+  if (row >= p.n) return;  // the whole warp leaves together
 #pragma unroll
   for (int r = 0; r < M; ++r) acc[r] = cuda::warp_sum(acc[r]);
   if (lane == 0) {
@@ -80,33 +95,33 @@ template <typename Y>
 void launch(const GemmParams& p, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((p.n + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const int threads = kWarpsPerBlock * 32;
+  auto go = [&](auto kernel) { cuda::launch_pdl(kernel, blocks, threads, 0, stream, p); };
   switch (p.m) {
     case 1:
-      gemv_kernel<1, Y><<<blocks, threads, 0, stream>>>(p);
+      go(gemv_kernel<1, Y>);
       break;
     case 2:
-      gemv_kernel<2, Y><<<blocks, threads, 0, stream>>>(p);
+      go(gemv_kernel<2, Y>);
       break;
     case 3:
-      gemv_kernel<3, Y><<<blocks, threads, 0, stream>>>(p);
+      go(gemv_kernel<3, Y>);
       break;
     case 4:
-      gemv_kernel<4, Y><<<blocks, threads, 0, stream>>>(p);
+      go(gemv_kernel<4, Y>);
       break;
     case 5:
-      gemv_kernel<5, Y><<<blocks, threads, 0, stream>>>(p);
+      go(gemv_kernel<5, Y>);
       break;
     case 6:
-      gemv_kernel<6, Y><<<blocks, threads, 0, stream>>>(p);
+      go(gemv_kernel<6, Y>);
       break;
     case 7:
-      gemv_kernel<7, Y><<<blocks, threads, 0, stream>>>(p);
+      go(gemv_kernel<7, Y>);
       break;
     default:
-      gemv_kernel<8, Y><<<blocks, threads, 0, stream>>>(p);
+      go(gemv_kernel<8, Y>);
       break;
   }
-  INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
 bool aligned16(const void* ptr) {

@@ -24,6 +24,8 @@ using cuda::bf16;
 constexpr int kThreads = 256;
 
 __global__ void __launch_bounds__(kThreads) rms_norm_kernel(RmsNormParams p) {
+  cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
+  cuda::pdl_wait();
   const int64_t row = blockIdx.x;
   const int64_t dim = p.dim;
   bf16* residual = static_cast<bf16*>(p.residual) + row * dim;
@@ -61,6 +63,8 @@ __device__ __forceinline__ void unpack8(const uint4& v, float (&out)[8]) {
 }
 
 __global__ void __launch_bounds__(kThreads) rms_norm_vec_kernel(RmsNormParams p) {
+  cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
+  cuda::pdl_wait();
   const int64_t row = blockIdx.x;
   const int64_t chunks = p.dim / 8;
   auto* residual = reinterpret_cast<uint4*>(static_cast<bf16*>(p.residual) + row * p.dim);
@@ -139,9 +143,9 @@ void rms_norm_cuda(const RmsNormParams& p, cudaStream_t stream) {
                    aligned16(p.residual) && aligned16(p.weight) && aligned16(p.out) &&
                    (p.add == nullptr || aligned16(p.add));
   if (vec) {
-    rms_norm_vec_kernel<<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(p);
+    cuda::launch_pdl(rms_norm_vec_kernel, static_cast<unsigned>(p.rows), kThreads, 0, stream, p);
   } else {
-    rms_norm_kernel<<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(p);
+    cuda::launch_pdl(rms_norm_kernel, static_cast<unsigned>(p.rows), kThreads, 0, stream, p);
   }
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }

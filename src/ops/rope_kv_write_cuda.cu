@@ -27,6 +27,8 @@ constexpr int kThreads = 128;
 constexpr int32_t kHeadsPerBlock = 4;
 
 __global__ void __launch_bounds__(kThreads) rope_kv_write_kernel(RopeKvWriteParams p) {
+  cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
+  cuda::pdl_wait();
   extern __shared__ float trig[];  // [2 * half]: cos, then sin
   const int64_t t = blockIdx.x;
   const int32_t num_heads = p.num_heads, num_kv_heads = p.kv.num_kv_heads;
@@ -98,6 +100,8 @@ INFLIGHT_HOST_DEVICE int32_t vector_items(const RopeKvWriteParams& p, bool has_s
 }
 
 __global__ void __launch_bounds__(kVectorThreads) rope_kv_write_vector_kernel(RopeKvWriteParams p) {
+  cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
+  cuda::pdl_wait();
   extern __shared__ float trig[];  // [2 * half]: cos, then sin
   const int64_t t = blockIdx.x;
   const int32_t item = static_cast<int32_t>(blockIdx.y * blockDim.x + threadIdx.x);
@@ -165,14 +169,14 @@ void rope_kv_write_cuda(const RopeKvWriteParams& p, cudaStream_t stream) {
                    "rope_kv_write_cuda: {} heads are too many", p.num_heads);
     const dim3 grid(static_cast<unsigned>(p.num_tokens),
                     static_cast<unsigned>((items + kVectorThreads - 1) / kVectorThreads));
-    rope_kv_write_vector_kernel<<<grid, kVectorThreads, smem, stream>>>(p);
+    cuda::launch_pdl(rope_kv_write_vector_kernel, grid, kVectorThreads, smem, stream, p);
     INFLIGHT_CUDA_CHECK_LAUNCH();
     return;
   }
   const int32_t heads = p.num_heads + 2 * p.kv.num_kv_heads;
   const dim3 grid(static_cast<unsigned>(p.num_tokens),
                   static_cast<unsigned>((heads + kHeadsPerBlock - 1) / kHeadsPerBlock));
-  rope_kv_write_kernel<<<grid, kThreads, smem, stream>>>(p);
+  cuda::launch_pdl(rope_kv_write_kernel, grid, kThreads, smem, stream, p);
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 

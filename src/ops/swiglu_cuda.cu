@@ -23,6 +23,8 @@ __device__ __forceinline__ float silu_mul(float g, float u) {
 
 template <int kWidth>  // columns per thread: 8 (uint4) or 1
 __global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluParams p) {
+  cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
+  cuda::pdl_wait();
   const int64_t per_row = p.inter / kWidth;
   const int64_t total = p.rows * per_row;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -67,9 +69,9 @@ void swiglu_cuda(const SwigluParams& p, cudaStream_t stream) {
   const auto blocks =
       static_cast<unsigned>(std::min(kMaxBlocks, (items + kThreads - 1) / kThreads));
   if (vec) {
-    swiglu_kernel<8><<<blocks, kThreads, 0, stream>>>(p);
+    cuda::launch_pdl(swiglu_kernel<8>, blocks, kThreads, 0, stream, p);
   } else {
-    swiglu_kernel<1><<<blocks, kThreads, 0, stream>>>(p);
+    cuda::launch_pdl(swiglu_kernel<1>, blocks, kThreads, 0, stream, p);
   }
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
