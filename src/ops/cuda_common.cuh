@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 #include <utility>
 
 namespace inflight::cuda {
@@ -74,8 +76,14 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
-// Whether the current device has programmatic dependent launch (compute capability 9.0+).
+// Whether launch_pdl allows programmatic dependent launch: the device has it (compute capability
+// 9.0+) and the environment does not turn it off (INFLIGHT_PDL=0, for A/B measurements).
 inline bool pdl_supported() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("INFLIGHT_PDL");
+    return value == nullptr || std::string_view(value) != "0";
+  }();
+  if (!enabled) return false;
   static std::atomic<int> major[64] = {};  // 0: not asked yet
   int device = 0;
   INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
