@@ -22,8 +22,6 @@
 // back into the tensor cores as bf16 straight from the score registers.
 #pragma once
 
-#include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -683,120 +681,6 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
             reinterpret_cast<float*>(smem + Shape::kQBytes + Shape::kStatesBytes), row_offset);
         if (tid == 0) tp.counters[tile_index] = 0;
       }
-    }
-  }
-}
-
-// ---- host side ---------------------------------------------------------------------------
-
-// Multiprocessors of the current device (cached per device).
-int num_sms();
-
-// Split-KV scratch: per-tile counters (zero between launches) and partial results.
-struct SplitWorkspace {
-  int32_t* counters = nullptr;  // kMaxSplitTiles
-  float* data = nullptr;        // at least the bytes asked for
-};
-constexpr int64_t kMaxSplitTiles = 4096;
-// The split-KV workspace of `stream` (one per stream, kept for the process' lifetime so that
-// graphs captured with it stay valid), with at least `bytes` of data; nulls when it would have
-// to grow while the stream is being captured. Defined in paged_attention_cuda.cu.
-SplitWorkspace split_workspace(cudaStream_t stream, int64_t bytes);
-
-// Raises a kernel's dynamic shared-memory limit once per device.
-template <auto kKernel, int kBytes>
-void allow_dynamic_smem() {
-  static std::atomic<uint64_t> done{0};
-  int device = 0;
-  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
-  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
-  if (bit != 0 && (done.load(std::memory_order_relaxed) & bit) != 0) return;
-  INFLIGHT_CUDA_CHECK(
-      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
-  done.fetch_or(bit, std::memory_order_relaxed);
-}
-
-template <int D, int kWarps, int kStages, bool kWgmma>
-void launch_prefill(const TileParams& tp, cudaStream_t stream) {
-  using Prefill = TileShape<D, kWarps, 1, kStages>;
-  const PagedAttentionParams& p = tp.p;
-  const int64_t tokens = p.num_tokens, seqs = p.num_seqs, g = tp.group;
-  // A prefill sequence has at least 16 / g + 1 new tokens, so at most T / (16 / g + 1)
-  // sequences are; the sum over them of ceil(n g / rows) is at most this bound.
-  const int64_t prefill_seqs = std::min<int64_t>(seqs, tokens / (kDecodeRows / g + 1));
-  const int64_t tiles = (tokens * g + (Prefill::kRows - 1) * prefill_seqs) / Prefill::kRows;
-  const int64_t ctas = tiles * p.kv.num_kv_heads;
-  INFLIGHT_CHECK(ctas <= cuda::kMaxGridX, "paged_attention_cuda: {} tiles exceed the grid", ctas);
-  constexpr auto kKernel = paged_attention_tile_kernel<D, kWarps, 1, kStages, kWgmma>;
-  allow_dynamic_smem<kKernel, Prefill::kSmemBytes>();
-  const dim3 grid(static_cast<unsigned>(ctas));
-  cuda::launch_pdl(kKernel, grid, Prefill::kThreads, Prefill::kSmemBytes, stream, tp);
-}
-
-// Plans and enqueues the tile kernels for a validated bf16 problem with head_dim D: a decode
-// launch when GQA allows decode tiles, and a prefill launch when some sequence may have
-// n * g > 16. Sizes come from host-side bounds only (num_tokens, num_seqs, max_context_len);
-// no device memory is read.
-//   kPrefillRows    64 or 128 rows per prefill tile; 0: 128 when the longest possible prefill
-//                   alone fills two CTAs per SM with them, else 64
-//   kPrefillStages, kDecodeStages   K/V stages in flight
-//   kWgmma          prefill by wgmma where the binary has sm_90a code
-template <int D, int kPrefillRows, int kPrefillStages, int kDecodeStages, bool kWgmma>
-void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
-  using Decode = TileShape<D, 1, 4, kDecodeStages>;
-  TileParams tp;
-  tp.p = p;
-  tp.group = p.num_heads / p.kv.num_kv_heads;
-  tp.scale_log2 = p.scale * kLog2e;
-  INFLIGHT_CHECK(p.scale > 0.0f, "paged_attention_cuda: scale {} must be positive", p.scale);
-  page_divider(tp, p.kv.block_size);
-  const int64_t tokens = p.num_tokens, seqs = p.num_seqs, kv_heads = p.kv.num_kv_heads;
-  const int64_t g = tp.group;
-  INFLIGHT_CHECK(seqs <= cuda::kMaxGridYZ && kv_heads <= cuda::kMaxGridYZ,
-                 "paged_attention_cuda: {} sequences x {} kv heads exceed the grid", seqs,
-                 kv_heads);
-  const int sms = num_sms();
-
-  if (g <= kDecodeRows) {
-    // Split-KV when (sequences x kv heads) would leave SMs idle: about two CTAs per SM.
-    const int64_t ctas = seqs * kv_heads;
-    if (ctas < sms && ctas <= kMaxSplitTiles && p.max_context_len > 0) {
-      const int64_t range =
-          p.sliding_window > 0
-              ? std::min<int64_t>(p.max_context_len, p.sliding_window + kDecodeRows - 1)
-              : p.max_context_len;
-      const int64_t target = std::min<int64_t>(kMaxParts, (2 * sms + ctas - 1) / ctas);
-      const int64_t part_len =
-          std::max<int64_t>(kMinPartLen, ((range + target - 1) / target + 63) / 64 * 64);
-      const int64_t parts = (range + part_len - 1) / part_len;
-      if (parts > 1) {
-        const int64_t items = ctas * parts * kDecodeRows;
-        const SplitWorkspace ws =
-            split_workspace(stream, items * static_cast<int64_t>(D * sizeof(float) + 8));
-        if (ws.data != nullptr) {
-          tp.part_len = static_cast<int32_t>(part_len);
-          tp.max_parts = static_cast<int32_t>(parts);
-          tp.partial_o = ws.data;
-          tp.partial_ml = reinterpret_cast<float2*>(ws.data + items * D);
-          tp.counters = ws.counters;
-        }
-      }
-    }
-    constexpr auto kKernel = paged_attention_tile_kernel<D, 1, 4, kDecodeStages, false>;
-    allow_dynamic_smem<kKernel, Decode::kSmemBytes>();
-    const dim3 grid(tp.max_parts, static_cast<unsigned>(seqs), static_cast<unsigned>(kv_heads));
-    cuda::launch_pdl(kKernel, grid, Decode::kThreads, Decode::kSmemBytes, stream, tp);
-  }
-
-  // Every sequence has at least one new token, so the longest has at most T - S + 1.
-  const int64_t max_new = tokens - seqs + 1;
-  if (max_new * g > kDecodeRows) {
-    const bool tall = kPrefillRows == 128 ||
-                      (kPrefillRows == 0 && (max_new * g + 127) / 128 * kv_heads >= 2 * sms);
-    if (tall) {
-      launch_prefill<D, 8, kPrefillStages, kWgmma>(tp, stream);
-    } else {
-      launch_prefill<D, 4, kPrefillStages, kWgmma>(tp, stream);
     }
   }
 }

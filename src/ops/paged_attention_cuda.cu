@@ -3,10 +3,11 @@
 // K, V and out; fp32 scores, softmax and accumulators.
 //
 // Two paths, picked on the host:
-//  - tiles (attention_tile.cuh): head_dim 64 and 128 with 16-byte aligned tensors on sm_80+.
-//    Tensor-core tiles of query rows of one (sequence, kv head) covering its whole GQA group:
-//    64- or 128-row prefill tiles for sequences with n * g > 16 new rows (wgmma on sm_90a),
-//    16-row decode tiles (split-KV at small batch) for the rest. At most two launches.
+//  - tiles (attention_tile.cuh, planned in attention_tile_launch.cuh): head_dim 64 and 128 with
+//    16-byte aligned tensors on sm_80+. Tensor-core tiles of query rows of one (sequence, kv
+//    head) covering its whole GQA group: 64- or 128-row prefill tiles for sequences with
+//    n * g > 16 new rows (wgmma on sm_90a), 16-row decode tiles (split-KV at small batch)
+//    for the rest. At most two launches.
 //  - simple (attention_simple.cuh): any even head_dim <= 256. One block of 4 warps per (query
 //    token, query head), a warp-shuffle dot product per key, online softmax per warp.
 #include <map>
@@ -14,7 +15,7 @@
 #include <utility>
 
 #include "ops/attention_simple.cuh"
-#include "ops/attention_tile.cuh"
+#include "ops/attention_tile_launch.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/ops_cuda.cuh"
 

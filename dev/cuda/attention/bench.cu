@@ -30,7 +30,7 @@
 
 #include "dev/cuda/attention/v4_tile.cuh"
 #include "ops/attention_simple.cuh"
-#include "ops/attention_tile.cuh"
+#include "ops/attention_tile_launch.cuh"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight::lab {

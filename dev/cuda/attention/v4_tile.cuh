@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "ops/attention_mma.cuh"
-#include "ops/attention_tile.cuh"
+#include "ops/attention_tile_launch.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/paged_attention.h"
 
