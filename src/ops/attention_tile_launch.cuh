@@ -12,9 +12,6 @@
 
 namespace inflight::attention {
 
-// Multiprocessors of the current device (cached per device).
-int num_sms();
-
 // Split-KV scratch: per-tile counters (zero between launches) and partial results.
 struct SplitWorkspace {
   int32_t* counters = nullptr;  // kMaxSplitTiles
@@ -26,18 +23,15 @@ constexpr int64_t kMaxSplitTiles = 4096;
 // to grow while the stream is being captured. Defined in paged_attention_cuda.cu.
 SplitWorkspace split_workspace(cudaStream_t stream, int64_t bytes);
 
-// Raises a kernel's dynamic shared-memory limit once per device.
-template <auto kKernel, int kBytes>
-void allow_dynamic_smem() {
-  static std::atomic<uint64_t> done{0};
-  int device = 0;
-  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
-  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
-  if (bit != 0 && (done.load(std::memory_order_relaxed) & bit) != 0) return;
-  INFLIGHT_CUDA_CHECK(
-      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
-  done.fetch_or(bit, std::memory_order_relaxed);
-}
+// A stream beside a step's stream for the decode tiles of a mixed batch, with the events that
+// fork it from that stream and join it back: one per (device, stream), created with the highest
+// priority and kept for the process' lifetime; nulls when it would have to be created while the
+// stream is being captured. Defined in paged_attention_cuda.cu.
+struct SideStream {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t fork = nullptr, join = nullptr;
+};
+SideStream side_stream(cudaStream_t stream);
 
 template <int D, int kWarps, int kStages, bool kWgmma>
 void launch_prefill(const TileParams& tp, cudaStream_t stream) {
@@ -51,7 +45,7 @@ void launch_prefill(const TileParams& tp, cudaStream_t stream) {
   const int64_t ctas = tiles * p.kv.num_kv_heads;
   INFLIGHT_CHECK(ctas <= cuda::kMaxGridX, "paged_attention_cuda: {} tiles exceed the grid", ctas);
   constexpr auto kKernel = paged_attention_tile_kernel<D, kWarps, 1, kStages, kWgmma>;
-  allow_dynamic_smem<kKernel, Prefill::kSmemBytes>();
+  cuda::allow_dynamic_smem<kKernel, Prefill::kSmemBytes>();
   const dim3 grid(static_cast<unsigned>(ctas));
   cuda::launch_pdl(kKernel, grid, Prefill::kThreads, Prefill::kSmemBytes, stream, tp);
 }
@@ -59,13 +53,15 @@ void launch_prefill(const TileParams& tp, cudaStream_t stream) {
 // Plans and enqueues the tile kernels for a validated bf16 problem with head_dim D: a decode
 // launch when GQA allows decode tiles, and a prefill launch when some sequence may have
 // n * g > 16. Sizes come from host-side bounds only (num_tokens, num_seqs, max_context_len);
-// no device memory is read.
+// no device memory is read. With `overlap`, a batch of several sequences that needs both runs
+// the decode launch on the side stream, concurrently with the prefill launch: the decode tiles
+// are bound by KV-cache reads, the prefill tiles by the tensor cores.
 //   kPrefillRows    64 or 128 rows per prefill tile; 0: 128 when the longest possible prefill
 //                   alone fills two CTAs per SM with them, else 64
 //   kPrefillStages, kDecodeStages   K/V stages in flight
 //   kWgmma          prefill by wgmma where the binary has sm_90a code
 template <int D, int kPrefillRows, int kPrefillStages, int kDecodeStages, bool kWgmma>
-void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
+void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream, bool overlap = true) {
   using Decode = TileShape<D, 1, 4, kDecodeStages>;
   TileParams tp;
   tp.p = p;
@@ -78,9 +74,19 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
   INFLIGHT_CHECK(seqs <= cuda::kMaxGridYZ && kv_heads <= cuda::kMaxGridYZ,
                  "paged_attention_cuda: {} sequences x {} kv heads exceed the grid", seqs,
                  kv_heads);
-  const int sms = num_sms();
+  const int sms = cuda::num_sms();
+  // Every sequence has at least one new token, so the longest has at most T - S + 1.
+  const int64_t max_new = tokens - seqs + 1;
+  const bool decode = g <= kDecodeRows, prefill = max_new * g > kDecodeRows;
+  const SideStream side =
+      decode && prefill && seqs > 1 && overlap ? side_stream(stream) : SideStream{};
+  const cudaStream_t decode_stream = side.stream != nullptr ? side.stream : stream;
 
-  if (g <= kDecodeRows) {
+  if (decode) {
+    if (side.stream != nullptr) {
+      INFLIGHT_CUDA_CHECK(cudaEventRecord(side.fork, stream));
+      INFLIGHT_CUDA_CHECK(cudaStreamWaitEvent(side.stream, side.fork, 0));
+    }
     // Split-KV when (sequences x kv heads) would leave SMs idle: about two CTAs per SM.
     const int64_t ctas = seqs * kv_heads;
     if (ctas < sms && ctas <= kMaxSplitTiles && p.max_context_len > 0) {
@@ -95,7 +101,7 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
       if (parts > 1) {
         const int64_t items = ctas * parts * kDecodeRows;
         const SplitWorkspace ws =
-            split_workspace(stream, items * static_cast<int64_t>(D * sizeof(float) + 8));
+            split_workspace(decode_stream, items * static_cast<int64_t>(D * sizeof(float) + 8));
         if (ws.data != nullptr) {
           tp.part_len = static_cast<int32_t>(part_len);
           tp.max_parts = static_cast<int32_t>(parts);
@@ -106,14 +112,12 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
       }
     }
     constexpr auto kKernel = paged_attention_tile_kernel<D, 1, 4, kDecodeStages, false>;
-    allow_dynamic_smem<kKernel, Decode::kSmemBytes>();
+    cuda::allow_dynamic_smem<kKernel, Decode::kSmemBytes>();
     const dim3 grid(tp.max_parts, static_cast<unsigned>(seqs), static_cast<unsigned>(kv_heads));
-    cuda::launch_pdl(kKernel, grid, Decode::kThreads, Decode::kSmemBytes, stream, tp);
+    cuda::launch_pdl(kKernel, grid, Decode::kThreads, Decode::kSmemBytes, decode_stream, tp);
   }
 
-  // Every sequence has at least one new token, so the longest has at most T - S + 1.
-  const int64_t max_new = tokens - seqs + 1;
-  if (max_new * g > kDecodeRows) {
+  if (prefill) {
     const bool tall = kPrefillRows == 128 ||
                       (kPrefillRows == 0 && (max_new * g + 127) / 128 * kv_heads >= 2 * sms);
     if (tall) {
@@ -121,6 +125,11 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
     } else {
       launch_prefill<D, 4, kPrefillStages, kWgmma>(tp, stream);
     }
+  }
+
+  if (side.stream != nullptr) {
+    INFLIGHT_CUDA_CHECK(cudaEventRecord(side.join, side.stream));
+    INFLIGHT_CUDA_CHECK(cudaStreamWaitEvent(stream, side.join, 0));
   }
 }
 

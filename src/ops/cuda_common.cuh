@@ -76,6 +76,44 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
+// An attribute of the current device, cached per device (devices past 63 are asked each time).
+template <cudaDeviceAttr kAttribute>
+int device_attribute() {
+  static std::atomic<int> cached[64] = {};  // 0: not asked yet
+  int device = 0;
+  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
+  int value = device < 64 ? cached[device].load(std::memory_order_relaxed) : 0;
+  if (value == 0) {
+    INFLIGHT_CUDA_CHECK(cudaDeviceGetAttribute(&value, kAttribute, device));
+    if (device < 64) cached[device].store(value, std::memory_order_relaxed);
+  }
+  return value;
+}
+inline int compute_capability_major() {
+  return device_attribute<cudaDevAttrComputeCapabilityMajor>();
+}
+inline int num_sms() {
+  return device_attribute<cudaDevAttrMultiProcessorCount>();
+}
+
+// Raises a kernel's dynamic shared-memory limit to kBytes, once per device (0-63).
+template <auto kKernel, int kBytes>
+void allow_dynamic_smem() {
+  static std::atomic<uint64_t> done{0};
+  int device = 0;
+  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
+  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+  if (bit != 0 && (done.load(std::memory_order_relaxed) & bit) != 0) return;
+  INFLIGHT_CUDA_CHECK(
+      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
+  done.fetch_or(bit, std::memory_order_relaxed);
+}
+
+// Whether `ptr` is a multiple of `bytes` (vector loads and stores, cp.async).
+inline bool aligned(const void* ptr, uintptr_t bytes) {
+  return reinterpret_cast<uintptr_t>(ptr) % bytes == 0;
+}
+
 // Whether launch_pdl allows programmatic dependent launch: the device has it (compute capability
 // 9.0+) and the environment does not turn it off (INFLIGHT_PDL=0, for A/B measurements).
 inline bool pdl_supported() {
@@ -83,24 +121,14 @@ inline bool pdl_supported() {
     const char* value = std::getenv("INFLIGHT_PDL");
     return value == nullptr || std::string_view(value) != "0";
   }();
-  if (!enabled) return false;
-  static std::atomic<int> major[64] = {};  // 0: not asked yet
-  int device = 0;
-  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
-  if (device >= 64) return false;
-  int value = major[device].load(std::memory_order_relaxed);
-  if (value == 0) {
-    INFLIGHT_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrComputeCapabilityMajor, device));
-    major[device].store(value, std::memory_order_relaxed);
-  }
-  return value >= 9;
+  return enabled && compute_capability_major() >= 9;
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...) with programmatic dependent launch allowed
 // where the device has it.
 template <typename... Params, typename... Args>
-void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                cudaStream_t stream, Args&&... args) {
+void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                Args&&... args) {
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;

@@ -26,10 +26,6 @@ __global__ void gather_rows_kernel(GatherArgs a) {
   for (int64_t i = threadIdx.x; i < a.row_units; i += blockDim.x) dst[i] = src[i];
 }
 
-bool aligned(const void* p, size_t unit) {
-  return reinterpret_cast<uintptr_t>(p) % unit == 0;
-}
-
 }  // namespace
 
 void gather_rows_cuda(const GatherRowsParams& p, cudaStream_t stream) {
@@ -42,7 +38,7 @@ void gather_rows_cuda(const GatherRowsParams& p, cudaStream_t stream) {
   const size_t row_bytes = static_cast<size_t>(p.cols) * esize;
   size_t unit = esize;
   for (size_t u : {size_t{16}, size_t{4}}) {
-    if (u > esize && row_bytes % u == 0 && aligned(p.src, u) && aligned(p.dst, u)) {
+    if (u > esize && row_bytes % u == 0 && cuda::aligned(p.src, u) && cuda::aligned(p.dst, u)) {
       unit = u;
       break;
     }

@@ -35,8 +35,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(GemmParams p)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   const int64_t chunks = p.k / 8;  // 16-byte chunks per row
-  const auto* w = reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.w) +
-                                                 min(row, p.n - 1) * p.k);
+  const auto* w =
+      reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.w) + min(row, p.n - 1) * p.k);
   const auto* x = reinterpret_cast<const uint4*>(p.x);
   float acc[M];
 #pragma unroll
@@ -124,16 +124,12 @@ void launch(const GemmParams& p, cudaStream_t stream) {
   }
 }
 
-bool aligned16(const void* ptr) {
-  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
-}
-
 }  // namespace
 
 bool gemv_cuda_supported(const GemmParams& p) {
   return p.dtype == DType::kBF16 && (p.y_dtype == DType::kBF16 || p.y_dtype == DType::kF32) &&
-         p.m >= 1 && p.m <= kGemvMaxRows && p.k % 8 == 0 && aligned16(p.x) && aligned16(p.w) &&
-         p.n / kWarpsPerBlock < cuda::kMaxGridX;
+         p.m >= 1 && p.m <= kGemvMaxRows && p.k % 8 == 0 && cuda::aligned(p.x, 16) &&
+         cuda::aligned(p.w, 16) && p.n / kWarpsPerBlock < cuda::kMaxGridX;
 }
 
 void gemv_cuda(const GemmParams& p, cudaStream_t stream) {

@@ -7,11 +7,13 @@
 //    16-byte aligned tensors on sm_80+. Tensor-core tiles of query rows of one (sequence, kv
 //    head) covering its whole GQA group: 64- or 128-row prefill tiles for sequences with
 //    n * g > 16 new rows (wgmma on sm_90a), 16-row decode tiles (split-KV at small batch)
-//    for the rest. At most two launches.
+//    for the rest. At most two launches; in a batch of several sequences the decode launch
+//    runs on a side stream beside the prefill launch (INFLIGHT_ATTENTION_OVERLAP=0: after it).
 //  - simple (attention_simple.cuh): any even head_dim <= 256. One block of 4 warps per (query
 //    token, query head), a warp-shuffle dot product per key, online softmax per warp.
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <utility>
 
 #include "ops/attention_simple.cuh"
@@ -22,19 +24,6 @@
 namespace inflight {
 
 namespace attention {
-
-int num_sms() {
-  static std::atomic<int> cached[64] = {};
-  int device = 0;
-  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
-  if (device < 64 && cached[device].load(std::memory_order_relaxed) > 0) {
-    return cached[device].load(std::memory_order_relaxed);
-  }
-  int sms = 0;
-  INFLIGHT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  if (device < 64) cached[device].store(sms, std::memory_order_relaxed);
-  return sms;
-}
 
 SplitWorkspace split_workspace(cudaStream_t stream, int64_t bytes) {
   // One buffer per (device, stream): launches on one stream are ordered, so reuse between them
@@ -54,7 +43,7 @@ SplitWorkspace split_workspace(cudaStream_t stream, int64_t bytes) {
     INFLIGHT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
     if (capture != cudaStreamCaptureStatusNone) return {};
     const int64_t want = std::max<int64_t>(
-        bytes, int64_t{3} * num_sms() * kDecodeRows * (128 * sizeof(float) + sizeof(float2)));
+        bytes, int64_t{3} * cuda::num_sms() * kDecodeRows * (128 * sizeof(float) + sizeof(float2)));
     void* fresh = nullptr;
     if (cudaMalloc(&fresh, static_cast<size_t>(kCounterBytes + want)) != cudaSuccess) {
       cudaGetLastError();  // out of memory: run without split-KV rather than fail
@@ -68,26 +57,40 @@ SplitWorkspace split_workspace(cudaStream_t stream, int64_t bytes) {
   return {reinterpret_cast<int32_t*>(ptr), reinterpret_cast<float*>(ptr + kCounterBytes)};
 }
 
+SideStream side_stream(cudaStream_t stream) {
+  // NOTE: never destroyed, like the split-KV workspaces: graphs may have captured them.
+  static std::mutex mu;
+  static std::map<std::pair<int, cudaStream_t>, SideStream> sides;
+  int device = 0;
+  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mu);
+  SideStream& side = sides[{device, stream}];
+  if (side.stream == nullptr) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    INFLIGHT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone) return {};
+    int least = 0, greatest = 0;
+    INFLIGHT_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    INFLIGHT_CUDA_CHECK(cudaEventCreateWithFlags(&side.fork, cudaEventDisableTiming));
+    INFLIGHT_CUDA_CHECK(cudaEventCreateWithFlags(&side.join, cudaEventDisableTiming));
+    INFLIGHT_CUDA_CHECK(
+        cudaStreamCreateWithPriority(&side.stream, cudaStreamNonBlocking, greatest));
+  }
+  return side;
+}
+
 }  // namespace attention
 
 namespace {
 
-bool aligned(const void* ptr, uintptr_t bytes) {
-  return reinterpret_cast<uintptr_t>(ptr) % bytes == 0;
-}
-
-// The tile kernels use cp.async, ldmatrix and mma.sync (sm_80+).
-bool tiles_supported() {
-  static std::atomic<int> major[64] = {};
-  int device = 0;
-  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
-  if (device >= 64) return false;
-  if (major[device].load(std::memory_order_relaxed) == 0) {
-    int value = 0;
-    INFLIGHT_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrComputeCapabilityMajor, device));
-    major[device].store(value, std::memory_order_relaxed);
-  }
-  return major[device].load(std::memory_order_relaxed) >= 8;
+// Decode tiles beside prefill tiles in mixed batches, unless INFLIGHT_ATTENTION_OVERLAP=0 (for
+// A/B measurements).
+bool overlap_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("INFLIGHT_ATTENTION_OVERLAP");
+    return value == nullptr || std::string_view(value) != "0";
+  }();
+  return enabled;
 }
 
 }  // namespace
@@ -99,22 +102,23 @@ void paged_attention_cuda(const PagedAttentionParams& p, cudaStream_t stream) {
                       "paged_attention_cuda: head_dim {} > {}", p.kv.head_dim,
                       kPagedAttentionMaxHeadDim);
   // bf16x2 loads: head_dim is even (rope_kv_write requires it); the bases must be 4-aligned.
-  INFLIGHT_CHECK_CODE(
-      p.kv.head_dim % 2 == 0 && aligned(p.q, 4) && aligned(p.kv.k, 4) && aligned(p.kv.v, 4),
-      ErrorCode::kUnsupported,
-      "paged_attention_cuda: needs an even head_dim and 4-byte aligned q/k/v");
+  INFLIGHT_CHECK_CODE(p.kv.head_dim % 2 == 0 && cuda::aligned(p.q, 4) && cuda::aligned(p.kv.k, 4) &&
+                          cuda::aligned(p.kv.v, 4),
+                      ErrorCode::kUnsupported,
+                      "paged_attention_cuda: needs an even head_dim and 4-byte aligned q/k/v");
   if (p.num_tokens == 0 || p.num_heads == 0) return;
   // Tiles: 16-byte copies of whole rows of q, out, K and V.
-  const bool tiles = (p.kv.head_dim == 64 || p.kv.head_dim == 128) && aligned(p.q, 16) &&
-                     aligned(p.out, 16) && aligned(p.kv.k, 16) && aligned(p.kv.v, 16) &&
-                     tiles_supported();
+  const bool tiles = (p.kv.head_dim == 64 || p.kv.head_dim == 128) && cuda::aligned(p.q, 16) &&
+                     cuda::aligned(p.out, 16) && cuda::aligned(p.kv.k, 16) &&
+                     cuda::aligned(p.kv.v, 16) &&
+                     cuda::compute_capability_major() >= 8;  // cp.async, ldmatrix, mma.sync
   // Prefill tiles of 64 or 128 rows (wgmma on sm_90a), K/V double-buffered.
   if (tiles && p.kv.head_dim == 64) {
-    attention::launch_tiles<64, 0, 2, 2, true>(p, stream);
+    attention::launch_tiles<64, 0, 2, 2, true>(p, stream, overlap_enabled());
     return;
   }
   if (tiles) {
-    attention::launch_tiles<128, 0, 2, 2, true>(p, stream);
+    attention::launch_tiles<128, 0, 2, 2, true>(p, stream, overlap_enabled());
     return;
   }
   INFLIGHT_CHECK(p.num_tokens <= cuda::kMaxGridX && p.num_heads <= cuda::kMaxGridYZ,

@@ -128,10 +128,6 @@ __global__ void __launch_bounds__(kThreads) rms_norm_vec_kernel(RmsNormParams p)
   }
 }
 
-bool aligned16(const void* ptr) {
-  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
-}
-
 }  // namespace
 
 void rms_norm_cuda(const RmsNormParams& p, cudaStream_t stream) {
@@ -140,8 +136,8 @@ void rms_norm_cuda(const RmsNormParams& p, cudaStream_t stream) {
   if (p.rows == 0 || p.dim == 0) return;
   INFLIGHT_CHECK(p.rows <= cuda::kMaxGridX, "rms_norm_cuda: {} rows exceed the grid", p.rows);
   const bool vec = p.dim % 8 == 0 && p.dim <= int64_t{kThreads} * 8 * kMaxChunks &&
-                   aligned16(p.residual) && aligned16(p.weight) && aligned16(p.out) &&
-                   (p.add == nullptr || aligned16(p.add));
+                   cuda::aligned(p.residual, 16) && cuda::aligned(p.weight, 16) &&
+                   cuda::aligned(p.out, 16) && (p.add == nullptr || cuda::aligned(p.add, 16));
   if (vec) {
     cuda::launch_pdl(rms_norm_vec_kernel, static_cast<unsigned>(p.rows), kThreads, 0, stream, p);
   } else {

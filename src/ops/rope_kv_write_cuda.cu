@@ -136,18 +136,13 @@ __global__ void __launch_bounds__(kVectorThreads) rope_kv_write_vector_kernel(Ro
   __syncthreads();
   if (!active) return;
   if (item < rotated) {
-    bf16* dst = head < num_heads
-                    ? static_cast<bf16*>(p.q_out) + (t * num_heads + head) * head_dim
-                    : static_cast<bf16*>(p.kv.k) + p.kv.offset(slot, head - num_heads);
+    bf16* dst = head < num_heads ? static_cast<bf16*>(p.q_out) + (t * num_heads + head) * head_dim
+                                 : static_cast<bf16*>(p.kv.k) + p.kv.offset(slot, head - num_heads);
     *reinterpret_cast<uint4*>(dst + i) = rotate8(lo, hi, cos_v + i, sin_v + i, false);
     *reinterpret_cast<uint4*>(dst + i + half) = rotate8(lo, hi, cos_v + i, sin_v + i, true);
   } else {
     *reinterpret_cast<uint4*>(static_cast<bf16*>(p.kv.v) + p.kv.offset(slot, head) + i) = lo;
   }
-}
-
-bool aligned16(const void* ptr) {
-  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
 }
 
 }  // namespace
@@ -161,8 +156,8 @@ void rope_kv_write_cuda(const RopeKvWriteParams& p, cudaStream_t stream) {
   const size_t smem = static_cast<size_t>(p.kv.head_dim) * sizeof(float);
   INFLIGHT_CHECK_CODE(smem <= 48 * 1024, ErrorCode::kUnsupported,
                       "rope_kv_write_cuda: head_dim {} is too large", p.kv.head_dim);
-  if (p.kv.head_dim % 16 == 0 && aligned16(p.qkv) && aligned16(p.q_out) && aligned16(p.kv.k) &&
-      aligned16(p.kv.v)) {
+  if (p.kv.head_dim % 16 == 0 && cuda::aligned(p.qkv, 16) && cuda::aligned(p.q_out, 16) &&
+      cuda::aligned(p.kv.k, 16) && cuda::aligned(p.kv.v, 16)) {
     // Blocks of 64 items: a decode token's heads spread over several SMs.
     const int32_t items = vector_items(p, true);
     INFLIGHT_CHECK(items <= cuda::kMaxGridYZ * kVectorThreads,

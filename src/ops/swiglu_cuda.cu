@@ -54,17 +54,13 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluParams p) {
   }
 }
 
-bool aligned16(const void* ptr) {
-  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
-}
-
 }  // namespace
 
 void swiglu_cuda(const SwigluParams& p, cudaStream_t stream) {
   INFLIGHT_CHECK_CODE(p.dtype == DType::kBF16, ErrorCode::kUnsupported,
                       "swiglu_cuda: bf16 only, got {}", dtype_name(p.dtype));
   if (p.rows == 0 || p.inter == 0) return;
-  const bool vec = p.inter % 8 == 0 && aligned16(p.gate_up) && aligned16(p.out);
+  const bool vec = p.inter % 8 == 0 && cuda::aligned(p.gate_up, 16) && cuda::aligned(p.out, 16);
   const int64_t items = p.rows * (vec ? p.inter / 8 : p.inter);
   const auto blocks =
       static_cast<unsigned>(std::min(kMaxBlocks, (items + kThreads - 1) / kThreads));

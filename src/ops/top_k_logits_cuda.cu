@@ -394,24 +394,10 @@ SplitWorkspace carve(void* workspace) {
   return ws;
 }
 
-// The current device's SM count, cached per device; its first query also lets the kernel take
-// kListBytes of dynamic shared memory on that device.
+// The current device's SM count; lets the kernel take kListBytes of dynamic shared memory there.
 int64_t prepare_device() {
-  constexpr int kCached = 64;
-  static std::atomic<int> sms_of[kCached] = {};
-  int device = 0;
-  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
-  if (device < kCached) {
-    const int cached = sms_of[device].load(std::memory_order_acquire);
-    if (cached > 0) return cached;
-  }
-  int sms = 0;
-  INFLIGHT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  INFLIGHT_CUDA_CHECK(cudaFuncSetAttribute(top_k_logits_kernel,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(kListBytes)));
-  if (device < kCached) sms_of[device].store(sms, std::memory_order_release);
-  return sms;
+  cuda::allow_dynamic_smem<top_k_logits_kernel, static_cast<int>(kListBytes)>();
+  return cuda::num_sms();
 }
 
 bool split_ok(int64_t rows, int64_t vocab, int32_t k, int64_t chunks) {

@@ -6,7 +6,7 @@
 //
 //   decode  batch 1/32/256 x context 512/2048/8192 (one new token per sequence)
 //   prefill one sequence of 512, 2048 or 8192 new tokens; mixed: a 512-token chunk at context
-//   2048 + 63 decodes at 2048.
+//   2048 + 63 decodes at 2048, and two 2,048-token prompts + 256 decodes at 2,112.
 //
 // Floors: bytes = K and V of every context token once (+ q and out), over the measured read
 // bandwidth; FLOPs = 4 * D * H * (keys each query row attends), over the measured (cuBLASLt via
@@ -178,6 +178,11 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
     Case mixed{"mixed 512@2048+63dec", {{2048, 512}}, false};
     for (int i = 0; i < 63; ++i) mixed.seqs.push_back({2048, 1});
     cases.push_back(mixed);
+    // A step of offline 2048/128 at 256 running sequences: two whole prompts beside 256
+    // decodes at ~2,100 tokens of context.
+    Case step{"mixed 2x2048+256dec", {{2048, 2048}, {2048, 2048}}, false};
+    for (int i = 0; i < 256; ++i) step.seqs.push_back({2112, 1});
+    cases.push_back(step);
   }
 
   std::mt19937 rng(7);
@@ -305,10 +310,14 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
     };
     const double v4_once = time_us(v4, copies, 1, 1);
     const double v4_us = time_us(v4, copies, reps_for(v4_once), 5);
-    // Lab variants: version 4 with the current grid order (kv head fastest); prefill tiles of
-    // 64 or 128 rows.
+    // Lab variants: the decode launch after the prefill launch instead of beside it; version 4
+    // with the current grid order (kv head fastest); prefill tiles of 64 or 128 rows.
     std::vector<std::pair<std::string, std::function<void(int)>>> variants;
     if (!c.decode) {
+      variants.push_back({"serial", [&](int copy) {
+                            attention::launch_tiles<128, 0, 2, 2, true>(params(copy, out_v2),
+                                                                        nullptr, false);
+                          }});
       variants.push_back({"v4+kh-fastest", [&](int copy) {
                             v4::launch_tiles<128, 0, 2, 2, true>(params(copy, out_v2), nullptr,
                                                                  true);

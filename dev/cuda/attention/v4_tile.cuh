@@ -18,7 +18,7 @@ namespace inflight::lab::v4 {
 
 using namespace inflight::attention;
 using attention::kMaxSplitTiles;
-using attention::num_sms;
+using cuda::num_sms;
 using attention::split_workspace;
 using attention::SplitWorkspace;
 using cuda::bf16;
