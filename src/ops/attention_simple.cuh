@@ -22,12 +22,15 @@ namespace simple {
 using cuda::bf16;
 using cuda::bf16x2;
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
+constexpr int kBlockWarps = 4;
 // bf16 pairs per lane: head_dim <= 2 * 32 * kPairsPerLane.
 constexpr int kPairsPerLane = kPagedAttentionMaxHeadDim / 64;
 
-__global__ void __launch_bounds__(kThreads) paged_attention_simple_kernel(PagedAttentionParams p) {
+// A template, so that the library and the lab, which both include this header, share one
+// definition.
+template <int kWarps>
+__global__ void __launch_bounds__(kWarps * 32)
+    paged_attention_simple_kernel(PagedAttentionParams p) {
   __shared__ float merge_m[kWarps];
   __shared__ float merge_l[kWarps];
   __shared__ float merge_acc[kWarps][kPagedAttentionMaxHeadDim];
@@ -143,7 +146,8 @@ __global__ void __launch_bounds__(kThreads) paged_attention_simple_kernel(PagedA
 // Grid (tokens, query heads); the caller checks both against the grid limits.
 inline void launch_simple(const PagedAttentionParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.num_tokens), static_cast<unsigned>(p.num_heads));
-  simple::paged_attention_simple_kernel<<<grid, simple::kThreads, 0, stream>>>(p);
+  simple::paged_attention_simple_kernel<simple::kBlockWarps>
+      <<<grid, simple::kBlockWarps * 32, 0, stream>>>(p);
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
