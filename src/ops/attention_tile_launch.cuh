@@ -5,7 +5,6 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 
 #include "ops/attention_tile.cuh"
@@ -22,16 +21,6 @@ constexpr int64_t kMaxSplitTiles = 4096;
 // graphs captured with it stay valid), with at least `bytes` of data; nulls when it would have
 // to grow while the stream is being captured. Defined in paged_attention_cuda.cu.
 SplitWorkspace split_workspace(cudaStream_t stream, int64_t bytes);
-
-// A stream beside a step's stream for the decode tiles of a mixed batch, with the events that
-// fork it from that stream and join it back: one per (device, stream), created with the highest
-// priority and kept for the process' lifetime; nulls when it would have to be created while the
-// stream is being captured. Defined in paged_attention_cuda.cu.
-struct SideStream {
-  cudaStream_t stream = nullptr;
-  cudaEvent_t fork = nullptr, join = nullptr;
-};
-SideStream side_stream(cudaStream_t stream);
 
 template <int D, int kWarps, int kStages, bool kWgmma>
 void launch_prefill(const TileParams& tp, cudaStream_t stream) {
@@ -53,15 +42,13 @@ void launch_prefill(const TileParams& tp, cudaStream_t stream) {
 // Plans and enqueues the tile kernels for a validated bf16 problem with head_dim D: a decode
 // launch when GQA allows decode tiles, and a prefill launch when some sequence may have
 // n * g > 16. Sizes come from host-side bounds only (num_tokens, num_seqs, max_context_len);
-// no device memory is read. With `overlap`, a batch of several sequences that needs both runs
-// the decode launch on the side stream, concurrently with the prefill launch: the decode tiles
-// are bound by KV-cache reads, the prefill tiles by the tensor cores.
+// no device memory is read.
 //   kPrefillRows    64 or 128 rows per prefill tile; 0: 128 when the longest possible prefill
 //                   alone fills two CTAs per SM with them, else 64
 //   kPrefillStages, kDecodeStages   K/V stages in flight
 //   kWgmma          prefill by wgmma where the binary has sm_90a code
 template <int D, int kPrefillRows, int kPrefillStages, int kDecodeStages, bool kWgmma>
-void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream, bool overlap = true) {
+void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
   using Decode = TileShape<D, 1, 4, kDecodeStages>;
   TileParams tp;
   tp.p = p;
@@ -75,18 +62,8 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream, bool overl
                  "paged_attention_cuda: {} sequences x {} kv heads exceed the grid", seqs,
                  kv_heads);
   const int sms = cuda::num_sms();
-  // Every sequence has at least one new token, so the longest has at most T - S + 1.
-  const int64_t max_new = tokens - seqs + 1;
-  const bool decode = g <= kDecodeRows, prefill = max_new * g > kDecodeRows;
-  const SideStream side =
-      decode && prefill && seqs > 1 && overlap ? side_stream(stream) : SideStream{};
-  const cudaStream_t decode_stream = side.stream != nullptr ? side.stream : stream;
 
-  if (decode) {
-    if (side.stream != nullptr) {
-      INFLIGHT_CUDA_CHECK(cudaEventRecord(side.fork, stream));
-      INFLIGHT_CUDA_CHECK(cudaStreamWaitEvent(side.stream, side.fork, 0));
-    }
+  if (g <= kDecodeRows) {
     // Split-KV when (sequences x kv heads) would leave SMs idle: about two CTAs per SM.
     const int64_t ctas = seqs * kv_heads;
     if (ctas < sms && ctas <= kMaxSplitTiles && p.max_context_len > 0) {
@@ -101,7 +78,7 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream, bool overl
       if (parts > 1) {
         const int64_t items = ctas * parts * kDecodeRows;
         const SplitWorkspace ws =
-            split_workspace(decode_stream, items * static_cast<int64_t>(D * sizeof(float) + 8));
+            split_workspace(stream, items * static_cast<int64_t>(D * sizeof(float) + 8));
         if (ws.data != nullptr) {
           tp.part_len = static_cast<int32_t>(part_len);
           tp.max_parts = static_cast<int32_t>(parts);
@@ -114,10 +91,12 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream, bool overl
     constexpr auto kKernel = paged_attention_tile_kernel<D, 1, 4, kDecodeStages, false>;
     cuda::allow_dynamic_smem<kKernel, Decode::kSmemBytes>();
     const dim3 grid(tp.max_parts, static_cast<unsigned>(seqs), static_cast<unsigned>(kv_heads));
-    cuda::launch_pdl(kKernel, grid, Decode::kThreads, Decode::kSmemBytes, decode_stream, tp);
+    cuda::launch_pdl(kKernel, grid, Decode::kThreads, Decode::kSmemBytes, stream, tp);
   }
 
-  if (prefill) {
+  // Every sequence has at least one new token, so the longest has at most T - S + 1.
+  const int64_t max_new = tokens - seqs + 1;
+  if (max_new * g > kDecodeRows) {
     const bool tall = kPrefillRows == 128 ||
                       (kPrefillRows == 0 && (max_new * g + 127) / 128 * kv_heads >= 2 * sms);
     if (tall) {
@@ -125,11 +104,6 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream, bool overl
     } else {
       launch_prefill<D, 4, kPrefillStages, kWgmma>(tp, stream);
     }
-  }
-
-  if (side.stream != nullptr) {
-    INFLIGHT_CUDA_CHECK(cudaEventRecord(side.join, side.stream));
-    INFLIGHT_CUDA_CHECK(cudaStreamWaitEvent(stream, side.join, 0));
   }
 }
 

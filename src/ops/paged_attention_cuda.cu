@@ -7,13 +7,11 @@
 //    16-byte aligned tensors on sm_80+. Tensor-core tiles of query rows of one (sequence, kv
 //    head) covering its whole GQA group: 64- or 128-row prefill tiles for sequences with
 //    n * g > 16 new rows (wgmma on sm_90a), 16-row decode tiles (split-KV at small batch)
-//    for the rest. At most two launches; in a batch of several sequences the decode launch
-//    runs on a side stream beside the prefill launch (INFLIGHT_ATTENTION_OVERLAP=0: after it).
+//    for the rest. At most two launches.
 //  - simple (attention_simple.cuh): any even head_dim <= 256. One block of 4 warps per (query
 //    token, query head), a warp-shuffle dot product per key, online softmax per warp.
 #include <map>
 #include <mutex>
-#include <string_view>
 #include <utility>
 
 #include "ops/attention_simple.cuh"
@@ -57,43 +55,7 @@ SplitWorkspace split_workspace(cudaStream_t stream, int64_t bytes) {
   return {reinterpret_cast<int32_t*>(ptr), reinterpret_cast<float*>(ptr + kCounterBytes)};
 }
 
-SideStream side_stream(cudaStream_t stream) {
-  // NOTE: never destroyed, like the split-KV workspaces: graphs may have captured them.
-  static std::mutex mu;
-  static std::map<std::pair<int, cudaStream_t>, SideStream> sides;
-  int device = 0;
-  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
-  const std::lock_guard<std::mutex> lock(mu);
-  SideStream& side = sides[{device, stream}];
-  if (side.stream == nullptr) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    INFLIGHT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-    if (capture != cudaStreamCaptureStatusNone) return {};
-    int least = 0, greatest = 0;
-    INFLIGHT_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    INFLIGHT_CUDA_CHECK(cudaEventCreateWithFlags(&side.fork, cudaEventDisableTiming));
-    INFLIGHT_CUDA_CHECK(cudaEventCreateWithFlags(&side.join, cudaEventDisableTiming));
-    INFLIGHT_CUDA_CHECK(
-        cudaStreamCreateWithPriority(&side.stream, cudaStreamNonBlocking, greatest));
-  }
-  return side;
-}
-
 }  // namespace attention
-
-namespace {
-
-// Decode tiles beside prefill tiles in mixed batches, unless INFLIGHT_ATTENTION_OVERLAP=0 (for
-// A/B measurements).
-bool overlap_enabled() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("INFLIGHT_ATTENTION_OVERLAP");
-    return value == nullptr || std::string_view(value) != "0";
-  }();
-  return enabled;
-}
-
-}  // namespace
 
 void paged_attention_cuda(const PagedAttentionParams& p, cudaStream_t stream) {
   INFLIGHT_CHECK_CODE(p.dtype == DType::kBF16, ErrorCode::kUnsupported,
@@ -114,11 +76,11 @@ void paged_attention_cuda(const PagedAttentionParams& p, cudaStream_t stream) {
                      cuda::compute_capability_major() >= 8;  // cp.async, ldmatrix, mma.sync
   // Prefill tiles of 64 or 128 rows (wgmma on sm_90a), K/V double-buffered.
   if (tiles && p.kv.head_dim == 64) {
-    attention::launch_tiles<64, 0, 2, 2, true>(p, stream, overlap_enabled());
+    attention::launch_tiles<64, 0, 2, 2, true>(p, stream);
     return;
   }
   if (tiles) {
-    attention::launch_tiles<128, 0, 2, 2, true>(p, stream, overlap_enabled());
+    attention::launch_tiles<128, 0, 2, 2, true>(p, stream);
     return;
   }
   INFLIGHT_CHECK(p.num_tokens <= cuda::kMaxGridX && p.num_heads <= cuda::kMaxGridYZ,

@@ -28,7 +28,6 @@
 // The one-block path reads its row once for k == 1 and six times otherwise; a chunk block reads
 // its chunk from memory once (into shared memory for k > 1).
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 
 #include "ops/cuda_common.cuh"

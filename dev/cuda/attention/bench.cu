@@ -310,14 +310,10 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
     };
     const double v4_once = time_us(v4, copies, 1, 1);
     const double v4_us = time_us(v4, copies, reps_for(v4_once), 5);
-    // Lab variants: the decode launch after the prefill launch instead of beside it; version 4
-    // with the current grid order (kv head fastest); prefill tiles of 64 or 128 rows.
+    // Lab variants: version 4 with the current grid order (kv head fastest); prefill tiles of
+    // 64 or 128 rows.
     std::vector<std::pair<std::string, std::function<void(int)>>> variants;
     if (!c.decode) {
-      variants.push_back({"serial", [&](int copy) {
-                            attention::launch_tiles<128, 0, 2, 2, true>(params(copy, out_v2),
-                                                                        nullptr, false);
-                          }});
       variants.push_back({"v4+kh-fastest", [&](int copy) {
                             v4::launch_tiles<128, 0, 2, 2, true>(params(copy, out_v2), nullptr,
                                                                  true);
