@@ -21,7 +21,8 @@
 // layer). Weights are bf16 [N, K] row-major like the engine's; the residual is fp32 here.
 //
 // Checks layer 0 against a CPU reference (same inputs, fp32/double), then times 32 layers at
-// several prefetch depths against the floor: bytes of weights / copy bandwidth (measured here).
+// several prefetch depths and loads in flight against the floor: bytes of weights / copy
+// bandwidth (measured here), with block 0's clock per phase.
 // Build: dev/cuda/device_run.sh stage with LABS="dev/cuda/decode/persistent_lab.cu".
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -69,6 +70,8 @@ struct Params {
   bf16* attn;          // [H]
   bf16* act;           // [I]
   unsigned* barrier;   // [2]: arrivals, generation
+  long long* trace;    // [1 + 5 num_layers]: block 0's %globaltimer at the start and after
+                       // each barrier (ns)
 };
 
 // ---- host/device deterministic weights ----
@@ -155,11 +158,11 @@ __device__ void prefetch_rows(const bf16* w, int k, int2 r, int bytes) {
 // y_r = W_r . xs for the block's rows, warp w taking rows begin + w, begin + w + kWarps, ...;
 // kPair: also the row r + pair_offset (gate/up), epi(r, y_r, y_{r+offset}). xs: K floats in
 // shared memory.
-template <int K, bool kPair, typename Epi>
+// kLoads: 16-byte loads in flight per lane (split over the two rows when kPair).
+template <int K, bool kPair, int kLoads, typename Epi>
 __device__ void gemv_rows(const bf16* w, const float* xs, int2 rows, int pair_offset, Epi epi) {
   constexpr int kPerLane = K / 8 / 32;  // 16-byte chunks per lane per row
-  constexpr int kBatch =
-      8;  // loads in flight per lane and row: 8 x 16 B x 512 threads = 64 KB per SM
+  constexpr int kBatch = kPair ? kLoads / 2 : kLoads;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int row = rows.x + warp; row < rows.y; row += kWarps) {
     const auto* w0 = reinterpret_cast<const uint4*>(w + int64_t{row} * K);
@@ -276,20 +279,31 @@ __device__ void attention_head(const Params& p, const Layer& L, int h, float* sc
   __syncthreads();
 }
 
+__device__ __forceinline__ void stamp(const Params& p, int i) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    p.trace[i] = t;
+  }
+}
+
+template <int kLoads>
 __global__ void __launch_bounds__(kThreads, 1) decode_step(Params p) {
   extern __shared__ float smem[];
   float* xs = smem;  // up to kInter floats
   float* scratch = smem + kInter;
   __shared__ float reduce[kWarps];
   const int2 qkv_rows = block_rows(kQkv), h_rows = block_rows(kHidden), i_rows = block_rows(kInter);
+  stamp(p, 0);
   for (int li = 0; li < p.num_layers; ++li) {
     const Layer& L = p.layers[li];
     // 1: norm, qkv. Then ask L2 for o's rows (read in phase 3).
     rms_norm_to_smem(p.residual, L.norm1, xs, reduce);
-    gemv_rows<kHidden, false>(L.qkv, xs, qkv_rows, 0,
-                              [&](int r, float y, float) { p.qkv[r] = __float2bfloat16_rn(y); });
+    gemv_rows<kHidden, false, kLoads>(
+        L.qkv, xs, qkv_rows, 0, [&](int r, float y, float) { p.qkv[r] = __float2bfloat16_rn(y); });
     prefetch_rows(L.o, kHidden, h_rows, p.prefetch_bytes);
     grid_sync(p.barrier);
+    stamp(p, 1 + 5 * li + 0);
     // 2: attention on 32 blocks; the others ask L2 for the start of their gate/up rows.
     if (blockIdx.x < kHeads) {
       attention_head(p, L, blockIdx.x, scratch);
@@ -298,35 +312,44 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(Params p) {
       prefetch_rows(L.gate_up + int64_t{kInter} * kHidden, kHidden, i_rows, p.prefetch_bytes / 2);
     }
     grid_sync(p.barrier);
+    stamp(p, 1 + 5 * li + 1);
     // 3: o, residual add.
     // Written by other blocks: read through L2 (L1 is not coherent across the grid).
     for (int i = threadIdx.x; i < kHidden; i += kThreads)
       xs[i] = __bfloat162float(__ldcg(p.attn + i));
     __syncthreads();
-    gemv_rows<kHidden, false>(L.o, xs, h_rows, 0,
-                              [&](int r, float y, float) { p.residual[r] += y; });
+    gemv_rows<kHidden, false, kLoads>(L.o, xs, h_rows, 0,
+                                      [&](int r, float y, float) { p.residual[r] += y; });
     if (blockIdx.x < kHeads) {
       prefetch_rows(L.gate_up, kHidden, i_rows, p.prefetch_bytes / 2);
       prefetch_rows(L.gate_up + int64_t{kInter} * kHidden, kHidden, i_rows, p.prefetch_bytes / 2);
     }
     grid_sync(p.barrier);
+    stamp(p, 1 + 5 * li + 2);
     // 4: norm, gate/up with SwiGLU.
     rms_norm_to_smem(p.residual, L.norm2, xs, reduce);
-    gemv_rows<kHidden, true>(L.gate_up, xs, i_rows, kInter, [&](int r, float g, float u) {
+    gemv_rows<kHidden, true, kLoads>(L.gate_up, xs, i_rows, kInter, [&](int r, float g, float u) {
       p.act[r] = __float2bfloat16_rn(g / (1.0f + __expf(-g)) * u);
     });
     prefetch_rows(L.down, kInter, h_rows, p.prefetch_bytes);
     grid_sync(p.barrier);
+    stamp(p, 1 + 5 * li + 3);
     // 5: down, residual add. Then the next layer's qkv rows.
     for (int i = threadIdx.x; i < kInter; i += kThreads)
       xs[i] = __bfloat162float(__ldcg(p.act + i));
     __syncthreads();
-    gemv_rows<kInter, false>(L.down, xs, h_rows, 0,
-                             [&](int r, float y, float) { p.residual[r] += y; });
+    gemv_rows<kInter, false, kLoads>(L.down, xs, h_rows, 0,
+                                     [&](int r, float y, float) { p.residual[r] += y; });
     if (li + 1 < p.num_layers)
       prefetch_rows(p.layers[li + 1].qkv, kHidden, qkv_rows, p.prefetch_bytes);
     grid_sync(p.barrier);
+    stamp(p, 1 + 5 * li + 4);
   }
+}
+
+// n grid barriers and nothing else: the cost of one.
+__global__ void __launch_bounds__(kThreads, 1) barriers_only(unsigned* barrier, int n) {
+  for (int i = 0; i < n; ++i) grid_sync(barrier);
 }
 
 // ---- host ----
@@ -372,12 +395,15 @@ int main(int argc, char** argv) {
   const int grid = prop.multiProcessorCount;
   std::printf("device: %s, %d SMs, L2 %d MB; context %d\n", prop.name, grid, prop.l2CacheSize >> 20,
               ctx);
-  CHECK(cudaFuncSetAttribute(decode_step, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  int per_sm = 0;
-  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_step, kThreads, kSmemBytes));
-  if (per_sm < 1) {
-    std::fprintf(stderr, "decode_step does not fit an SM\n");
-    return 1;
+  for (void* fn :
+       {reinterpret_cast<void*>(decode_step<8>), reinterpret_cast<void*>(decode_step<16>)}) {
+    CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    int per_sm = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, kThreads, kSmemBytes));
+    if (per_sm < 1) {
+      std::fprintf(stderr, "decode_step does not fit an SM\n");
+      return 1;
+    }
   }
 
   cudaEvent_t e0, e1;
@@ -427,6 +453,8 @@ int main(int argc, char** argv) {
   float* residual = nullptr;
   bf16 *qkv = nullptr, *attn = nullptr, *act = nullptr;
   unsigned* barrier = nullptr;
+  long long* trace = nullptr;
+  CHECK(cudaMalloc(&trace, (1 + 5 * kLayers) * sizeof(long long)));
   CHECK(cudaMalloc(&residual, kHidden * 4));
   CHECK(cudaMalloc(&qkv, kQkv * 2));
   CHECK(cudaMalloc(&attn, kHidden * 2));
@@ -438,11 +466,12 @@ int main(int argc, char** argv) {
   auto reset_residual = [&] {
     CHECK(cudaMemcpy(residual, x0.data(), kHidden * 4, cudaMemcpyHostToDevice));
   };
-  auto launch = [&](int num_layers, int prefetch) {
-    Params p{d_layers, num_layers, ctx, prefetch, residual, qkv, attn, act, barrier};
+  auto launch = [&](int num_layers, int prefetch, int loads = 8) {
+    Params p{d_layers, num_layers, ctx, prefetch, residual, qkv, attn, act, barrier, trace};
     void* args[] = {&p};
-    CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(decode_step), dim3(grid),
-                                      dim3(kThreads), args, kSmemBytes, nullptr));
+    void* fn = loads == 16 ? reinterpret_cast<void*>(decode_step<16>)
+                           : reinterpret_cast<void*>(decode_step<8>);
+    CHECK(cudaLaunchCooperativeKernel(fn, dim3(grid), dim3(kThreads), args, kSmemBytes, nullptr));
   };
   CHECK(cudaDeviceSynchronize());
 
@@ -522,26 +551,57 @@ int main(int argc, char** argv) {
       "copy bandwidth %.0f GB/s; 32 layers of weights %.2f GB, floor %.1f us (%.1f us "
       "per layer)\n",
       bw, weight_bytes / 1e9, weight_bytes / bw / 1e3, weight_bytes / bw / 1e3 / kLayers);
-  std::printf("%-22s %10s %12s %9s\n", "prefetch per boundary", "us / step", "us / layer",
-              "of floor");
-  for (const int kb : {0, 32, 64, 128, 256}) {
-    reset_residual();
-    launch(kLayers, kb << 10);  // warm-up
-    CHECK(cudaDeviceSynchronize());
-    std::vector<float> times;
-    for (int rep = 0; rep < 7; ++rep) {
+  {
+    int n = 160;
+    void* args[] = {&barrier, &n};
+    float best = 1e30f;
+    for (int rep = 0; rep < 5; ++rep) {
       CHECK(cudaEventRecord(e0));
-      launch(kLayers, kb << 10);
+      CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(barriers_only), dim3(grid),
+                                        dim3(kThreads), args, 0, nullptr));
       CHECK(cudaEventRecord(e1));
       CHECK(cudaEventSynchronize(e1));
       float ms = 0;
       CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      times.push_back(ms * 1e3f);
+      best = std::min(best, ms);
     }
-    std::sort(times.begin(), times.end());
-    const double us = times[times.size() / 2];
-    std::printf("%18d KB %10.1f %12.1f %8.1f%%\n", kb, us, us / kLayers,
-                100.0 * weight_bytes / bw / 1e3 / us);
+    std::printf("grid barrier (%d blocks): %.2f us each\n", grid, best * 1e3 / n);
+  }
+  // Per phase (block 0's clock between barriers, layers 1-31, each phase ending at its
+  // barrier): 1 norm + qkv, 2 attention, 3 o, 4 norm + gate/up, 5 down.
+  std::printf(
+      "%-6s %-9s %9s %9s %8s | %7s %7s %7s %7s %7s  (phase us, floor %.1f %.1f %.1f %.1f)\n",
+      "loads", "prefetch", "us/step", "us/layer", "floor", "qkv", "attn", "o", "gate_up", "down",
+      2.0 * kQkv * kHidden / bw / 1e3, 2.0 * kHidden * kHidden / bw / 1e3,
+      4.0 * kInter * kHidden / bw / 1e3, 2.0 * kInter * kHidden / bw / 1e3);
+  for (const int loads : {8, 16}) {
+    for (const int kb : {0, 64, 256}) {
+      reset_residual();
+      launch(kLayers, kb << 10, loads);  // warm-up
+      CHECK(cudaDeviceSynchronize());
+      std::vector<float> times;
+      for (int rep = 0; rep < 7; ++rep) {
+        CHECK(cudaEventRecord(e0));
+        launch(kLayers, kb << 10, loads);
+        CHECK(cudaEventRecord(e1));
+        CHECK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        times.push_back(ms * 1e3f);
+      }
+      std::vector<long long> t(1 + 5 * kLayers);
+      CHECK(cudaMemcpy(t.data(), trace, t.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+      double phase[5] = {};
+      for (int l = 1; l < kLayers; ++l) {
+        for (int ph = 0; ph < 5; ++ph) phase[ph] += (t[1 + 5 * l + ph] - t[5 * l + ph]) / 1e3;
+      }
+      std::sort(times.begin(), times.end());
+      const double us = times[times.size() / 2];
+      std::printf("%-6d %6d KB %9.1f %9.1f %7.1f%% | %7.1f %7.1f %7.1f %7.1f %7.1f\n", loads, kb,
+                  us, us / kLayers, 100.0 * weight_bytes / bw / 1e3 / us, phase[0] / (kLayers - 1),
+                  phase[1] / (kLayers - 1), phase[2] / (kLayers - 1), phase[3] / (kLayers - 1),
+                  phase[4] / (kLayers - 1));
+    }
   }
   return 0;
 }
