@@ -196,26 +196,65 @@ __device__ void gemv_rows(const bf16* w, const float* xs, int2 rows, int pair_of
 // xs = residual * rsqrt(mean(residual^2) + eps) * norm (every block, redundantly).
 __device__ void rms_norm_to_smem(const float* residual, const bf16* norm, float* xs,
                                  float* scratch) {
+  constexpr int kPer = kHidden / 4 / kThreads;  // float4 of the residual per thread
+  float4 v[kPer];
+  uint2 w[kPer];
+#pragma unroll
+  for (int u = 0; u < kPer; ++u) {
+    const int c = threadIdx.x + u * kThreads;
+    v[u] = __ldcg(reinterpret_cast<const float4*>(residual) + c);
+    w[u] = __ldg(reinterpret_cast<const uint2*>(norm) + c);
+  }
   float ss = 0.0f;
-  for (int i = threadIdx.x; i < kHidden; i += kThreads) {
-    const float v = __ldcg(residual + i);
-    xs[i] = v;
-    ss += v * v;
+#pragma unroll
+  for (int u = 0; u < kPer; ++u) {
+    ss += v[u].x * v[u].x + v[u].y * v[u].y + v[u].z * v[u].z + v[u].w * v[u].w;
   }
   ss = warp_sum(ss);
   if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = ss;
   __syncthreads();
   float total = 0.0f;
-  for (int w = 0; w < kWarps; ++w) total += scratch[w];
+  for (int i = 0; i < kWarps; ++i) total += scratch[i];
   const float inv = rsqrtf(total / kHidden + 1e-5f);
-  for (int i = threadIdx.x; i < kHidden; i += kThreads) {
-    xs[i] = xs[i] * inv * __bfloat162float(norm[i]);
+#pragma unroll
+  for (int u = 0; u < kPer; ++u) {
+    const int c = threadIdx.x + u * kThreads;
+    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[u].x));
+    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[u].y));
+    *reinterpret_cast<float4*>(xs + 4 * c) =
+        make_float4(v[u].x * inv * a.x, v[u].y * inv * a.y, v[u].z * inv * b.x, v[u].w * inv * b.y);
+  }
+  __syncthreads();
+}
+
+// xs[0, N) = src, bf16 written by other blocks: read through L2 (L1 is not coherent across
+// the grid), every load issued before the first store.
+template <int N>
+__device__ void stage_to_smem(const bf16* src, float* xs) {
+  constexpr int kChunks = N / 8, kPer = (kChunks + kThreads - 1) / kThreads;
+  uint4 v[kPer];
+#pragma unroll
+  for (int u = 0; u < kPer; ++u) {
+    const int c = threadIdx.x + u * kThreads;
+    if (c < kChunks) v[u] = __ldcg(reinterpret_cast<const uint4*>(src) + c);
+  }
+#pragma unroll
+  for (int u = 0; u < kPer; ++u) {
+    const int c = threadIdx.x + u * kThreads;
+    if (c < kChunks) {
+      const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v[u]);
+      const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]);
+      const float2 d = __bfloat1622float2(h[2]), e = __bfloat1622float2(h[3]);
+      *reinterpret_cast<float4*>(xs + 8 * c) = make_float4(a.x, a.y, b.x, b.y);
+      *reinterpret_cast<float4*>(xs + 8 * c + 4) = make_float4(d.x, d.y, e.x, e.y);
+    }
   }
   __syncthreads();
 }
 
 // Attention of query head h (block h) over p.ctx keys: warp w takes keys w, w + kWarps, ...;
 // lane l holds dims 4l .. 4l + 3. The last key/value are the new token's, read from qkv.
+template <int kBatch>
 __device__ void attention_head(const Params& p, const Layer& L, int h, float* scratch) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, kh = h / (kHeads / kKvHeads);
   const float scale = rsqrtf(static_cast<float>(kHeadDim));
@@ -228,7 +267,6 @@ __device__ void attention_head(const Params& p, const Layer& L, int h, float* sc
   const float4 q = load4(p.qkv + h * kHeadDim + 4 * lane);
   float m = -INFINITY, l = 0.0f;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  constexpr int kBatch = 8;
   for (int j0 = warp; j0 < p.ctx; j0 += kWarps * kBatch) {
     float4 k[kBatch], v[kBatch];
 #pragma unroll
@@ -287,8 +325,10 @@ __device__ __forceinline__ void stamp(const Params& p, int i) {
   }
 }
 
-template <int kLoads>
-__global__ void __launch_bounds__(kThreads, 1) decode_step(Params p) {
+// kLoads: weight loads in flight per lane; kBlocksPerSm: 1 or 2 resident blocks per SM (the
+// grid is SMs x kBlocksPerSm; 2 halves the registers a thread may use).
+template <int kLoads, int kBlocksPerSm>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm) decode_step(Params p) {
   extern __shared__ float smem[];
   float* xs = smem;  // up to kInter floats
   float* scratch = smem + kInter;
@@ -306,7 +346,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(Params p) {
     stamp(p, 1 + 5 * li + 0);
     // 2: attention on 32 blocks; the others ask L2 for the start of their gate/up rows.
     if (blockIdx.x < kHeads) {
-      attention_head(p, L, blockIdx.x, scratch);
+      attention_head<8 / kBlocksPerSm>(p, L, blockIdx.x, scratch);
     } else {
       prefetch_rows(L.gate_up, kHidden, i_rows, p.prefetch_bytes / 2);
       prefetch_rows(L.gate_up + int64_t{kInter} * kHidden, kHidden, i_rows, p.prefetch_bytes / 2);
@@ -314,10 +354,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(Params p) {
     grid_sync(p.barrier);
     stamp(p, 1 + 5 * li + 1);
     // 3: o, residual add.
-    // Written by other blocks: read through L2 (L1 is not coherent across the grid).
-    for (int i = threadIdx.x; i < kHidden; i += kThreads)
-      xs[i] = __bfloat162float(__ldcg(p.attn + i));
-    __syncthreads();
+    stage_to_smem<kHidden>(p.attn, xs);
     gemv_rows<kHidden, false, kLoads>(L.o, xs, h_rows, 0,
                                       [&](int r, float y, float) { p.residual[r] += y; });
     if (blockIdx.x < kHeads) {
@@ -335,9 +372,7 @@ __global__ void __launch_bounds__(kThreads, 1) decode_step(Params p) {
     grid_sync(p.barrier);
     stamp(p, 1 + 5 * li + 3);
     // 5: down, residual add. Then the next layer's qkv rows.
-    for (int i = threadIdx.x; i < kInter; i += kThreads)
-      xs[i] = __bfloat162float(__ldcg(p.act + i));
-    __syncthreads();
+    stage_to_smem<kInter>(p.act, xs);
     gemv_rows<kInter, false, kLoads>(L.down, xs, h_rows, 0,
                                      [&](int r, float y, float) { p.residual[r] += y; });
     if (li + 1 < p.num_layers)
@@ -395,13 +430,21 @@ int main(int argc, char** argv) {
   const int grid = prop.multiProcessorCount;
   std::printf("device: %s, %d SMs, L2 %d MB; context %d\n", prop.name, grid, prop.l2CacheSize >> 20,
               ctx);
-  for (void* fn :
-       {reinterpret_cast<void*>(decode_step<8>), reinterpret_cast<void*>(decode_step<16>)}) {
-    CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  // Variants: (loads in flight per lane, blocks per SM).
+  struct Variant {
+    int loads, per_sm;
+    void* fn;
+  };
+  const Variant variants[] = {{8, 1, reinterpret_cast<void*>(decode_step<8, 1>)},
+                              {16, 1, reinterpret_cast<void*>(decode_step<16, 1>)},
+                              {8, 2, reinterpret_cast<void*>(decode_step<8, 2>)}};
+  for (const Variant& v : variants) {
+    CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
     int per_sm = 0;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, kThreads, kSmemBytes));
-    if (per_sm < 1) {
-      std::fprintf(stderr, "decode_step does not fit an SM\n");
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.fn, kThreads, kSmemBytes));
+    if (per_sm < v.per_sm) {
+      std::fprintf(stderr, "decode_step<%d, %d>: only %d blocks fit an SM\n", v.loads, v.per_sm,
+                   per_sm);
       return 1;
     }
   }
@@ -466,21 +509,16 @@ int main(int argc, char** argv) {
   auto reset_residual = [&] {
     CHECK(cudaMemcpy(residual, x0.data(), kHidden * 4, cudaMemcpyHostToDevice));
   };
-  auto launch = [&](int num_layers, int prefetch, int loads = 8) {
+  auto launch = [&](int num_layers, int prefetch, const Variant& v) {
     Params p{d_layers, num_layers, ctx, prefetch, residual, qkv, attn, act, barrier, trace};
     void* args[] = {&p};
-    void* fn = loads == 16 ? reinterpret_cast<void*>(decode_step<16>)
-                           : reinterpret_cast<void*>(decode_step<8>);
-    CHECK(cudaLaunchCooperativeKernel(fn, dim3(grid), dim3(kThreads), args, kSmemBytes, nullptr));
+    CHECK(cudaLaunchCooperativeKernel(v.fn, dim3(grid * v.per_sm), dim3(kThreads), args, kSmemBytes,
+                                      nullptr));
   };
   CHECK(cudaDeviceSynchronize());
 
   // Layer 0 against the CPU.
   {
-    reset_residual();
-    launch(1, 64 << 10);
-    std::vector<float> got(kHidden);
-    CHECK(cudaMemcpy(got.data(), residual, kHidden * 4, cudaMemcpyDeviceToHost));
     const uint32_t s = 1000;
     HostMatrix wqkv(int64_t{kQkv} * kHidden, s + 1, 0.03f),
         wo(int64_t{kHidden} * kHidden, s + 2, 0.03f),
@@ -538,13 +576,20 @@ int main(int argc, char** argv) {
     }
     gemv_ref(wd.v, a, kHidden, kInter, y);
     for (int i = 0; i < kHidden; ++i) res[i] += y[i];
-    double num = 0, den = 0;
-    for (int i = 0; i < kHidden; ++i) {
-      num += (double{got[i]} - res[i]) * (double{got[i]} - res[i]);
-      den += double{res[i]} * res[i];
+    for (const Variant& v : variants) {
+      reset_residual();
+      launch(1, 64 << 10, v);
+      std::vector<float> got(kHidden);
+      CHECK(cudaMemcpy(got.data(), residual, kHidden * 4, cudaMemcpyDeviceToHost));
+      double num = 0, den = 0;
+      for (int i = 0; i < kHidden; ++i) {
+        num += (double{got[i]} - res[i]) * (double{got[i]} - res[i]);
+        den += double{res[i]} * res[i];
+      }
+      const double rel = std::sqrt(num / den);
+      std::printf("layer 0 vs CPU, %d loads x %d blocks/SM: rel L2 %.2e %s\n", v.loads, v.per_sm,
+                  rel, rel < 2e-2 ? "(ok)" : "(MISMATCH)");
     }
-    const double rel = std::sqrt(num / den);
-    std::printf("layer 0 vs CPU: rel L2 %.2e %s\n", rel, rel < 2e-2 ? "(ok)" : "(MISMATCH)");
   }
 
   std::printf(
@@ -571,18 +616,18 @@ int main(int argc, char** argv) {
   // barrier): 1 norm + qkv, 2 attention, 3 o, 4 norm + gate/up, 5 down.
   std::printf(
       "%-6s %-9s %9s %9s %8s | %7s %7s %7s %7s %7s  (phase us, floor %.1f %.1f %.1f %.1f)\n",
-      "loads", "prefetch", "us/step", "us/layer", "floor", "qkv", "attn", "o", "gate_up", "down",
+      "variant", "prefetch", "us/step", "us/layer", "floor", "qkv", "attn", "o", "gate_up", "down",
       2.0 * kQkv * kHidden / bw / 1e3, 2.0 * kHidden * kHidden / bw / 1e3,
       4.0 * kInter * kHidden / bw / 1e3, 2.0 * kInter * kHidden / bw / 1e3);
-  for (const int loads : {8, 16}) {
-    for (const int kb : {0, 64, 256}) {
+  for (const Variant& v : variants) {
+    for (const int kb : {0, 64}) {
       reset_residual();
-      launch(kLayers, kb << 10, loads);  // warm-up
+      launch(kLayers, kb << 10, v);  // warm-up
       CHECK(cudaDeviceSynchronize());
       std::vector<float> times;
       for (int rep = 0; rep < 7; ++rep) {
         CHECK(cudaEventRecord(e0));
-        launch(kLayers, kb << 10, loads);
+        launch(kLayers, kb << 10, v);
         CHECK(cudaEventRecord(e1));
         CHECK(cudaEventSynchronize(e1));
         float ms = 0;
@@ -597,10 +642,10 @@ int main(int argc, char** argv) {
       }
       std::sort(times.begin(), times.end());
       const double us = times[times.size() / 2];
-      std::printf("%-6d %6d KB %9.1f %9.1f %7.1f%% | %7.1f %7.1f %7.1f %7.1f %7.1f\n", loads, kb,
-                  us, us / kLayers, 100.0 * weight_bytes / bw / 1e3 / us, phase[0] / (kLayers - 1),
-                  phase[1] / (kLayers - 1), phase[2] / (kLayers - 1), phase[3] / (kLayers - 1),
-                  phase[4] / (kLayers - 1));
+      std::printf("%2dx%d   %6d KB %9.1f %9.1f %7.1f%% | %7.1f %7.1f %7.1f %7.1f %7.1f\n", v.loads,
+                  v.per_sm, kb, us, us / kLayers, 100.0 * weight_bytes / bw / 1e3 / us,
+                  phase[0] / (kLayers - 1), phase[1] / (kLayers - 1), phase[2] / (kLayers - 1),
+                  phase[3] / (kLayers - 1), phase[4] / (kLayers - 1));
     }
   }
   return 0;
