@@ -213,7 +213,9 @@ __device__ void prefetch_share(const Share<K>& sh, uint4* pf, int n) {
 
 // y_vrow = W_vrow . xs over the share (the first n slabs from the prefetch slots), then
 // epi(row, y_row, y_{row + pair_offset}) for the block's rows. sums: kMaxRowSums floats.
-template <int K, typename Epi>
+// kLoadsOnly: fold the raw weight bits instead of the dot product (the memory side alone; the
+// output is meaningless).
+template <int K, bool kLoadsOnly, typename Epi>
 __device__ void gemv_share(const Share<K>& sh, const float* xs, const uint4* pf, int n, float* sums,
                            Epi epi) {
   constexpr int kSpr = Share<K>::kSlabsPerRow;
@@ -245,7 +247,11 @@ __device__ void gemv_share(const Share<K>& sh, const float* xs, const uint4* pf,
         cur = vrow;
         acc = 0.0f;
       }
-      acc += dot8(v[u], xs + ((s % kSpr) * 32 + lane) * 8);
+      if constexpr (kLoadsOnly) {
+        acc += __int_as_float((v[u].x ^ v[u].y ^ v[u].z ^ v[u].w) & 0x3f800000u);
+      } else {
+        acc += dot8(v[u], xs + ((s % kSpr) * 32 + lane) * 8);
+      }
     }
   }
   if (cur >= 0) {
@@ -385,10 +391,12 @@ __device__ void attention_part(const Params& p, const Layer& L, float* scores) {
   __threadfence();
   // The last part of kv head kh merges all of them: thread (g, d).
   float mx = -INFINITY;
+#pragma unroll 8
   for (int pi = 0; pi < parts; ++pi) {
     mx = fmaxf(mx, __ldcg(&p.part_ml[(kh * parts + pi) * kGroup + g].x));
   }
   float num = 0.0f, den = 0.0f;
+#pragma unroll 8
   for (int pi = 0; pi < parts; ++pi) {
     const int it = (kh * parts + pi) * kGroup + g;
     const float2 ml = __ldcg(p.part_ml + it);
@@ -408,6 +416,7 @@ __device__ __forceinline__ void stamp(const Params& p, int i) {
   }
 }
 
+template <bool kLoadsOnly>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm) decode_step(Params p) {
   extern __shared__ __align__(16) unsigned char smem[];
   float* xs = reinterpret_cast<float*>(smem);
@@ -426,8 +435,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) decode_step(Params p) 
     auto down = [&] { return Share<kInter>(L.down, kHidden, false, 0); };
     // 1: norm, qkv.
     rms_norm_to_smem(p.residual, L.norm1, xs);
-    gemv_share(qkv(), xs, pf, npf, sums,
-               [&](int r, float y, float) { p.qkv[r] = __float2bfloat16_rn(y); });
+    gemv_share<kHidden, kLoadsOnly>(qkv(), xs, pf, npf, sums, [&](int r, float y, float) {
+      p.qkv[r] = __float2bfloat16_rn(y);
+    });
     if (npf > 0) prefetch_share(o(), pf, npf);
     grid_sync(p.barrier);
     stamp(p, 1 + 5 * li);
@@ -437,13 +447,14 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) decode_step(Params p) 
     stamp(p, 2 + 5 * li);
     // 3: o, residual add.
     stage_to_smem<kHidden>(p.attn, xs);
-    gemv_share(o(), xs, pf, npf, sums, [&](int r, float y, float) { p.residual[r] += y; });
+    gemv_share<kHidden, kLoadsOnly>(o(), xs, pf, npf, sums,
+                                    [&](int r, float y, float) { p.residual[r] += y; });
     if (npf > 0) prefetch_share(gate_up(), pf, npf);
     grid_sync(p.barrier);
     stamp(p, 3 + 5 * li);
     // 4: norm, gate/up with SwiGLU.
     rms_norm_to_smem(p.residual, L.norm2, xs);
-    gemv_share(gate_up(), xs, pf, npf, sums, [&](int r, float g, float u) {
+    gemv_share<kHidden, kLoadsOnly>(gate_up(), xs, pf, npf, sums, [&](int r, float g, float u) {
       p.act[r] = __float2bfloat16_rn(g / (1.0f + __expf(-g)) * u);
     });
     if (npf > 0) prefetch_share(down(), pf, npf);
@@ -451,7 +462,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) decode_step(Params p) 
     stamp(p, 4 + 5 * li);
     // 5: down, residual add; then the next layer's first qkv slabs.
     stage_to_smem<kInter>(p.act, xs);
-    gemv_share(down(), xs, pf, npf, sums, [&](int r, float y, float) { p.residual[r] += y; });
+    gemv_share<kInter, kLoadsOnly>(down(), xs, pf, npf, sums,
+                                   [&](int r, float y, float) { p.residual[r] += y; });
     if (npf > 0 && li + 1 < p.num_layers) {
       prefetch_share(Share<kHidden>(p.layers[li + 1].qkv, kQkv, false, 0), pf, npf);
     }
@@ -508,12 +520,15 @@ int main(int argc, char** argv) {
   const int grid = prop.multiProcessorCount * kBlocksPerSm;
   std::printf("device: %s, %d SMs, L2 %d MB; context %d; grid %d x %d threads\n", prop.name,
               prop.multiProcessorCount, prop.l2CacheSize >> 20, ctx, grid, kThreads);
-  CHECK(cudaFuncSetAttribute(decode_step, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  int per_sm = 0;
-  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_step, kThreads, kSmemBytes));
-  if (per_sm < kBlocksPerSm) {
-    std::fprintf(stderr, "decode_step: only %d blocks fit an SM\n", per_sm);
-    return 1;
+  for (void* fn :
+       {reinterpret_cast<void*>(decode_step<false>), reinterpret_cast<void*>(decode_step<true>)}) {
+    CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    int per_sm = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, kThreads, kSmemBytes));
+    if (per_sm < kBlocksPerSm) {
+      std::fprintf(stderr, "decode_step: only %d blocks fit an SM\n", per_sm);
+      return 1;
+    }
   }
   const int parts = grid / kKvHeads;
   if ((ctx + parts - 1) / parts > kMaxPartKeys) {
@@ -587,12 +602,13 @@ int main(int argc, char** argv) {
   auto reset_residual = [&] {
     CHECK(cudaMemcpy(residual, x0.data(), kHidden * 4, cudaMemcpyHostToDevice));
   };
-  auto launch = [&](int num_layers, int prefetch_slabs) {
+  auto launch = [&](int num_layers, int prefetch_slabs, bool loads_only = false) {
     Params p{d_layers, num_layers, ctx,      prefetch_slabs, residual, qkv,  attn,
              act,      part_ml,    part_acc, part_done,      barrier,  trace};
     void* args[] = {&p};
-    CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(decode_step), dim3(grid),
-                                      dim3(kThreads), args, kSmemBytes, nullptr));
+    void* fn = loads_only ? reinterpret_cast<void*>(decode_step<true>)
+                          : reinterpret_cast<void*>(decode_step<false>);
+    CHECK(cudaLaunchCooperativeKernel(fn, dim3(grid), dim3(kThreads), args, kSmemBytes, nullptr));
   };
   CHECK(cudaDeviceSynchronize());
 
@@ -697,15 +713,16 @@ int main(int argc, char** argv) {
               "slabs ahead", "us/step", "us/layer", "floor", "qkv", "attn", "o", "gate_up", "down",
               2.0 * kQkv * kHidden / bw / 1e3, 2.0 * kHidden * kHidden / bw / 1e3,
               4.0 * kInter * kHidden / bw / 1e3, 2.0 * kInter * kHidden / bw / 1e3);
-  for (const int slabs : {0, 1, 2, 4}) {
-    {
+  // "+loads only": the projections fold raw weight bits instead of multiplying (memory alone).
+  for (const bool loads_only : {false, true}) {
+    for (const int slabs : {0, 4}) {
       reset_residual();
-      launch(kLayers, slabs);  // warm-up
+      launch(kLayers, slabs, loads_only);  // warm-up
       CHECK(cudaDeviceSynchronize());
       std::vector<float> times;
       for (int rep = 0; rep < 7; ++rep) {
         CHECK(cudaEventRecord(e0));
-        launch(kLayers, slabs);
+        launch(kLayers, slabs, loads_only);
         CHECK(cudaEventRecord(e1));
         CHECK(cudaEventSynchronize(e1));
         float ms = 0;
@@ -720,8 +737,9 @@ int main(int argc, char** argv) {
       }
       std::sort(times.begin(), times.end());
       const double us = times[times.size() / 2];
-      std::printf("%-14d %9.1f %9.1f %7.1f%% | %7.1f %7.1f %7.1f %7.1f %7.1f\n", slabs, us,
-                  us / kLayers, 100.0 * weight_bytes / bw / 1e3 / us, phase[0] / (kLayers - 1),
+      std::printf("%d%-13s %9.1f %9.1f %7.1f%% | %7.1f %7.1f %7.1f %7.1f %7.1f\n", slabs,
+                  loads_only ? " +loads only" : "", us, us / kLayers,
+                  100.0 * weight_bytes / bw / 1e3 / us, phase[0] / (kLayers - 1),
                   phase[1] / (kLayers - 1), phase[2] / (kLayers - 1), phase[3] / (kLayers - 1),
                   phase[4] / (kLayers - 1));
     }
