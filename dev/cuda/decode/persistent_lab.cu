@@ -58,7 +58,6 @@ constexpr int kGroup = kHeads / kKvHeads;                 // query heads per kv 
 constexpr int kQkv = (kHeads + 2 * kKvHeads) * kHeadDim;  // 6144
 constexpr int kMaxCtx = 1024;
 constexpr int kWarps = 16, kThreads = kWarps * 32, kBlocksPerSm = 2;
-constexpr int kLoads = 8;         // 16-byte weight loads in flight per lane
 constexpr int kMaxPrefetch = 4;   // slabs per warp copied ahead of a barrier
 constexpr int kMaxRowSums = 128;  // rows (gate and up counted apart) a block may own
 constexpr int kMaxPartKeys = 64;  // keys of one split-KV part
@@ -215,7 +214,8 @@ __device__ void prefetch_share(const Share<K>& sh, uint4* pf, int n) {
 // epi(row, y_row, y_{row + pair_offset}) for the block's rows. sums: kMaxRowSums floats.
 // kLoadsOnly: fold the raw weight bits instead of the dot product (the memory side alone; the
 // output is meaningless).
-template <int K, bool kLoadsOnly, typename Epi>
+// kLoads: 16-byte weight loads in flight per lane.
+template <int K, int kLoads, bool kLoadsOnly, typename Epi>
 __device__ void gemv_share(const Share<K>& sh, const float* xs, const uint4* pf, int n, float* sums,
                            Epi epi) {
   constexpr int kSpr = Share<K>::kSlabsPerRow;
@@ -325,11 +325,21 @@ __device__ void stage_to_smem(const bf16* src, float* xs) {
   }
 }
 
+// %globaltimer (ns) into trace[i], by thread 0 of block `block`.
+__device__ __forceinline__ void stamp(long long* trace, int i, int block = 0) {
+  if (blockIdx.x == block && threadIdx.x == 0) {
+    long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    trace[i] = t;
+  }
+}
+
 // Split-KV attention, phase 2 (see the top). parts = gridDim.x / KH blocks per kv head; part
 // `part` takes keys [part * kpp, (part + 1) * kpp) of the context. Scores: warp w the keys
 // w, w + kWarps, ... of the part, all kGroup heads at once (lane l: dims 4l .. 4l + 3); then
 // thread t = (head t / D, dim t % D) folds the part's values.
-__device__ void attention_part(const Params& p, const Layer& L, float* scores) {
+// at: 4 timestamps of this layer's attention (see Params::attention_trace).
+__device__ void attention_part(const Params& p, const Layer& L, float* scores, long long* at) {
   __shared__ bool last;
   const int parts = gridDim.x / kKvHeads;
   const int kh = blockIdx.x % kKvHeads, part = blockIdx.x / kKvHeads;
@@ -363,6 +373,7 @@ __device__ void attention_part(const Params& p, const Layer& L, float* scores) {
   constexpr int kRound = 8;
   float vals[kRound];  // values of the part, in rounds of kRound keys
   __syncthreads();
+  stamp(at, 0);
   float m = -INFINITY;
   for (int jl = 0; jl < n; ++jl) m = fmaxf(m, scores[jl * kGroup + g]);
   float l = 0.0f, acc = 0.0f;
@@ -380,6 +391,7 @@ __device__ void attention_part(const Params& p, const Layer& L, float* scores) {
       }
     }
   }
+  stamp(at, 1);
   const int item = (kh * parts + part) * kGroup + g;
   p.part_acc[int64_t{item} * kHeadDim + d] = acc;
   if (d == 0) p.part_ml[item] = make_float2(m, l);
@@ -387,6 +399,7 @@ __device__ void attention_part(const Params& p, const Layer& L, float* scores) {
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(p.part_done + kh, 1u) == static_cast<unsigned>(parts - 1);
   __syncthreads();
+  stamp(at, 2);
   if (!last) return;
   __threadfence();
   // The last part of kv head kh merges all of them: thread (g, d).
@@ -405,18 +418,17 @@ __device__ void attention_part(const Params& p, const Layer& L, float* scores) {
     den += c * ml.y;
   }
   p.attn[(kh * kGroup + g) * kHeadDim + d] = __float2bfloat16_rn(num / den);
-  if (threadIdx.x == 0) p.part_done[kh] = 0;
-}
-
-__device__ __forceinline__ void stamp(const Params& p, int i) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    p.trace[i] = t;
+  if (threadIdx.x == 0) {
+    p.part_done[kh] = 0;
+    if (kh == 0) {
+      long long t;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+      at[3] = t;
+    }
   }
 }
 
-template <bool kLoadsOnly>
+template <int kLoads, bool kLoadsOnly>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm) decode_step(Params p) {
   extern __shared__ __align__(16) unsigned char smem[];
   float* xs = reinterpret_cast<float*>(smem);
@@ -424,7 +436,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) decode_step(Params p) 
   float* scores = sums + kMaxRowSums;
   uint4* pf = reinterpret_cast<uint4*>(smem + kPrefetchOffset);
   const int npf = p.prefetch_slabs;
-  stamp(p, 0);
+  stamp(p.trace, 0);
   if (npf > 0) prefetch_share(Share<kHidden>(p.layers[0].qkv, kQkv, false, 0), pf, npf);
   for (int li = 0; li < p.num_layers; ++li) {
     const Layer& L = p.layers[li];
@@ -435,40 +447,41 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) decode_step(Params p) 
     auto down = [&] { return Share<kInter>(L.down, kHidden, false, 0); };
     // 1: norm, qkv.
     rms_norm_to_smem(p.residual, L.norm1, xs);
-    gemv_share<kHidden, kLoadsOnly>(qkv(), xs, pf, npf, sums, [&](int r, float y, float) {
+    gemv_share<kHidden, kLoads, kLoadsOnly>(qkv(), xs, pf, npf, sums, [&](int r, float y, float) {
       p.qkv[r] = __float2bfloat16_rn(y);
     });
     if (npf > 0) prefetch_share(o(), pf, npf);
     grid_sync(p.barrier);
-    stamp(p, 1 + 5 * li);
+    stamp(p.trace, 1 + 5 * li);
     // 2: attention.
-    attention_part(p, L, scores);
+    attention_part(p, L, scores, p.attention_trace + 4 * li);
     grid_sync(p.barrier);
-    stamp(p, 2 + 5 * li);
+    stamp(p.trace, 2 + 5 * li);
     // 3: o, residual add.
     stage_to_smem<kHidden>(p.attn, xs);
-    gemv_share<kHidden, kLoadsOnly>(o(), xs, pf, npf, sums,
-                                    [&](int r, float y, float) { p.residual[r] += y; });
+    gemv_share<kHidden, kLoads, kLoadsOnly>(o(), xs, pf, npf, sums,
+                                            [&](int r, float y, float) { p.residual[r] += y; });
     if (npf > 0) prefetch_share(gate_up(), pf, npf);
     grid_sync(p.barrier);
-    stamp(p, 3 + 5 * li);
+    stamp(p.trace, 3 + 5 * li);
     // 4: norm, gate/up with SwiGLU.
     rms_norm_to_smem(p.residual, L.norm2, xs);
-    gemv_share<kHidden, kLoadsOnly>(gate_up(), xs, pf, npf, sums, [&](int r, float g, float u) {
-      p.act[r] = __float2bfloat16_rn(g / (1.0f + __expf(-g)) * u);
-    });
+    gemv_share<kHidden, kLoads, kLoadsOnly>(
+        gate_up(), xs, pf, npf, sums, [&](int r, float g, float u) {
+          p.act[r] = __float2bfloat16_rn(g / (1.0f + __expf(-g)) * u);
+        });
     if (npf > 0) prefetch_share(down(), pf, npf);
     grid_sync(p.barrier);
-    stamp(p, 4 + 5 * li);
+    stamp(p.trace, 4 + 5 * li);
     // 5: down, residual add; then the next layer's first qkv slabs.
     stage_to_smem<kInter>(p.act, xs);
-    gemv_share<kInter, kLoadsOnly>(down(), xs, pf, npf, sums,
-                                   [&](int r, float y, float) { p.residual[r] += y; });
+    gemv_share<kInter, kLoads, kLoadsOnly>(down(), xs, pf, npf, sums,
+                                           [&](int r, float y, float) { p.residual[r] += y; });
     if (npf > 0 && li + 1 < p.num_layers) {
       prefetch_share(Share<kHidden>(p.layers[li + 1].qkv, kQkv, false, 0), pf, npf);
     }
     grid_sync(p.barrier);
-    stamp(p, 5 + 5 * li);
+    stamp(p.trace, 5 + 5 * li);
   }
 }
 
@@ -520,11 +533,21 @@ int main(int argc, char** argv) {
   const int grid = prop.multiProcessorCount * kBlocksPerSm;
   std::printf("device: %s, %d SMs, L2 %d MB; context %d; grid %d x %d threads\n", prop.name,
               prop.multiProcessorCount, prop.l2CacheSize >> 20, ctx, grid, kThreads);
-  for (void* fn :
-       {reinterpret_cast<void*>(decode_step<false>), reinterpret_cast<void*>(decode_step<true>)}) {
-    CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  // Variants: weight loads in flight per lane; the memory side alone.
+  struct Variant {
+    int loads;
+    bool loads_only;
+    void* fn;
+  };
+  const Variant variants[] = {{2, false, reinterpret_cast<void*>(decode_step<2, false>)},
+                              {4, false, reinterpret_cast<void*>(decode_step<4, false>)},
+                              {8, false, reinterpret_cast<void*>(decode_step<8, false>)},
+                              {4, true, reinterpret_cast<void*>(decode_step<4, true>)},
+                              {8, true, reinterpret_cast<void*>(decode_step<8, true>)}};
+  for (const Variant& v : variants) {
+    CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
     int per_sm = 0;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, kThreads, kSmemBytes));
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.fn, kThreads, kSmemBytes));
     if (per_sm < kBlocksPerSm) {
       std::fprintf(stderr, "decode_step: only %d blocks fit an SM\n", per_sm);
       return 1;
@@ -589,7 +612,8 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&part_acc, sizeof(float) * kKvHeads * parts * kGroup * kHeadDim));
   CHECK(cudaMalloc(&part_done, sizeof(unsigned) * kKvHeads));
   CHECK(cudaMemset(part_done, 0, sizeof(unsigned) * kKvHeads));
-  long long* trace = nullptr;
+  long long *trace = nullptr, *attention_trace = nullptr;
+  CHECK(cudaMalloc(&attention_trace, 4 * kLayers * sizeof(long long)));
   CHECK(cudaMalloc(&trace, (1 + 5 * kLayers) * sizeof(long long)));
   CHECK(cudaMalloc(&residual, kHidden * 4));
   CHECK(cudaMalloc(&qkv, kQkv * 2));
@@ -602,13 +626,11 @@ int main(int argc, char** argv) {
   auto reset_residual = [&] {
     CHECK(cudaMemcpy(residual, x0.data(), kHidden * 4, cudaMemcpyHostToDevice));
   };
-  auto launch = [&](int num_layers, int prefetch_slabs, bool loads_only = false) {
-    Params p{d_layers, num_layers, ctx,      prefetch_slabs, residual, qkv,  attn,
-             act,      part_ml,    part_acc, part_done,      barrier,  trace};
+  auto launch = [&](int num_layers, int prefetch_slabs, const Variant& v) {
+    Params p{d_layers, num_layers, ctx,      prefetch_slabs, residual, qkv,   attn,
+             act,      part_ml,    part_acc, part_done,      barrier,  trace, attention_trace};
     void* args[] = {&p};
-    void* fn = loads_only ? reinterpret_cast<void*>(decode_step<true>)
-                          : reinterpret_cast<void*>(decode_step<false>);
-    CHECK(cudaLaunchCooperativeKernel(fn, dim3(grid), dim3(kThreads), args, kSmemBytes, nullptr));
+    CHECK(cudaLaunchCooperativeKernel(v.fn, dim3(grid), dim3(kThreads), args, kSmemBytes, nullptr));
   };
   CHECK(cudaDeviceSynchronize());
 
@@ -673,7 +695,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < kHidden; ++i) res[i] += y[i];
     for (const int slabs : {0, kMaxPrefetch}) {
       reset_residual();
-      launch(1, slabs);
+      launch(1, slabs, variants[2]);
       std::vector<float> got(kHidden);
       CHECK(cudaMemcpy(got.data(), residual, kHidden * 4, cudaMemcpyDeviceToHost));
       double num = 0, den = 0;
@@ -710,19 +732,19 @@ int main(int argc, char** argv) {
   // Per phase (block 0's clock between barriers, layers 1-31, each phase ending at its
   // barrier): 1 norm + qkv, 2 attention, 3 o, 4 norm + gate/up, 5 down.
   std::printf("%-14s %9s %9s %8s | %7s %7s %7s %7s %7s  (phase us, floor %.1f %.1f %.1f %.1f)\n",
-              "slabs ahead", "us/step", "us/layer", "floor", "qkv", "attn", "o", "gate_up", "down",
+              "slabs, loads", "us/step", "us/layer", "floor", "qkv", "attn", "o", "gate_up", "down",
               2.0 * kQkv * kHidden / bw / 1e3, 2.0 * kHidden * kHidden / bw / 1e3,
               4.0 * kInter * kHidden / bw / 1e3, 2.0 * kInter * kHidden / bw / 1e3);
-  // "+loads only": the projections fold raw weight bits instead of multiplying (memory alone).
-  for (const bool loads_only : {false, true}) {
+  // "mem": the projections fold raw weight bits instead of multiplying (memory alone).
+  for (const Variant& v : variants) {
     for (const int slabs : {0, 4}) {
       reset_residual();
-      launch(kLayers, slabs, loads_only);  // warm-up
+      launch(kLayers, slabs, v);  // warm-up
       CHECK(cudaDeviceSynchronize());
       std::vector<float> times;
       for (int rep = 0; rep < 7; ++rep) {
         CHECK(cudaEventRecord(e0));
-        launch(kLayers, slabs, loads_only);
+        launch(kLayers, slabs, v);
         CHECK(cudaEventRecord(e1));
         CHECK(cudaEventSynchronize(e1));
         float ms = 0;
@@ -737,11 +759,25 @@ int main(int argc, char** argv) {
       }
       std::sort(times.begin(), times.end());
       const double us = times[times.size() / 2];
-      std::printf("%d%-13s %9.1f %9.1f %7.1f%% | %7.1f %7.1f %7.1f %7.1f %7.1f\n", slabs,
-                  loads_only ? " +loads only" : "", us, us / kLayers,
+      std::printf("%d ahead, %d%-4s %9.1f %9.1f %7.1f%% | %7.1f %7.1f %7.1f %7.1f %7.1f\n", slabs,
+                  v.loads, v.loads_only ? " mem" : "", us, us / kLayers,
                   100.0 * weight_bytes / bw / 1e3 / us, phase[0] / (kLayers - 1),
                   phase[1] / (kLayers - 1), phase[2] / (kLayers - 1), phase[3] / (kLayers - 1),
                   phase[4] / (kLayers - 1));
+      // Attention, from the barrier before it: block 0's scores, values, ticket; kv head 0's
+      // merge; the barrier after it.
+      std::vector<long long> a(4 * kLayers);
+      CHECK(cudaMemcpy(a.data(), attention_trace, a.size() * sizeof(long long),
+                       cudaMemcpyDeviceToHost));
+      double seg[5] = {};
+      for (int l = 1; l < kLayers; ++l) {
+        const long long marks[6] = {t[5 * l + 1], a[4 * l],     a[4 * l + 1],
+                                    a[4 * l + 2], a[4 * l + 3], t[5 * l + 2]};
+        for (int k = 0; k < 5; ++k) seg[k] += (marks[k + 1] - marks[k]) / 1e3 / (kLayers - 1);
+      }
+      std::printf(
+          "    attention: q+scores %.1f, values %.1f, ticket %.1f, merge %.1f, barrier %.1f us\n",
+          seg[0], seg[1], seg[2], seg[3], seg[4]);
     }
   }
   return 0;
