@@ -79,18 +79,20 @@ struct Layer {
 struct Params {
   const Layer* layers;
   int num_layers;
-  int ctx;              // keys per head, the new token's included (2 .. kMaxCtx)
-  int prefetch_slabs;   // 0 .. kMaxPrefetch
-  float* residual;      // [H]
-  bf16* qkv;            // [6144]
-  bf16* attn;           // [H]
-  bf16* act;            // [I]
-  float2* part_ml;      // [KH, parts, kGroup] (max, sum) of each split-KV part
-  float* part_acc;      // [KH, parts, kGroup, D]
-  unsigned* part_done;  // [KH] parts finished (0 between layers)
-  unsigned* barrier;    // [2]: arrivals, generation
-  long long* trace;     // [1 + 5 num_layers]: block 0's %globaltimer at the start and after
-                        // each barrier (ns)
+  int ctx;                     // keys per head, the new token's included (2 .. kMaxCtx)
+  int prefetch_slabs;          // 0 .. kMaxPrefetch
+  float* residual;             // [H]
+  bf16* qkv;                   // [6144]
+  bf16* attn;                  // [H]
+  bf16* act;                   // [I]
+  float2* part_ml;             // [KH, parts, kGroup] (max, sum) of each split-KV part
+  float* part_acc;             // [KH, parts, kGroup, D]
+  unsigned* part_done;         // [KH] parts finished (0 between layers)
+  unsigned* barrier;           // [2]: arrivals, generation
+  long long* trace;            // [1 + 5 num_layers]: block 0's %globaltimer at the start and after
+                               // each barrier (ns)
+  long long* attention_trace;  // [4 num_layers]: block 0 after its scores, after its values,
+                               // after its ticket; kv head 0's merge done
 };
 
 // ---- host/device deterministic weights ----
