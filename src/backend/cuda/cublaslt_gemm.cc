@@ -1,10 +1,6 @@
 #include "backend/cuda/cublaslt_gemm.h"
 
-#include <bit>
-#include <cstdlib>
-#include <cstring>
-#include <string_view>
-#include <vector>
+#include <functional>
 
 #include "core/logging.h"
 #include "ops/cuda_check.h"
@@ -13,25 +9,6 @@
 namespace inflight {
 
 namespace {
-
-// Rows from which a plan's algorithm is chosen by timing (per bucket of m), and how many of the
-// heuristic's candidates are timed (the best of 16 ranked up to 7th on an H200,
-// dev/cuda/gemm/results/run8_algo_lab_h200.txt).
-constexpr int64_t kTunedMinRows = 64;
-constexpr int kCandidates = 8;
-
-// INFLIGHT_GEMM_TUNE=0 keeps the heuristic's first choice (for A/B measurements).
-bool algorithm_tuning_enabled() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("INFLIGHT_GEMM_TUNE");
-    return value == nullptr || std::string_view(value) != "0";
-  }();
-  return enabled;
-}
-
-bool same_algo(const cublasLtMatmulAlgo_t& a, const cublasLtMatmulAlgo_t& b) {
-  return std::memcmp(&a, &b, sizeof(a)) == 0;
-}
 
 // The largest power of two (up to 256) that divides both the address and the row stride in
 // bytes: the alignment of every row of the operand, which is what cuBLASLt may assume.
@@ -50,8 +27,7 @@ struct CublasLtGemm::Plan {
   cublasLtMatrixLayout_t d = nullptr;  // y: n x m (also the layout of C, unused with beta 0)
   cublasLtMatmulAlgo_t algo{};
   bool has_algo = false;
-  std::vector<cublasLtMatmulAlgo_t> candidates;  // the heuristic's, best first (algo = one)
-  bool tuned = false;                            // the GEMV / cuBLASLt or algorithm choice is made
+  bool tuned = false;     // small m: the GEMV / cuBLASLt choice is made
   bool use_gemv = false;  // small m, and the GEMV was faster (or cuBLASLt has no algorithm)
 
   Plan() = default;
@@ -146,19 +122,15 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key) {
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d));
-  cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
+  cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
   if (status == CUBLAS_STATUS_SUCCESS) {
-    status = cublasLtMatmulAlgoGetHeuristic(
-        handle_, plan->op, plan->a, plan->b, plan->d, plan->d, pref,
-        key.m >= kTunedMinRows && algorithm_tuning_enabled() ? kCandidates : 1, results, &returned);
+    status = cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->d, plan->d,
+                                            pref, 1, &result, &returned);
   }
   cublasLtMatmulPreferenceDestroy(pref);
-  for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < returned; ++i) {
-    if (results[i].state == CUBLAS_STATUS_SUCCESS) plan->candidates.push_back(results[i].algo);
-  }
-  if (!plan->candidates.empty()) {
-    plan->algo = plan->candidates.front();
+  if (status == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+    plan->algo = result.algo;
     plan->has_algo = true;
   } else {
     INFLIGHT_LOG_WARN(
@@ -191,7 +163,7 @@ void CublasLtGemm::run(const GemmParams& p, cudaStream_t stream) {
                 alignment_of(p.y, p.n, f32_out ? 4 : 2),
                 alignment_of(p.bias, 0)};
   Plan& plan = plan_for(key);
-  if (!plan.tuned) tune(key, plan, p, stream);
+  if (!plan.tuned) tune(plan, p, stream);
   if (plan.use_gemv) {
     gemv_cuda(p, stream);
     return;
@@ -204,7 +176,14 @@ void CublasLtGemm::run(const GemmParams& p, cudaStream_t stream) {
 }
 
 void CublasLtGemm::matmul(Plan& plan, const GemmParams& p, cudaStream_t stream) {
-  const cublasStatus_t status = matmul_with(plan, plan.algo, p, stream);
+  if (p.bias != nullptr) {
+    INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                         &p.bias, sizeof(p.bias)));
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  const cublasStatus_t status =
+      cublasLtMatmul(handle_, plan.op, &alpha, p.w, plan.a, p.x, plan.b, &beta, p.y, plan.d, p.y,
+                     plan.d, &plan.algo, workspace_, workspace_bytes_, stream);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
     // The heuristic's choice refused the operands after all: this shape uses the fallback.
     INFLIGHT_LOG_WARN("cuBLASLt refused gemm m={} n={} k={}: using the CUDA-core kernel", p.m, p.n,
@@ -216,77 +195,31 @@ void CublasLtGemm::matmul(Plan& plan, const GemmParams& p, cudaStream_t stream) 
   INFLIGHT_CUBLAS_CHECK(status);
 }
 
-cublasStatus_t CublasLtGemm::matmul_with(const Plan& plan, const cublasLtMatmulAlgo_t& algo,
-                                         const GemmParams& p, cudaStream_t stream) {
-  if (p.bias != nullptr) {
-    INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                         &p.bias, sizeof(p.bias)));
-  }
-  const float alpha = 1.0f, beta = 0.0f;
-  return cublasLtMatmul(handle_, plan.op, &alpha, p.w, plan.a, p.x, plan.b, &beta, p.y, plan.d, p.y,
-                        plan.d, &algo, workspace_, workspace_bytes_, stream);
-}
-
-float CublasLtGemm::time_ms(const std::function<void()>& launch, cudaStream_t stream, int reps) {
-  launch();  // warm-up: lazy module loading, caches
-  INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_start_, stream));
-  for (int i = 0; i < reps; ++i) launch();
-  INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_stop_, stream));
-  INFLIGHT_CUDA_CHECK(cudaEventSynchronize(tune_stop_));
-  float ms = 0.0f;
-  INFLIGHT_CUDA_CHECK(cudaEventElapsedTime(&ms, tune_start_, tune_stop_));
-  return ms / static_cast<float>(reps);
-}
-
-void CublasLtGemm::tune(const Key& key, Plan& plan, const GemmParams& p, cudaStream_t stream) {
+void CublasLtGemm::tune(Plan& plan, const GemmParams& p, cudaStream_t stream) {
   plan.tuned = true;
-  const bool small = p.m <= kGemvMaxRows && gemv_cuda_supported(p);
-  if (!small && (p.m < kTunedMinRows || plan.candidates.size() < 2)) return;
+  if (p.m > kGemvMaxRows || !gemv_cuda_supported(p)) return;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   INFLIGHT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  if (!small) {
-    if (capture == cudaStreamCaptureStatusNone) choose_algorithm(key, plan, p, stream);
-    return;
-  }
   if (!plan.has_algo || capture != cudaStreamCaptureStatusNone) {
     plan.use_gemv = true;  // nothing to compare with, or no way to time now
     return;
   }
   constexpr int kReps = 5;
-  const float lt_ms = time_ms([&] { matmul(plan, p, stream); }, stream, kReps);
-  const float gemv_ms = time_ms([&] { gemv_cuda(p, stream); }, stream, kReps);
+  const auto time_ms = [&](const std::function<void()>& launch) {
+    launch();  // warm-up: lazy module loading, caches
+    INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_start_, stream));
+    for (int i = 0; i < kReps; ++i) launch();
+    INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_stop_, stream));
+    INFLIGHT_CUDA_CHECK(cudaEventSynchronize(tune_stop_));
+    float ms = 0.0f;
+    INFLIGHT_CUDA_CHECK(cudaEventElapsedTime(&ms, tune_start_, tune_stop_));
+    return ms / kReps;
+  };
+  const float lt_ms = time_ms([&] { matmul(plan, p, stream); });
+  const float gemv_ms = time_ms([&] { gemv_cuda(p, stream); });
   plan.use_gemv = plan.has_algo ? gemv_ms < lt_ms : true;
   INFLIGHT_LOG_DEBUG("gemm m={} n={} k={}: cuBLASLt {:.1f} us, GEMV {:.1f} us -> {}", p.m, p.n, p.k,
                      lt_ms * 1e3f, gemv_ms * 1e3f, plan.use_gemv ? "GEMV" : "cuBLASLt");
-}
-
-void CublasLtGemm::choose_algorithm(const Key& key, Plan& plan, const GemmParams& p,
-                                    cudaStream_t stream) {
-  Key bucket = key;
-  bucket.m = static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(key.m)));
-  if (const auto it = bucket_algos_.find(bucket); it != bucket_algos_.end()) {
-    for (const cublasLtMatmulAlgo_t& algo : plan.candidates) {
-      if (same_algo(algo, it->second)) plan.algo = algo;
-    }
-    return;
-  }
-  // Every run writes the same product to y (run() then writes it once more with the winner),
-  // so timing on the real operands is harmless.
-  constexpr int kReps = 2;
-  float best_ms = 0.0f;
-  for (const cublasLtMatmulAlgo_t& algo : plan.candidates) {
-    bool ok = true;
-    const float ms =
-        time_ms([&] { ok = ok && matmul_with(plan, algo, p, stream) == CUBLAS_STATUS_SUCCESS; },
-                stream, kReps);
-    if (ok && (best_ms == 0.0f || ms < best_ms)) {
-      best_ms = ms;
-      plan.algo = algo;
-    }
-  }
-  if (best_ms > 0.0f) bucket_algos_.emplace(bucket, plan.algo);
-  INFLIGHT_LOG_DEBUG("gemm m={} n={} k={}: best of {} cuBLASLt candidates {:.1f} us", p.m, p.n, p.k,
-                     plan.candidates.size(), best_ms * 1e3f);
 }
 
 }  // namespace inflight

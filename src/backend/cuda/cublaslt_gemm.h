@@ -13,13 +13,7 @@
 // Small m (decode at batch <= kGemvMaxRows): the streaming GEMV of ops/gemv_cuda.cu competes
 // with cuBLASLt's choice; when a shape's plan is made (its first, eager use; never while a graph
 // is captured) both run a few times on the stream, timed with events, and the faster is kept.
-// m >= kTunedMinRows (prefill and big mixed steps): cuBLASLt's first heuristic choice is
-// 0-8% per shape slower than the best of its candidates; the first shape of each octave of m
-// (bucket [2^e, 2^(e+1)), same n, k and flags) times up to kCandidates of them and the bucket
-// keeps the winner, which later shapes of the bucket use when the heuristic offers it too.
-// Each bucket is timed once, so a serving process pays it a handful of times
-// (INFLIGHT_GEMM_TUNE=0: the heuristic's first choice everywhere).
-// These one-time measurements wait for the device; every later call only looks the plan up.
+// That one-time measurement waits for the device; every later call only looks the plan up.
 //
 // Batch invariance: cuBLASLt picks different kernels (tile shapes, split-K) for different m, so
 // a token's output can differ in its last bits with the batch it runs in. With
@@ -33,7 +27,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <unordered_map>
 
@@ -72,15 +65,9 @@ class CublasLtGemm {
   struct Plan;  // descriptors + algorithm, or none (use the fallback)
 
   Plan& plan_for(const Key& key);
-  // Small m: chooses between cuBLASLt and the GEMV; m >= kTunedMinRows: the algorithm of the
-  // plan's bucket (timing the candidates when the bucket is new). Never while capturing.
-  void tune(const Key& key, Plan& plan, const GemmParams& p, cudaStream_t stream);
-  void choose_algorithm(const Key& key, Plan& plan, const GemmParams& p, cudaStream_t stream);
+  // Chooses between cuBLASLt and the GEMV for a small-m plan by timing both on `stream`.
+  void tune(Plan& plan, const GemmParams& p, cudaStream_t stream);
   void matmul(Plan& plan, const GemmParams& p, cudaStream_t stream);
-  cublasStatus_t matmul_with(const Plan& plan, const cublasLtMatmulAlgo_t& algo,
-                             const GemmParams& p, cudaStream_t stream);
-  // Mean milliseconds of `launch` on `stream` over `reps` runs after one warm-up.
-  float time_ms(const std::function<void()>& launch, cudaStream_t stream, int reps);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_;
@@ -89,8 +76,6 @@ class CublasLtGemm {
   cudaEvent_t tune_start_ = nullptr;
   cudaEvent_t tune_stop_ = nullptr;
   std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> plans_;
-  // The timed winner of each bucket: keys with m = the bucket's lower bound 2^e.
-  std::unordered_map<Key, cublasLtMatmulAlgo_t, KeyHash> bucket_algos_;
 };
 
 }  // namespace inflight
