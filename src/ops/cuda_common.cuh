@@ -1,4 +1,5 @@
-// Shared device helpers of the CUDA kernels: bf16 loads and stores, warp and block reductions.
+// Shared helpers of the CUDA kernels: bf16 conversions, warp and block reductions, programmatic
+// dependent launch; on the host, cached device attributes, alignment checks and launch setup.
 #pragma once
 
 #include "ops/cuda_check.h"

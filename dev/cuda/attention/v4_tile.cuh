@@ -18,6 +18,7 @@ namespace inflight::lab::v4 {
 
 using namespace inflight::attention;
 using attention::kMaxSplitTiles;
+using cuda::allow_dynamic_smem;
 using cuda::num_sms;
 using attention::split_workspace;
 using attention::SplitWorkspace;
@@ -565,19 +566,6 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
 }
 
 // ---- host side ---------------------------------------------------------------------------
-
-// Raises a kernel's dynamic shared-memory limit once per device.
-template <auto kKernel, int kBytes>
-void allow_dynamic_smem() {
-  static std::atomic<uint64_t> done{0};
-  int device = 0;
-  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
-  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
-  if (bit != 0 && (done.load(std::memory_order_relaxed) & bit) != 0) return;
-  INFLIGHT_CUDA_CHECK(
-      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
-  done.fetch_or(bit, std::memory_order_relaxed);
-}
 
 template <int D, int kWarps, int kStages, bool kWgmma>
 void launch_prefill(const TileParams& tp, cudaStream_t stream) {
