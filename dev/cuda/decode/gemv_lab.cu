@@ -2,8 +2,7 @@
 //
 //   v1      the one-warp-per-row GEMV of commit e3fad19 (x re-read from L1 by every warp,
 //           one block of 8 warps per 8 rows, plain launches)
-//   prod    ops/gemv_cuda.cu as built (session 4: 16 rows per warp through mma.sync, split-K
-//           over the warps of a block)
+//   prod    ops/gemv_cuda.cu as built (today v1 itself: a check of the lab copy)
 //   v1+pdl  v1 launched with programmatic dependent launch: each warp's first weight loads
 //           issued before griddepcontrol.wait, dependents allowed at block start (run 4)
 //   v3      a staged variant kept here for comparison: x in shared memory, a one-wave grid,
