@@ -7,6 +7,7 @@
 //           issued before griddepcontrol.wait, dependents allowed at block start (run 4)
 //   v3      a staged variant kept here for comparison: x in shared memory, a one-wave grid,
 //           knobs for block size, loads in flight, blocks per SM, PDL and its trigger
+//   v4      weights streamed by TMA bulk copies into a ring of shared-memory slots (m = 1)
 //
 // Each per-launch figure is the median over 7 repeats of 20 back-to-back launches (weights
 // rotated over enough copies that L2 holds none of them), as GB/s of weights and as a fraction
@@ -223,6 +224,144 @@ void run(const GemmParams& p, cudaStream_t s, const Knobs& kn) {
 }
 }  // namespace v3
 
+// v4 (session 4): weights streamed by TMA. One block per SM: a producer warp copies the block's
+// contiguous share of w, 32 KB at a time (R = 1-8 whole rows), with cp.async.bulk into a ring
+// of kStages shared-memory slots, completing on an mbarrier per slot; 8 consumer warps take
+// each slot's rows (8 / R warps per row, partial sums through shared memory), x (bf16) staged
+// in shared memory once. The producer issues its first copies before griddepcontrol.wait (the
+// weights do not depend on the kernel before) and lets the next kernel launch after its last
+// copy, so up to kStages x 32 KB per SM is in flight across the kernel boundary. m = 1.
+namespace v4 {
+constexpr int kConsumers = 8, kThreads = (kConsumers + 1) * 32, kStages = 6;
+constexpr int kSlotBytes = 32 * 1024;
+constexpr int kSmemBytes = kStages * kSlotBytes + 28 * 1024 + 1024;  // slots, x (k <= 14336)
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  const uint32_t addr = smem_u32(bar);
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(addr), "r"(parity)
+        : "memory");
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1) kernel(GemmParams p) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ __align__(8) uint64_t full[kStages], empty[kStages];
+  __shared__ float partial[kStages][kConsumers];
+  unsigned char* slots = smem;
+  auto* xs = reinterpret_cast<__nv_bfloat16*>(smem + kStages * kSlotBytes);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t k = p.k, n = p.n, row_bytes = k * 2;
+  int rows_per_slot = static_cast<int>(kSlotBytes / row_bytes);
+  rows_per_slot = rows_per_slot >= 8 ? 8 : rows_per_slot >= 4 ? 4 : rows_per_slot >= 2 ? 2 : 1;
+  const int warps_per_row = kConsumers / rows_per_slot;
+  const int64_t total = (n + rows_per_slot - 1) / rows_per_slot;  // slots' worth of rows
+  const int64_t first = total * blockIdx.x / gridDim.x, last = total * (blockIdx.x + 1) / gridDim.x;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&full[s])));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(&empty[s])), "r"(kConsumers));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  if (warp == kConsumers) {
+    if (lane == 0) {
+      const auto* w = static_cast<const unsigned char*>(p.w);
+      for (int64_t i = first; i < last; ++i) {
+        const int64_t j = i - first;
+        const int slot = static_cast<int>(j % kStages);
+        if (j >= kStages) mbar_wait(&empty[slot], static_cast<uint32_t>((j / kStages - 1) & 1));
+        const int64_t row0 = i * rows_per_slot;
+        const int64_t rows = row0 + rows_per_slot <= n ? rows_per_slot : n - row0;
+        const uint32_t bytes = static_cast<uint32_t>(rows * row_bytes);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(&full[slot])),
+                     "r"(bytes)
+                     : "memory");
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                smem_u32(slots + slot * kSlotBytes)),
+            "l"(w + row0 * row_bytes), "r"(bytes), "r"(smem_u32(&full[slot]))
+            : "memory");
+      }
+      asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    }
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    return;
+  }
+  // Consumers: x into shared memory once the kernel before has written it.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const auto* x = static_cast<const uint4*>(p.x);
+  for (int64_t c = threadIdx.x; c < k / 8; c += kConsumers * 32) reinterpret_cast<uint4*>(xs)[c] = x[c];
+  asm volatile("bar.sync 1, %0;" ::"r"(kConsumers * 32) : "memory");
+  const int r_in_slot = warp / warps_per_row, part = warp % warps_per_row;
+  const int64_t part_chunks = k / 8 / warps_per_row;  // 16-byte chunks of a row per warp
+  for (int64_t i = first; i < last; ++i) {
+    const int64_t j = i - first;
+    const int slot = static_cast<int>(j % kStages);
+    mbar_wait(&full[slot], static_cast<uint32_t>((j / kStages) & 1));
+    const int64_t row = i * rows_per_slot + r_in_slot;
+    float acc = 0.0f;
+    if (row < n) {
+      const auto* wr = reinterpret_cast<const uint4*>(slots + slot * kSlotBytes + r_in_slot * row_bytes) +
+                       part * part_chunks;
+      const auto* xr = reinterpret_cast<const uint4*>(xs) + part * part_chunks;
+      for (int64_t c = lane; c < part_chunks; c += 32) {
+        float wf[8], xf[8];
+        v1::unpack(wr[c], wf);
+        v1::unpack(xr[c], xf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc = fmaf(wf[e], xf[e], acc);
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    __syncwarp();
+    if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(&empty[slot])) : "memory");
+    if (warps_per_row > 1) {
+      if (lane == 0) partial[slot][warp] = acc;
+      asm volatile("bar.sync 1, %0;" ::"r"(kConsumers * 32) : "memory");
+      if (part == 0 && lane == 0) {
+        acc = 0.0f;
+        for (int q = 0; q < warps_per_row; ++q) acc += partial[slot][warp + q];
+      }
+    }
+    if (part == 0 && lane == 0 && row < n) {
+      if (p.y_dtype == DType::kF32) static_cast<float*>(p.y)[row] = acc;
+      else static_cast<__nv_bfloat16*>(p.y)[row] = __float2bfloat16_rn(acc);
+    }
+  }
+}
+
+void run(const GemmParams& p, cudaStream_t s) {
+  static int sms = 0;
+  if (sms == 0) {
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  }
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(sms));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = kSmemBytes;
+  cfg.stream = s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  CHECK(cudaLaunchKernelEx(&cfg, kernel, p));
+}
+}  // namespace v4
+
+
 // Stand-ins for RoPE and attention at decode: `blocks` blocks that only wait `ns` nanoseconds.
 __global__ void spin(long long ns) {
   long long start;
@@ -309,8 +448,8 @@ int main() {
                           {"gate_up", 28672, 4096, false},
                           {"down", 4096, 14336, false},
                           {"lm_head", 128256, 4096, true}};
-  std::printf("\n%-8s %2s %9s %9s %9s %9s   %s\n", "shape", "m", "v1 us", "prod us", "v1+pdl",
-              "v3 us", "v1 / prod / v1+pdl / v3 as % of copy bandwidth");
+  std::printf("\n%-8s %2s %9s %9s %9s %9s %9s   %s\n", "shape", "m", "v1 us", "prod us", "v1+pdl",
+              "v3 us", "v4 us", "v1 / prod / v1+pdl / v3 / v4 as % of copy bandwidth");
   for (const Proj& sh : shapes) {
     const size_t wbytes = static_cast<size_t>(sh.n * sh.k) * 2;
     const int copies = static_cast<int>(std::max<size_t>(1, (size_t{400} << 20) / wbytes + 1));
@@ -336,12 +475,13 @@ int main() {
       const float t1 = time_us(s, 20, [&](int i) { v1::run(with_w(i), s); });
       const float t2 = time_us(s, 20, [&](int i) { gemv_cuda(with_w(i), s); });
       const float t4 = time_us(s, 20, [&](int i) { v1::run<true>(with_w(i), s); });
-      float t3 = -1;
+      float t3 = -1, t5 = -1;
       if (m == 1) t3 = time_us(s, 20, [&](int i) { v3::run<512, 8>(with_w(i), s, {0, true, true, 0}); });
+      if (m == 1) t5 = time_us(s, 20, [&](int i) { v4::run(with_w(i), s); });
       GemmParams q = with_w(0);
       auto pct = [&](float us) { return us > 0 ? wbytes / us / 1e3 / bw * 100 : 0.0; };
-      std::printf("%-8s %2d %9.1f %9.1f %9.1f %9.1f   %3.0f%% / %3.0f%% / %3.0f%% / %3.0f%%\n",
-                  sh.name, m, t1, t2, t4, t3, pct(t1), pct(t2), pct(t4), pct(t3));
+      std::printf("%-8s %2d %9.1f %9.1f %9.1f %9.1f %9.1f   %3.0f%% / %3.0f%% / %3.0f%% / %3.0f%% / %3.0f%%\n",
+                  sh.name, m, t1, t2, t4, t3, t5, pct(t1), pct(t2), pct(t4), pct(t3), pct(t5));
       // prod against v1 on the same input.
       {
         std::vector<float> a(m * sh.n), b(m * sh.n);
@@ -366,6 +506,21 @@ int main() {
           scale = std::max<double>(scale, std::fabs(va));
         }
         if (worst > 1e-2 * scale) std::printf("  MISMATCH v1/prod: max |diff| %g (max |y| %g)\n", worst, scale);
+        if (m == 1) {
+          v4::run(q, s);
+          CHECK(cudaMemcpyAsync(yb.data(), y, yb.size(), cudaMemcpyDeviceToHost, s));
+          CHECK(cudaStreamSynchronize(s));
+          double worst4 = 0;
+          for (int64_t i = 0; i < sh.n; ++i) {
+            const float va = sh.f32 ? reinterpret_cast<float*>(ya.data())[i]
+                                    : __bfloat162float(reinterpret_cast<__nv_bfloat16*>(ya.data())[i]);
+            const float vb = sh.f32 ? reinterpret_cast<float*>(yb.data())[i]
+                                    : __bfloat162float(reinterpret_cast<__nv_bfloat16*>(yb.data())[i]);
+            worst4 = std::max<double>(worst4, std::fabs(va - vb));
+          }
+          std::printf("  v4 vs v1: max |diff| %g (max |y| %g)%s\n", worst4, scale,
+                      worst4 > 1e-2 * scale ? "  MISMATCH" : "");
+        }
       }
     }
     for (auto* w : ws) CHECK(cudaFree(w));
@@ -445,6 +600,7 @@ int main() {
       {"v3 512x8 1/SM pdl start", v3run(512, 8, {1, true, true, 0})},
       {"v3 256x16 2/SM pdl start", v3run(256, 16, {2, true, true, 0})},
       {"v3 256x8 fit pdl start", v3run(256, 8, {0, true, true, 0})},
+      {"v4 tma pdl", [&](const GemmParams& p) { v4::run(p, s); }},
       {"v1 again", [&](const GemmParams& p) { v1::run(p, s); }},
   };
   auto chain = [&](const Variant& v) {
