@@ -22,6 +22,7 @@
 #include <functional>
 #include <vector>
 
+#include "ops/cuda_common.cuh"
 #include "ops/ops_cuda.cuh"
 
 using namespace inflight;
@@ -322,8 +323,7 @@ __global__ void __launch_bounds__(kThreads, 1) kernel(GemmParams p) {
         for (int e = 0; e < 8; ++e) acc = fmaf(wf[e], xf[e], acc);
       }
     }
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    acc = cuda::warp_sum(acc);
     __syncwarp();
     if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(&empty[slot])) : "memory");
     if (warps_per_row > 1) {

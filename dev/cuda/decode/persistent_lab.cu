@@ -40,6 +40,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "ops/cuda_common.cuh"
+
 #define CHECK(call)                                                                              \
   do {                                                                                           \
     cudaError_t e_ = (call);                                                                     \
@@ -52,6 +54,7 @@
 namespace {
 
 using bf16 = __nv_bfloat16;
+using inflight::cuda::warp_sum;
 
 constexpr int kHidden = 4096, kHeads = 32, kKvHeads = 8, kHeadDim = 128, kInter = 14336;
 constexpr int kGroup = kHeads / kKvHeads;                 // query heads per kv head: 4
@@ -114,12 +117,6 @@ __global__ void fill(bf16* x, int64_t n, uint32_t seed, float amp, float bias) {
 }
 
 // ---- device pieces ----
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
 __device__ __forceinline__ uint4 load_stream(const uint4* p) {
   uint4 v;
   asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
