@@ -11,8 +11,8 @@
 //   otherwise: a block of 8 warps per 8 rows, x (a few KB, re-read by every warp) from L1,
 //     4 loads in flight per lane.
 // Both are launched with PDL (ops_cuda.cuh): the first weight loads of every lane go out before
-// the wait for the kernel that writes x, and the next kernel may launch once every weight of
-// the block is read. Within a row the sums run in the same order in both, so m = 1 gives the
+// the wait for the kernel that writes x; the next kernel may launch once every weight of the
+// block is read (row per warp) or at once (one wave). Within a row the sums run in the same order in both, so m = 1 gives the
 // same bits either way.
 //
 // The backend picks these kernels or cuBLASLt per shape by timing both once (CublasLtGemm).
@@ -144,6 +144,10 @@ __global__ void __launch_bounds__(kWaveWarps * 32, 2) gemv_wave_kernel(GemmParam
   auto row_ptr = [&](int64_t row) { return reinterpret_cast<const uint4*>(w + row * p.k); };
   RowStream<1, kWaveUnroll> s{chunks, lane};
   s.start(row_ptr(min(first, p.n - 1)));  // in flight across the wait, as above
+  // The next kernel may launch now: its blocks take this one's place on an SM as each block
+  // ends (one wave, so no block of this kernel waits for them), and its weight loads overlap
+  // this kernel's last rows. Waiting for the stores instead leaves its launch latency exposed.
+  cuda::pdl_launch_dependents();
   cuda::pdl_wait();
   const auto* x = static_cast<const uint4*>(p.x);
   for (int64_t i = threadIdx.x; i < chunks; i += kWaveWarps * 32) xs[i] = x[i];
@@ -159,7 +163,6 @@ __global__ void __launch_bounds__(kWaveWarps * 32, 2) gemv_wave_kernel(GemmParam
     }
     store_row<1, Y>(p, row, lane, s.acc);
   }
-  cuda::pdl_launch_dependents();
 }
 
 // Blocks of gemv_wave_kernel<Y> that fit on one SM beside each other.
