@@ -144,11 +144,12 @@ __global__ void __launch_bounds__(kWaveWarps * 32, 2) gemv_wave_kernel(GemmParam
   auto row_ptr = [&](int64_t row) { return reinterpret_cast<const uint4*>(w + row * p.k); };
   RowStream<1, kWaveUnroll> s{chunks, lane};
   s.start(row_ptr(min(first, p.n - 1)));  // in flight across the wait, as above
-  // The next kernel may launch now: its blocks take this one's place on an SM as each block
-  // ends (one wave, so no block of this kernel waits for them), and its weight loads overlap
-  // this kernel's last rows. Waiting for the stores instead leaves its launch latency exposed.
-  cuda::pdl_launch_dependents();
   cuda::pdl_wait();
+  // The next kernel may launch now that the one before has completed (not earlier: the small
+  // kernels let their dependents launch at once, so a GEMV that did the same would let the
+  // whole step's kernels launch and hold SM slots ahead of their turn). Its blocks take this
+  // one's place as each block ends, and its first weight loads overlap this kernel's last rows.
+  cuda::pdl_launch_dependents();
   const auto* x = static_cast<const uint4*>(p.x);
   for (int64_t i = threadIdx.x; i < chunks; i += kWaveWarps * 32) xs[i] = x[i];
   __syncthreads();
