@@ -305,11 +305,8 @@ TEST(CudaServingTest, GemvMatchesTheCpu) {
   INFLIGHT_REQUIRE_CUDA();
   Backend& gpu = cuda_backend();
   std::mt19937 rng(13);
-  // 9000 rows: several rows per warp in the one-wave kernel of m = 1; k = 16392: past its
-  // shared-memory x, m = 1 by the row-per-warp kernel.
   for (const int64_t m : {1, 2, 3, 5, 8}) {
-    for (const auto& [n, k] :
-         {std::pair<int64_t, int64_t>{1, 8}, {769, 576}, {4096, 4104}, {9000, 520}, {5, 16392}}) {
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{1, 8}, {769, 576}, {4096, 4104}}) {
       for (const bool bias : {false, true}) {
         const Tensor x = random_host({m, k}, rng), w = random_host({n, k}, rng, -0.1f, 0.1f);
         const Tensor b = random_host({n}, rng);

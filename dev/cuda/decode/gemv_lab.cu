@@ -6,13 +6,18 @@
 //   v1+pdl  v1 launched with programmatic dependent launch: each warp's first weight loads
 //           issued before griddepcontrol.wait, dependents allowed at block start (run 4)
 //   v3      a staged variant kept here for comparison: x in shared memory, a one-wave grid,
-//           knobs for block size, loads in flight, blocks per SM, PDL and its trigger
-//   v4      weights streamed by TMA bulk copies into a ring of shared-memory slots (m = 1)
+//           knobs for block size, loads in flight, blocks per SM, PDL and its trigger (best in
+//           the graph below, lost in the engine: README attempt 10)
+//   v4      weights streamed by TMA bulk copies into a ring of shared-memory slots (m = 1;
+//           slower than v1: README attempt 9)
 //
 // Each per-launch figure is the median over 7 repeats of 20 back-to-back launches (weights
 // rotated over enough copies that L2 holds none of them), as GB/s of weights and as a fraction
 // of the copy bandwidth measured here. Then one graph of 32 layers x [rms_norm, qkv, RoPE and
 // attention stand-ins, o, rms_norm, gate_up, swiglu, down] per GEMV version, against the floor.
+// The stand-ins are plain launches, while the engine's RoPE and attention let their dependents
+// launch early; a GEMV that depends on the whole grid being resident ranks better here than in
+// the engine.
 // Build: dev/cuda/decode/build_lab.sh BUILD_DIR (links the ops library of BUILD_DIR).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
