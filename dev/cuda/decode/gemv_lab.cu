@@ -15,9 +15,9 @@
 // rotated over enough copies that L2 holds none of them), as GB/s of weights and as a fraction
 // of the copy bandwidth measured here. Then one graph of 32 layers x [rms_norm, qkv, RoPE and
 // attention stand-ins, o, rms_norm, gate_up, swiglu, down] per GEMV version, against the floor.
-// The stand-ins are plain launches, while the engine's RoPE and attention let their dependents
-// launch early; a GEMV that depends on the whole grid being resident ranks better here than in
-// the engine.
+// The graph runs twice: stand-ins as plain launches, then launched under PDL with dependents at
+// once, as the engine's RoPE and attention are. Neither predicts the engine for a GEMV whose
+// cost depends on what else is resident (README, attempt 10): measure those in the engine.
 // Build: dev/cuda/decode/build_lab.sh BUILD_DIR (links the ops library of BUILD_DIR).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -637,8 +637,7 @@ int main() {
   const double floor_us = total / bw / 1e3;
   std::printf("\n32 layers x [qkv, rope 4 us, attention 9 us, o, gate_up, down], m = 1, one graph:"
               " %.2f GB, floor %.1f us (+ 416 us of stand-ins)\n", total / 1e9, floor_us);
-  // Plain stand-ins first (the figures of runs 4-22), then stand-ins that behave like the
-  // engine's kernels under PDL (run 26 on): the second table is the one that predicts the engine.
+  // Plain stand-ins first (the figures of runs 4-24), then stand-ins launched under PDL (run 26).
   for (const bool pdl_standins : {false, true}) {
     std::printf(" stand-ins %s:\n", pdl_standins ? "launched with PDL, dependents at once" : "plain");
     for (const Variant& v : variants) {
