@@ -1,5 +1,5 @@
 // Unicode Normalization Form C (canonical decomposition, then canonical composition), for the
-// NFC normalizer of Qwen-style tokenizer.json files. Data: unicode_nfc_tables.cc.
+// NFC normalizer of Qwen-style tokenizer.json files. Data: unicode_nfc_tables.h.
 #pragma once
 
 #include <string>
