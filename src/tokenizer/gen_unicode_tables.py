@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the data NFC needs, from Python's unicodedata, declared in unicode_nfc_tables.h:
-unicode_nfc_decomposition.cc (combining classes, canonical decompositions) and
-unicode_nfc_composition.cc (primary composites, the code points NFC may change).
+unicode_nfc_combining_class.cc (canonical combining classes, for canonical ordering),
+unicode_nfc_decomposition.cc (full canonical decompositions) and unicode_nfc_composition.cc
+(primary composites, the code points NFC may change).
 
 Run: python3 src/tokenizer/gen_unicode_tables.py src/tokenizer
 The Unicode version is Python's (unicodedata.unidata_version), printed into each file.
@@ -94,11 +95,13 @@ def main():
     out = []
     table(out, "const CombiningClass kCombiningClass[]", ["{0x%X, %d}" % e for e in ccc])
     count(out, "CombiningClass")
+    write("unicode_nfc_combining_class.cc", out)
+
+    out = []
     data, entries = [], []
     for cp, seq in decomp:
         entries.append("{0x%X, %d, %d}" % (cp, len(data), len(seq)))
         data.extend(seq)
-    out.append("\n")
     table(out, "const Decomposition kDecomposition[]", entries)
     count(out, "Decomposition")
     out.append("\n")

@@ -1,5 +1,5 @@
-// Unicode data for NFC, generated into unicode_nfc_decomposition.cc and
-// unicode_nfc_composition.cc by gen_unicode_tables.py.
+// Unicode data for NFC, generated into unicode_nfc_{combining_class,decomposition,composition}.cc
+// by gen_unicode_tables.py.
 // All arrays are sorted by their first field.
 #pragma once
 
