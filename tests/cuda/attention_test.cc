@@ -161,10 +161,47 @@ std::vector<SeqSpec> random_decode(int n, std::mt19937& rng) {
   return seqs;
 }
 
-TEST(CudaOpsTest, PagedAttentionMixedBatches) {
-  INFLIGHT_REQUIRE_CUDA();
+// Heads, head_dim and sliding window of one attention case.
+struct AttentionConfig {
+  Gqa gqa;
+  int64_t head_dim;
+  int32_t window;
+};
+
+// One batch of `seqs` in caches of `block_size`-token blocks through the CUDA and the CPU paged
+// attention: random K/V (NaN in every slot no sequence may read), q drawn from [-q_range,
+// q_range], scale 1 / sqrt(head_dim); the outputs compared under `metric`, the case named
+// `name` and its shape.
+void expect_attention_matches_cpu(const std::vector<SeqSpec>& seqs, int32_t block_size,
+                                  const AttentionConfig& cfg, float q_range, std::mt19937& rng,
+                                  const std::string& metric, const std::string& name) {
   Backend& gpu = cuda_backend();
   Backend& cpu = cpu_backend();
+  const PagedCase c = make_paged_case(seqs, block_size, rng);
+  const int64_t tokens = c.batch.num_tokens(), heads = cfg.gqa.heads, d = cfg.head_dim;
+  const Shape cache_shape = {c.num_blocks, block_size, cfg.gqa.kv_heads, d};
+  const Tensor k = cache_host(c, cache_shape, rng), v = cache_host(c, cache_shape, rng);
+  const Tensor q = random_host({tokens, heads, d}, rng, -q_range, q_range);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+
+  const StepInputs in_gpu = gpu.upload_batch(c.batch);
+  const Tensor out_gpu = gpu.alloc({tokens, heads, d}, DType::kBF16);
+  poison(out_gpu);
+  gpu.paged_attention(to_backend(gpu, q), to_backend(gpu, k), to_backend(gpu, v), in_gpu, scale,
+                      cfg.window, out_gpu);
+
+  const StepInputs in_cpu = cpu.upload_batch(c.batch);
+  const Tensor out_cpu = cpu.alloc({tokens, heads, d}, DType::kF32);
+  cpu.paged_attention(to_backend(cpu, q), to_backend(cpu, k), to_backend(cpu, v), in_cpu, scale,
+                      cfg.window, out_cpu);
+  expect_close(metric,
+               fmt::format("{} bs={} H={} KH={} D={} window={}", name, block_size, heads,
+                           cfg.gqa.kv_heads, d, cfg.window),
+               to_host(gpu, out_gpu), out_cpu);
+}
+
+TEST(CudaOpsTest, PagedAttentionMixedBatches) {
+  INFLIGHT_REQUIRE_CUDA();
   std::mt19937 rng(12);
   const std::vector<std::pair<std::string, std::vector<SeqSpec>>> scenarios = {
       {"decode1", {{1, 1}}},
@@ -186,27 +223,8 @@ TEST(CudaOpsTest, PagedAttentionMixedBatches) {
         const int64_t d = head_dims[case_index % 5];
         const int32_t window = windows[case_index % 4];
         ++case_index;
-        const PagedCase c = make_paged_case(seqs, block_size, rng);
-        const int64_t tokens = c.batch.num_tokens();
-        const Shape cache_shape = {c.num_blocks, block_size, g.kv_heads, d};
-        const Tensor k = cache_host(c, cache_shape, rng), v = cache_host(c, cache_shape, rng);
-        const Tensor q = random_host({tokens, g.heads, d}, rng, -2.0f, 2.0f);
-        const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-
-        const StepInputs in_gpu = gpu.upload_batch(c.batch);
-        const Tensor out_gpu = gpu.alloc({tokens, g.heads, d}, DType::kBF16);
-        poison(out_gpu);
-        gpu.paged_attention(to_backend(gpu, q), to_backend(gpu, k), to_backend(gpu, v), in_gpu,
-                            scale, window, out_gpu);
-
-        const StepInputs in_cpu = cpu.upload_batch(c.batch);
-        const Tensor out_cpu = cpu.alloc({tokens, g.heads, d}, DType::kF32);
-        cpu.paged_attention(to_backend(cpu, q), to_backend(cpu, k), to_backend(cpu, v), in_cpu,
-                            scale, window, out_cpu);
-        expect_close("paged_attention",
-                     fmt::format("{} bs={} H={} KH={} D={} window={}", name, block_size, g.heads,
-                                 g.kv_heads, d, window),
-                     to_host(gpu, out_gpu), out_cpu);
+        expect_attention_matches_cpu(seqs, block_size, {g, d, window}, 2.0f, rng, "paged_attention",
+                                     name);
       }
     }
   }
@@ -219,8 +237,6 @@ TEST(CudaOpsTest, PagedAttentionMixedBatches) {
 // wrongly shows in the output.
 TEST(CudaOpsTest, PagedAttentionTiles) {
   INFLIGHT_REQUIRE_CUDA();
-  Backend& gpu = cuda_backend();
-  Backend& cpu = cpu_backend();
   std::mt19937 rng(13);
   std::vector<SeqSpec> batch91;
   std::uniform_int_distribution<int32_t> ctx91(1, 400);
@@ -234,12 +250,7 @@ TEST(CudaOpsTest, PagedAttentionTiles) {
       {"mixed6", {{1, 1}, {129, 129}, {5000, 7}, {777, 1}, {300, 64}, {8192, 1}}},
       {"decode91", batch91},
   };
-  struct Config {
-    Gqa gqa;
-    int64_t head_dim;
-    int32_t window;
-  };
-  const Config configs[] = {
+  const AttentionConfig configs[] = {
       {{32, 8}, 128, 0}, {{16, 4}, 64, 1000}, {{8, 8}, 128, 7},    {{32, 1}, 64, 0},
       {{32, 4}, 128, 1}, {{8, 2}, 64, 0},     {{16, 16}, 64, 100}, {{32, 8}, 128, 4096},
   };
@@ -247,28 +258,8 @@ TEST(CudaOpsTest, PagedAttentionTiles) {
   for (const auto& [name, seqs] : scenarios) {
     for (const int32_t block_size : {1, 3, 16}) {
       for (int rep = 0; rep < 2; ++rep) {
-        const Config& cfg = configs[case_index++ % std::size(configs)];
-        const PagedCase c = make_paged_case(seqs, block_size, rng);
-        const int64_t tokens = c.batch.num_tokens(), d = cfg.head_dim;
-        const Shape cache_shape = {c.num_blocks, block_size, cfg.gqa.kv_heads, d};
-        const Tensor k = cache_host(c, cache_shape, rng), v = cache_host(c, cache_shape, rng);
-        const Tensor q = random_host({tokens, cfg.gqa.heads, d}, rng, -6.0f, 6.0f);
-        const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-
-        const StepInputs in_gpu = gpu.upload_batch(c.batch);
-        const Tensor out_gpu = gpu.alloc({tokens, cfg.gqa.heads, d}, DType::kBF16);
-        poison(out_gpu);
-        gpu.paged_attention(to_backend(gpu, q), to_backend(gpu, k), to_backend(gpu, v), in_gpu,
-                            scale, cfg.window, out_gpu);
-
-        const StepInputs in_cpu = cpu.upload_batch(c.batch);
-        const Tensor out_cpu = cpu.alloc({tokens, cfg.gqa.heads, d}, DType::kF32);
-        cpu.paged_attention(to_backend(cpu, q), to_backend(cpu, k), to_backend(cpu, v), in_cpu,
-                            scale, cfg.window, out_cpu);
-        expect_close("paged_attention.tiles",
-                     fmt::format("{} bs={} H={} KH={} D={} window={}", name, block_size,
-                                 cfg.gqa.heads, cfg.gqa.kv_heads, d, cfg.window),
-                     to_host(gpu, out_gpu), out_cpu);
+        expect_attention_matches_cpu(seqs, block_size, configs[case_index++ % std::size(configs)],
+                                     6.0f, rng, "paged_attention.tiles", name);
       }
     }
   }
@@ -281,8 +272,6 @@ TEST(CudaOpsTest, PagedAttentionTiles) {
 // cut inside and across tiles (masked blocks at the window's start as well as the diagonal).
 TEST(CudaOpsTest, PagedAttentionPrefillLengths) {
   INFLIGHT_REQUIRE_CUDA();
-  Backend& gpu = cuda_backend();
-  Backend& cpu = cpu_backend();
   std::mt19937 rng(15);
   const std::vector<std::vector<SeqSpec>> batches = {
       {{1, 1}, {2, 2}, {5, 5}, {16, 16}, {17, 17}},
@@ -294,40 +283,16 @@ TEST(CudaOpsTest, PagedAttentionPrefillLengths) {
       {{500, 100}, {333, 77}, {1000, 3}, {90, 1}},
       {{290, 290}, {299, 299}, {200, 1}, {211, 211}},
   };
-  struct Config {
-    Gqa gqa;
-    int64_t head_dim;
-    int32_t window;
-  };
-  const Config configs[] = {
+  const AttentionConfig configs[] = {
       {{32, 8}, 128, 0}, {{8, 8}, 64, 37}, {{16, 2}, 128, 200}, {{32, 8}, 64, 100},
       {{8, 8}, 128, 0},  {{16, 2}, 64, 0}, {{32, 8}, 128, 65},  {{16, 2}, 128, 1},
   };
   int case_index = 0;
   for (const std::vector<SeqSpec>& seqs : batches) {
     for (const int32_t block_size : {1, 3, 16}) {
-      const Config& cfg = configs[case_index++ % std::size(configs)];
-      const PagedCase c = make_paged_case(seqs, block_size, rng);
-      const int64_t tokens = c.batch.num_tokens(), d = cfg.head_dim;
-      const Shape cache_shape = {c.num_blocks, block_size, cfg.gqa.kv_heads, d};
-      const Tensor k = cache_host(c, cache_shape, rng), v = cache_host(c, cache_shape, rng);
-      const Tensor q = random_host({tokens, cfg.gqa.heads, d}, rng, -6.0f, 6.0f);
-      const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-
-      const StepInputs in_gpu = gpu.upload_batch(c.batch);
-      const Tensor out_gpu = gpu.alloc({tokens, cfg.gqa.heads, d}, DType::kBF16);
-      poison(out_gpu);
-      gpu.paged_attention(to_backend(gpu, q), to_backend(gpu, k), to_backend(gpu, v), in_gpu, scale,
-                          cfg.window, out_gpu);
-
-      const StepInputs in_cpu = cpu.upload_batch(c.batch);
-      const Tensor out_cpu = cpu.alloc({tokens, cfg.gqa.heads, d}, DType::kF32);
-      cpu.paged_attention(to_backend(cpu, q), to_backend(cpu, k), to_backend(cpu, v), in_cpu, scale,
-                          cfg.window, out_cpu);
-      expect_close("paged_attention.prefill",
-                   fmt::format("batch {} bs={} H={} KH={} D={} window={}", case_index / 3,
-                               block_size, cfg.gqa.heads, cfg.gqa.kv_heads, d, cfg.window),
-                   to_host(gpu, out_gpu), out_cpu);
+      const AttentionConfig& cfg = configs[case_index++ % std::size(configs)];
+      expect_attention_matches_cpu(seqs, block_size, cfg, 6.0f, rng, "paged_attention.prefill",
+                                   fmt::format("batch {}", case_index / 3));
     }
   }
 }
@@ -336,34 +301,15 @@ TEST(CudaOpsTest, PagedAttentionPrefillLengths) {
 // prefill fills two CTAs per SM on its own: 5 tiles x 64 kv heads here) next to a decode.
 TEST(CudaOpsTest, PagedAttentionTallPrefillTiles) {
   INFLIGHT_REQUIRE_CUDA();
-  Backend& gpu = cuda_backend();
-  Backend& cpu = cpu_backend();
   std::mt19937 rng(14);
   struct Tall {
     int64_t head_dim;
     int32_t block_size, window;
   };
   for (const Tall t : {Tall{64, 3, 0}, Tall{128, 16, 300}, Tall{128, 1, 0}, Tall{64, 16, 77}}) {
-    const PagedCase c = make_paged_case({{700, 600}, {40, 1}, {1, 1}}, t.block_size, rng);
-    const int64_t tokens = c.batch.num_tokens(), heads = 64, d = t.head_dim;
-    const Shape cache_shape = {c.num_blocks, t.block_size, heads, d};
-    const Tensor k = cache_host(c, cache_shape, rng), v = cache_host(c, cache_shape, rng);
-    const Tensor q = random_host({tokens, heads, d}, rng, -6.0f, 6.0f);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-
-    const StepInputs in_gpu = gpu.upload_batch(c.batch);
-    const Tensor out_gpu = gpu.alloc({tokens, heads, d}, DType::kBF16);
-    poison(out_gpu);
-    gpu.paged_attention(to_backend(gpu, q), to_backend(gpu, k), to_backend(gpu, v), in_gpu, scale,
-                        t.window, out_gpu);
-
-    const StepInputs in_cpu = cpu.upload_batch(c.batch);
-    const Tensor out_cpu = cpu.alloc({tokens, heads, d}, DType::kF32);
-    cpu.paged_attention(to_backend(cpu, q), to_backend(cpu, k), to_backend(cpu, v), in_cpu, scale,
-                        t.window, out_cpu);
-    expect_close("paged_attention.tiles",
-                 fmt::format("tall600 bs={} H=64 KH=64 D={} window={}", t.block_size, d, t.window),
-                 to_host(gpu, out_gpu), out_cpu);
+    expect_attention_matches_cpu({{700, 600}, {40, 1}, {1, 1}}, t.block_size,
+                                 {{64, 64}, t.head_dim, t.window}, 6.0f, rng,
+                                 "paged_attention.tiles", "tall600");
   }
 }
 
