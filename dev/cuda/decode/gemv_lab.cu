@@ -347,22 +347,8 @@ __global__ void __launch_bounds__(kThreads, 1) kernel(GemmParams p) {
 }
 
 void run(const GemmParams& p, cudaStream_t s) {
-  static int sms = 0;
-  if (sms == 0) {
-    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  }
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(sms));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = kSmemBytes;
-  cfg.stream = s;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  CHECK(cudaLaunchKernelEx(&cfg, kernel, p));
+  cuda::allow_dynamic_smem<kernel, kSmemBytes>();
+  cuda::launch_pdl(kernel, cuda::num_sms(), kThreads, kSmemBytes, s, p);
 }
 }  // namespace v4
 
