@@ -25,8 +25,8 @@
 #include "bench/token_codec.h"
 #include "core/check.h"
 #include "model/arch_presets.h"
-#include "model/default_model.h"
-#include "model/model_files.h"
+#include "formats/default_model.h"
+#include "formats/model_files.h"
 #include "tools/command.h"
 
 namespace inflight::tools {
@@ -59,11 +59,10 @@ struct EngineArgs {
   std::string arch;
   std::string config;
   std::string device = "auto";
-  std::string kv_cache_memory;
+  std::string kv_cache_memory = "auto";
   int32_t max_model_len = 0;
-  int32_t max_num_seqs = 256;
-  int32_t max_num_batched_tokens = 2048;
-  int64_t kv_cache_mib = 512;
+  int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
+  int32_t max_num_batched_tokens = EngineConfig{}.max_num_batched_tokens;
   std::string percentiles = "50,90,99";
   std::string result_json;
 };
@@ -98,8 +97,9 @@ void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, 
   app.add_option("--device", g_engine.device, "Backend device: auto | cpu | cuda | cuda:N")
       ->capture_default_str();
   app.add_option("--kv-cache-memory", g_engine.kv_cache_memory,
-                 "Engine: KV cache as auto, bytes or a fraction of the free memory (overrides "
-                 "--kv-cache-mib)");
+                 "Engine: KV cache as auto (0.9 of the free memory on a GPU, 512 MiB on the "
+                 "CPU), bytes (512MiB, 2G) or a fraction of the free memory")
+      ->capture_default_str();
   app.add_option("--max-model-len", g_engine.max_model_len,
                  "Engine: longest prompt + output (default: the model's)");
   app.add_option("--input-len", input_len, "Prompt tokens per request")->capture_default_str();
@@ -109,8 +109,6 @@ void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, 
       ->capture_default_str();
   app.add_option("--max-num-batched-tokens", g_engine.max_num_batched_tokens,
                  "Engine: tokens per step")
-      ->capture_default_str();
-  app.add_option("--kv-cache-mib", g_engine.kv_cache_mib, "Engine: KV cache memory (MiB)")
       ->capture_default_str();
   app.add_option("--percentiles", g_engine.percentiles, "Percentiles to report")
       ->capture_default_str();
@@ -265,17 +263,20 @@ int run_serve() {
 
 EngineSetupOptions engine_options() {
   EngineSetupOptions e;
-  e.model_path =
-      g_engine.model.empty() && !g_engine.dummy_weights ? find_default_model() : g_engine.model;
-  e.dummy_weights = g_engine.dummy_weights;
-  e.arch = g_engine.arch;
-  e.config_path = g_engine.config;
-  e.device = g_engine.device;
+  if (g_engine.dummy_weights) {
+    e.source.dummy_arch = g_engine.arch;
+    e.source.dummy_config = g_engine.config;
+    INFLIGHT_CHECK_CODE(!g_engine.arch.empty() || !g_engine.config.empty(),
+                        ErrorCode::kInvalidArgument,
+                        "--dummy-weights needs --arch NAME or --config config.json");
+  } else {
+    e.source.path = g_engine.model.empty() ? find_default_model() : g_engine.model;
+  }
+  e.source.device = g_engine.device;
   e.kv_cache_memory = g_engine.kv_cache_memory;
   e.config.max_model_len = g_engine.max_model_len;
   e.config.max_num_seqs = g_engine.max_num_seqs;
   e.config.max_num_batched_tokens = g_engine.max_num_batched_tokens;
-  e.config.kv_cache_bytes = g_engine.kv_cache_mib << 20;
   return e;
 }
 

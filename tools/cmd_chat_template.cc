@@ -17,7 +17,7 @@
 #include <string>
 
 #include "core/check.h"
-#include "model/model_files.h"
+#include "formats/model_files.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tools/command.h"
 

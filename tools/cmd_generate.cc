@@ -21,15 +21,10 @@
 #include <mutex>
 #include <optional>
 
-#include "backend/backend_factory.h"
 #include "core/check.h"
 #include "core/env.h"
-#include "engine/kv_cache_memory.h"
-#include "engine/llama_runner.h"
 #include "inflight/engine.h"
-#include "model/arch_presets.h"
-#include "model/default_model.h"
-#include "model/model_files.h"
+#include "formats/default_model.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
 
@@ -45,9 +40,9 @@ struct Options {
   int32_t top_k = 0;
   float top_p = 1.0f;
   std::optional<uint64_t> seed;
-  int32_t max_num_seqs = 64;
-  int32_t max_num_batched_tokens = 512;
-  int32_t block_size = 16;
+  int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
+  int32_t max_num_batched_tokens = EngineConfig{}.max_num_batched_tokens;
+  int32_t block_size = EngineConfig{}.block_size;
   std::string kv_cache_memory = "auto";
   int32_t max_model_len = 0;
   std::string device = "auto";
@@ -58,28 +53,27 @@ struct Options {
 };
 Options opts;
 
-std::unique_ptr<Engine> start_engine(std::shared_ptr<const Tokenizer>& tokenizer) {
-  auto backend = make_backend(opts.device);
-  const Device device = backend->device();
-  std::unique_ptr<LlamaRunner> runner;
+std::unique_ptr<Engine> start_engine() {
+  ModelSource source;
   if (opts.dummy_weights) {
-    runner = std::make_unique<LlamaRunner>(
-        std::move(backend), dummy_model_config(opts.arch, opts.config), kDummyWeightsSeed);
-    if (!opts.tokenizer.empty()) tokenizer = Tokenizer::from_path(opts.tokenizer);
+    INFLIGHT_CHECK_CODE(!opts.arch.empty() || !opts.config.empty(), ErrorCode::kInvalidArgument,
+                        "--dummy-weights needs --arch NAME or --config config.json");
+    source.dummy_arch = opts.arch;
+    source.dummy_config = opts.config;
   } else {
-    const std::string path = opts.model.empty() ? find_default_model() : opts.model;
-    const auto files = ModelFiles::open(path);
-    tokenizer =
-        Tokenizer::from_path(opts.tokenizer.empty() ? files->tokenizer_path() : opts.tokenizer);
-    runner = std::make_unique<LlamaRunner>(std::move(backend), *files);
+    source.path = opts.model.empty() ? find_default_model() : opts.model;
   }
+  source.tokenizer = opts.tokenizer;
+  source.device = opts.device;
   EngineConfig config;
   config.max_num_seqs = opts.max_num_seqs;
   config.max_num_batched_tokens = opts.max_num_batched_tokens;
   config.block_size = opts.block_size;
   config.max_model_len = opts.max_model_len;
-  set_kv_cache_memory(opts.kv_cache_memory, device, config);
-  auto engine = Engine::create(config, std::move(runner), tokenizer);
+  if (const Status s = parse_kv_cache_memory(opts.kv_cache_memory, config); !s.ok()) {
+    INFLIGHT_THROW(ErrorCode::kInvalidArgument, "--kv-cache-memory: {}", s.message());
+  }
+  auto engine = Engine::load(source, config);
   INFLIGHT_CHECK_CODE(engine.ok(), ErrorCode::kInvalidArgument, "cannot start the engine: {}",
                       engine.status().to_string());
   return std::move(engine).value();
@@ -96,8 +90,8 @@ SamplingParams params_from_options() {
 }
 
 int run_single() {
-  std::shared_ptr<const Tokenizer> tokenizer;
-  auto engine = start_engine(tokenizer);
+  auto engine = start_engine();
+  const std::shared_ptr<const Tokenizer> tokenizer = engine->tokenizer();
   Request req;
   req.prompt = opts.prompt;
   req.sampling = params_from_options();
@@ -251,8 +245,8 @@ int run_file() {
     requests.push_back(request_from_json(j, n));
   }
 
-  std::shared_ptr<const Tokenizer> tokenizer;
-  auto engine = start_engine(tokenizer);
+  auto engine = start_engine();
+  const std::shared_ptr<const Tokenizer> tokenizer = engine->tokenizer();
   std::mutex mutex;
   std::condition_variable cv;
   bool ready = false;

@@ -23,15 +23,10 @@
 #include <sstream>
 #include <thread>
 
-#include "backend/backend_factory.h"
 #include "core/check.h"
 #include "core/logging.h"
-#include "engine/kv_cache_memory.h"
-#include "engine/llama_runner.h"
 #include "inflight/engine.h"
-#include "model/arch_presets.h"
-#include "model/default_model.h"
-#include "model/model_files.h"
+#include "formats/default_model.h"
 #include "server/server.h"
 #include "server/tool_calls.h"
 #include "tokenizer/chat_template/chat_template.h"
@@ -55,10 +50,10 @@ struct Options {
   std::string config;
   std::string tokenizer;
   int32_t max_model_len = 0;
-  int32_t max_num_seqs = 256;
-  int32_t max_num_batched_tokens = 2048;
-  int32_t block_size = 16;
-  int32_t max_logprobs = 20;
+  int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
+  int32_t max_num_batched_tokens = EngineConfig{}.max_num_batched_tokens;
+  int32_t block_size = EngineConfig{}.block_size;
+  int32_t max_logprobs = EngineConfig{}.max_logprobs;
   bool disable_prefix_caching = false;
   server::ServerConfig server;
 };
@@ -82,27 +77,39 @@ std::string special_text(const Tokenizer& tok, int32_t id) {
 }
 
 std::shared_ptr<const server::LoadedModel> load_model(const std::string& path) {
-  auto backend = make_backend(opts.device);
-  const Device device = backend->device();
-  std::unique_ptr<ModelFiles> files;
-  std::unique_ptr<LlamaRunner> runner;
-  auto model = std::make_shared<server::LoadedModel>();
+  ModelSource source;
   if (opts.dummy_weights) {
     INFLIGHT_CHECK_CODE(!opts.tokenizer.empty(), ErrorCode::kInvalidArgument,
                         "--dummy-weights needs --tokenizer FILE (e.g. a vocab GGUF of the same "
                         "vocabulary size) to serve text");
-    runner = std::make_unique<LlamaRunner>(std::move(backend),
-                                           dummy_model_config(opts.arch, opts.config),
-                                           kDummyWeightsSeed);
-    model->tokenizer = Tokenizer::from_path(opts.tokenizer);
+    INFLIGHT_CHECK_CODE(!opts.arch.empty() || !opts.config.empty(), ErrorCode::kInvalidArgument,
+                        "--dummy-weights needs --arch NAME or --config config.json");
+    source.dummy_arch = opts.arch;
+    source.dummy_config = opts.config;
   } else {
-    files = ModelFiles::open(path);
-    model->tokenizer = Tokenizer::from_path(opts.tokenizer.empty() ? files->tokenizer_path()
-                                                                   : opts.tokenizer);
+    source.path = path;
   }
-  std::string tmpl = !opts.chat_template.empty() ? read_chat_template(opts.chat_template)
-                     : files                     ? files->chat_template()
-                                                 : std::string();
+  source.tokenizer = opts.tokenizer;
+  source.device = opts.device;
+  EngineConfig config;
+  config.max_model_len = opts.max_model_len;
+  config.max_num_seqs = opts.max_num_seqs;
+  config.max_num_batched_tokens = opts.max_num_batched_tokens;
+  config.block_size = opts.block_size;
+  if (const Status s = parse_kv_cache_memory(opts.kv_cache_memory, config); !s.ok()) {
+    INFLIGHT_THROW(ErrorCode::kInvalidArgument, "--kv-cache-memory: {}", s.message());
+  }
+  config.enable_prefix_caching = !opts.disable_prefix_caching;
+  config.max_logprobs = opts.max_logprobs;
+  auto engine = Engine::load(source, config);
+  INFLIGHT_CHECK_CODE(engine.ok(), ErrorCode::kInvalidArgument, "cannot start the engine: {}",
+                      engine.status().to_string());
+
+  auto model = std::make_shared<server::LoadedModel>();
+  model->engine = std::shared_ptr<Engine>(std::move(engine).value());
+  model->tokenizer = model->engine->tokenizer();
+  const std::string tmpl = !opts.chat_template.empty() ? read_chat_template(opts.chat_template)
+                                                       : model->engine->chat_template();
   if (!tmpl.empty()) {
     model->chat_template = std::make_shared<ChatTemplate>(ChatTemplate::parse(tmpl));
   } else {
@@ -111,21 +118,6 @@ std::shared_ptr<const server::LoadedModel> load_model(const std::string& path) {
   }
   model->bos_token = special_text(*model->tokenizer, model->tokenizer->bos_id());
   model->eos_token = special_text(*model->tokenizer, model->tokenizer->eos_id());
-
-  EngineConfig config;
-  config.max_model_len = opts.max_model_len;
-  config.max_num_seqs = opts.max_num_seqs;
-  config.max_num_batched_tokens = opts.max_num_batched_tokens;
-  config.block_size = opts.block_size;
-  set_kv_cache_memory(opts.kv_cache_memory, device, config);
-  config.enable_prefix_caching = !opts.disable_prefix_caching;
-  config.max_logprobs = opts.max_logprobs;
-  if (!runner) runner = std::make_unique<LlamaRunner>(std::move(backend), *files);
-  auto engine = Engine::create(config, std::move(runner), model->tokenizer);
-  INFLIGHT_CHECK_CODE(engine.ok(), ErrorCode::kInvalidArgument, "cannot start the engine: {}",
-                      engine.status().to_string());
-  model->engine = std::shared_ptr<Engine>(std::move(engine).value());
-
   model->max_model_len = model->engine->config().max_model_len;
   model->limits.max_logprobs = model->engine->config().max_logprobs;
   model->limits.vocab_size =

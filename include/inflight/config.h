@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "inflight/status.h"
 
@@ -11,14 +13,17 @@ struct EngineConfig {
   // ---- KV cache --------------------------------------------------------------------------
   // Tokens per KV block (the page size of the paged cache). >= 1.
   int32_t block_size = 16;
-  // Number of KV blocks; 0 = as many as fit in kv_cache_bytes.
+  // Number of KV blocks; 0 = from kv_cache_memory_fraction or kv_cache_bytes.
   int64_t num_kv_blocks = 0;
-  // KV cache memory when num_kv_blocks is 0 and kv_cache_memory_fraction is 0.
-  int64_t kv_cache_bytes = int64_t{512} << 20;
   // When > 0 (and num_kv_blocks is 0): the KV cache takes this fraction of the device memory
   // that is free once the weights and the step workspace are allocated (less a small reserve
   // for the runtime). In (0, 1]; 0 = use kv_cache_bytes.
   double kv_cache_memory_fraction = 0.0;
+  // KV cache memory when num_kv_blocks and kv_cache_memory_fraction are 0. 0 = automatic:
+  // kAutoKvCacheFraction of the free memory of a GPU, kAutoKvCacheHostBytes of host memory.
+  int64_t kv_cache_bytes = 0;
+  static constexpr double kAutoKvCacheFraction = 0.9;
+  static constexpr int64_t kAutoKvCacheHostBytes = int64_t{512} << 20;
   // Reuse the KV blocks of the longest cached prompt prefix (full blocks, hashed by chain).
   bool enable_prefix_caching = true;
 
@@ -46,6 +51,30 @@ struct EngineConfig {
 
   // kInvalidArgument naming the field.
   Status validate() const;
+};
+
+// Sets the KV cache memory of `config` from text, as the tools' --kv-cache-memory takes it:
+//   "auto"                       kv_cache_bytes = 0: a fraction kAutoKvCacheFraction of the
+//                                free memory on a GPU, kAutoKvCacheHostBytes on the CPU
+//   "0.9"                        a fraction in (0, 1] of the memory free after weights and
+//                                workspace (device memory on a GPU, MemAvailable on the CPU)
+//   "512MiB", "2G", "1073741824" bytes (binary units K/M/G, with or without "iB"/"B")
+// kInvalidArgument naming the text when it is none of these.
+Status parse_kv_cache_memory(std::string_view text, EngineConfig& config);
+
+// What Engine::load builds an engine from: a model's files, or dummy weights of a known shape.
+struct ModelSource {
+  // A .gguf file or a Hugging Face directory (config.json, *.safetensors, tokenizer.json).
+  std::string path;
+  // Dummy weights made on the device instead (performance work; no tokenizer unless given):
+  // an architecture preset ("llama-3.1-8b", ...) or a Hugging Face config.json.
+  std::string dummy_arch;
+  std::string dummy_config;
+  uint64_t dummy_seed = 20261121;
+  // A tokenizer other than the model's own (a GGUF file, tokenizer.json or its directory).
+  std::string tokenizer;
+  // auto (CUDA device 0 when there is one, else the CPU) | cpu | cuda | cuda:N
+  std::string device = "auto";
 };
 
 }  // namespace inflight

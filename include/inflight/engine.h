@@ -1,6 +1,6 @@
 // Engine: in-flight batching over a paged KV cache, behind a thread-safe API.
 //
-//   auto engine = Engine::create(config, std::move(runner), tokenizer);   // starts the loop
+//   auto engine = Engine::load({.path = "model.gguf"}, EngineConfig{});   // starts the loop
 //   auto handle = engine.value()->enqueue(std::move(request));
 //   std::vector<RequestOutput> outs;
 //   while (!handle->stream->done()) handle->stream->wait_pop(outs, 100ms);
@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "inflight/config.h"
 #include "inflight/output_stream.h"
@@ -36,6 +37,13 @@ enum class ShutdownMode {
 
 class Engine {
  public:
+  // Loads the model of `source` onto its device (its weights converted there from their stored
+  // format), sizes the KV cache from `config` and the memory left, and starts the loop.
+  // kNotFound / kInvalidArgument (a bad file, naming it), kUnsupported (an architecture or
+  // device this build lacks), kResourceExhausted (it does not fit).
+  static Result<std::unique_ptr<Engine>> load(const ModelSource& source,
+                                              const EngineConfig& config = {});
+
   // Validates `config`, sizes and allocates the KV cache through `runner` and starts the loop.
   // `tokenizer` may be null: then prompts must be token ids, outputs carry no text and stop
   // strings are refused.
@@ -64,6 +72,12 @@ class Engine {
   // The effective limits, after defaults were resolved against the model.
   const EngineConfig& config() const;
   int64_t vocab_size() const;
+  // The tokenizer (null for token-id engines) and, after load(), the model's own chat template
+  // (empty when it ships none) and what was loaded (path, or dummy architecture) and where.
+  std::shared_ptr<const Tokenizer> tokenizer() const;
+  const std::string& chat_template() const;
+  const std::string& model_name() const;
+  std::string device_name() const;
 
   class Impl;
 

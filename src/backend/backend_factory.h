@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 
 namespace inflight {
 

@@ -3,37 +3,24 @@
 #include <chrono>
 #include <random>
 
-#include "backend/backend_factory.h"
 #include "core/check.h"
-#include "engine/kv_cache_memory.h"
-#include "engine/llama_runner.h"
-#include "model/arch_presets.h"
 #include "tokenizer/tokenizer.h"
 
 namespace inflight::bench {
 
 LoadedEngine load_engine(const EngineSetupOptions& o) {
-  INFLIGHT_CHECK_CODE(o.dummy_weights || !o.model_path.empty(), ErrorCode::kInvalidArgument,
-                      "no model given");
   const auto begin = std::chrono::steady_clock::now();
-  LoadedEngine out;
-  auto backend = make_backend(o.device);
   EngineConfig config = o.config;
-  if (!o.kv_cache_memory.empty()) set_kv_cache_memory(o.kv_cache_memory, backend->device(), config);
-  std::unique_ptr<LlamaRunner> runner;
-  if (o.dummy_weights) {
-    out.model = o.arch.empty() ? o.config_path : o.arch;
-    runner = std::make_unique<LlamaRunner>(
-        std::move(backend), dummy_model_config(o.arch, o.config_path), kDummyWeightsSeed);
-  } else {
-    out.model = o.model_path;
-    out.tokenizer = std::shared_ptr<const Tokenizer>(Tokenizer::from_path(o.model_path));
-    runner = LlamaRunner::load(std::move(backend), o.model_path);
+  if (const Status s = parse_kv_cache_memory(o.kv_cache_memory, config); !s.ok()) {
+    INFLIGHT_THROW(ErrorCode::kInvalidArgument, "--kv-cache-memory: {}", s.message());
   }
-  auto engine = Engine::create(config, std::move(runner), out.tokenizer);
+  auto engine = Engine::load(o.source, config);
   INFLIGHT_CHECK_CODE(engine.ok(), ErrorCode::kInvalidArgument, "cannot start the engine: {}",
                       engine.status().to_string());
+  LoadedEngine out;
   out.engine = std::move(engine).value();
+  out.tokenizer = out.engine->tokenizer();
+  out.model = out.engine->model_name();
   out.load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   return out;

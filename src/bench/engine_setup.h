@@ -19,13 +19,9 @@ class Tokenizer;
 namespace inflight::bench {
 
 struct EngineSetupOptions {
-  std::string model_path;       // a .gguf file or a Hugging Face directory
-  bool dummy_weights = false;   // random weights of a known architecture, made on the device
-  std::string arch;             // the architecture for dummy weights, e.g. "llama-3.1-8b"
-  std::string config_path;      // or a Hugging Face config.json for dummy weights
-  std::string device = "auto";  // auto | cpu | cuda | cuda:N
-  // "auto" | bytes | a fraction (engine/kv_cache_memory.h); empty: config.kv_cache_bytes.
-  std::string kv_cache_memory;
+  ModelSource source;  // a model path, or dummy weights of an architecture
+  // "auto" | bytes | a fraction (inflight/config.h parse_kv_cache_memory).
+  std::string kv_cache_memory = "auto";
   EngineConfig config;
 };
 
@@ -36,8 +32,7 @@ struct LoadedEngine {
   double load_seconds = 0.0;
 };
 
-// Throws Error(kUnsupported) for a device without a backend in this build, and the loaders'
-// errors for a bad model.
+// Engine::load; throws Error(kInvalidArgument) with its status when it fails.
 LoadedEngine load_engine(const EngineSetupOptions& options);
 
 // `num` prompts of `len` random token ids each (seeded): ordinary tokens of `tokenizer`, or any

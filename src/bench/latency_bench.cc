@@ -108,7 +108,7 @@ nlohmann::json latency_result_json(const LatencyBenchResult& r, const LatencyBen
   j["mode"] = "latency";
   add_run_info(j, info);
   j["model"] = r.model;
-  j["backend"] = o.engine.device;
+  j["backend"] = o.engine.source.device;
   j["batch_size"] = o.batch_size;
   j["input_len"] = o.input_len;
   j["output_len"] = o.output_len;

@@ -102,7 +102,7 @@ nlohmann::json offline_result_json(const OfflineBenchResult& r, const OfflineBen
   j["mode"] = "offline";
   add_run_info(j, info);
   j["model"] = r.model;
-  j["backend"] = o.engine.device;
+  j["backend"] = o.engine.source.device;
   j["num_prompts"] = o.num_prompts;
   j["input_len"] = o.input_len;
   j["output_len"] = o.output_len;

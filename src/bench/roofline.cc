@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "backend/backend_factory.h"
 #include "core/check.h"
 #include "core/dtype.h"
@@ -79,11 +79,11 @@ Roofline measure_roofline(const RooflineOptions& o) {
     const int64_t n = r.gemm_size;
     const DType dt = backend->compute_dtype();
     const Tensor x = backend->alloc({n, n}, dt);
-    const Tensor w = backend->alloc({n, n}, dt);
+    const Linear w{.weight = backend->alloc({n, n}, dt)};
     const Tensor y = backend->alloc({n, n}, dt);
     backend->fill_random(x, 2, 1.0f, 0.0f);
-    backend->fill_random(w, 3, 1.0f, 0.0f);
-    const double s = median_seconds(*backend, o.repeats, [&] { backend->gemm(x, w, nullptr, y); });
+    backend->fill_random(w.weight, 3, 1.0f, 0.0f);
+    const double s = median_seconds(*backend, o.repeats, [&] { backend->gemm(x, w, y); });
     r.matrix_flops_per_s = 2.0 * static_cast<double>(n) * n * n / s;
   }
   return r;

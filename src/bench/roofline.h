@@ -21,7 +21,7 @@
 #include <string>
 
 #include "bench/run_info.h"
-#include "model/model_config.h"
+#include "formats/model_config.h"
 
 namespace inflight::bench {
 

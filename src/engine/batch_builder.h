@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "engine/scheduler.h"
-#include "model/forward_batch.h"
+#include "runtime/forward_batch.h"
 
 namespace inflight {
 

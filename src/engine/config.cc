@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <cmath>
+#include <sstream>
+#include <string>
+
 namespace inflight {
 namespace {
 
@@ -23,8 +28,9 @@ Status EngineConfig::validate() const {
     return invalid(fmt::format("kv_cache_memory_fraction must be in [0, 1], got {}",
                                kv_cache_memory_fraction));
   }
-  if (num_kv_blocks == 0 && kv_cache_memory_fraction == 0.0 && kv_cache_bytes <= 0) {
-    return invalid("set num_kv_blocks, kv_cache_memory_fraction or a positive kv_cache_bytes");
+  if (kv_cache_bytes < 0) {
+    return invalid(fmt::format("kv_cache_bytes must be >= 0 (0 = automatic), got {}",
+                               kv_cache_bytes));
   }
   if (max_model_len < 0) {
     return invalid(
@@ -44,6 +50,41 @@ Status EngineConfig::validate() const {
   if (max_logprobs < 0) {
     return invalid(fmt::format("max_logprobs must be >= 0, got {}", max_logprobs));
   }
+  return {};
+}
+
+Status parse_kv_cache_memory(std::string_view text, EngineConfig& config) {
+  config.num_kv_blocks = 0;
+  config.kv_cache_memory_fraction = 0.0;
+  config.kv_cache_bytes = 0;
+  if (text == "auto") return {};
+  std::istringstream in{std::string(text)};
+  double value = 0.0;
+  in >> value;
+  std::string unit;
+  in >> unit;
+  if (in.fail() && !in.eof()) {
+    return invalid(fmt::format("kv cache memory: cannot parse '{}'", text));
+  }
+  if (!(value > 0 && std::isfinite(value))) {
+    return invalid(fmt::format("kv cache memory must be positive, got '{}'", text));
+  }
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.empty() && value <= 1.0) {
+    config.kv_cache_memory_fraction = value;
+    return {};
+  }
+  double scale = 1.0;
+  if (unit == "K" || unit == "KB" || unit == "KIB") {
+    scale = 1024.0;
+  } else if (unit == "M" || unit == "MB" || unit == "MIB") {
+    scale = 1024.0 * 1024;
+  } else if (unit == "G" || unit == "GB" || unit == "GIB") {
+    scale = 1024.0 * 1024 * 1024;
+  } else if (!unit.empty() && unit != "B") {
+    return invalid(fmt::format("kv cache memory: unknown unit '{}' in '{}'", unit, text));
+  }
+  config.kv_cache_bytes = static_cast<int64_t>(value * scale);
   return {};
 }
 

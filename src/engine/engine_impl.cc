@@ -11,25 +11,6 @@
 namespace inflight {
 namespace {
 
-Status status_from(const std::exception& e) {
-  const auto* err = dynamic_cast<const Error*>(&e);
-  if (err == nullptr) return {StatusCode::kInternal, e.what()};
-  switch (err->code()) {
-    case ErrorCode::kInvalidArgument:
-    case ErrorCode::kInvalidFile:
-      return {StatusCode::kInvalidArgument, e.what()};
-    case ErrorCode::kUnsupported:
-      return {StatusCode::kUnsupported, e.what()};
-    case ErrorCode::kOutOfMemory:
-      return {StatusCode::kResourceExhausted, e.what()};
-    case ErrorCode::kNotFound:
-      return {StatusCode::kNotFound, e.what()};
-    case ErrorCode::kInternal:
-      break;
-  }
-  return {StatusCode::kInternal, e.what()};
-}
-
 double gib(int64_t bytes) {
   return static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30);
 }
@@ -56,6 +37,13 @@ Result<EngineConfig> resolve(const EngineConfig& config, const ModelRunner& runn
   const RunnerMemory m = runner.memory();
   const int64_t available = std::max<int64_t>(0, m.free - m.reserve);
   int64_t kv_bytes = c.num_kv_blocks * per_block;
+  if (c.num_kv_blocks == 0 && c.kv_cache_memory_fraction == 0.0 && c.kv_cache_bytes == 0) {
+    if (m.host) {
+      c.kv_cache_bytes = EngineConfig::kAutoKvCacheHostBytes;
+    } else {
+      c.kv_cache_memory_fraction = EngineConfig::kAutoKvCacheFraction;
+    }
+  }
   if (c.num_kv_blocks == 0) {
     kv_bytes =
         c.kv_cache_memory_fraction > 0.0
@@ -92,6 +80,25 @@ Result<EngineConfig> resolve(const EngineConfig& config, const ModelRunner& runn
 }
 
 }  // namespace
+
+Status status_from(const std::exception& e) {
+  const auto* err = dynamic_cast<const Error*>(&e);
+  if (err == nullptr) return {StatusCode::kInternal, e.what()};
+  switch (err->code()) {
+    case ErrorCode::kInvalidArgument:
+    case ErrorCode::kInvalidFile:
+      return {StatusCode::kInvalidArgument, e.what()};
+    case ErrorCode::kUnsupported:
+      return {StatusCode::kUnsupported, e.what()};
+    case ErrorCode::kOutOfMemory:
+      return {StatusCode::kResourceExhausted, e.what()};
+    case ErrorCode::kNotFound:
+      return {StatusCode::kNotFound, e.what()};
+    case ErrorCode::kInternal:
+      break;
+  }
+  return {StatusCode::kInternal, e.what()};
+}
 
 Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runner,
                    std::shared_ptr<const Tokenizer> tokenizer)
@@ -226,6 +233,18 @@ void Engine::shutdown(ShutdownMode mode) {
 }
 const EngineConfig& Engine::config() const {
   return impl_->config();
+}
+std::shared_ptr<const Tokenizer> Engine::tokenizer() const {
+  return impl_->tokenizer();
+}
+const std::string& Engine::chat_template() const {
+  return impl_->model_info().chat_template;
+}
+const std::string& Engine::model_name() const {
+  return impl_->model_info().name;
+}
+std::string Engine::device_name() const {
+  return impl_->device_name();
 }
 int64_t Engine::vocab_size() const {
   return impl_->vocab_size();

@@ -26,15 +26,18 @@
 #include <vector>
 
 #include "engine/kv_block_manager.h"
-#include "engine/model_runner.h"
+#include "runtime/model_runner.h"
 #include "engine/prepared_request.h"
 #include "engine/request_state.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "inflight/engine.h"
-#include "model/forward_batch.h"
+#include "runtime/forward_batch.h"
 
 namespace inflight {
+
+// The Status of an exception: an Error's code mapped to the public StatusCode, else kInternal.
+Status status_from(const std::exception& e);
 
 class Engine::Impl {
  public:
@@ -52,6 +55,16 @@ class Engine::Impl {
 
   const EngineConfig& config() const { return config_; }
   int64_t vocab_size() const { return limits_.vocab_size; }
+  const std::shared_ptr<const Tokenizer>& tokenizer() const { return tokenizer_; }
+  std::string device_name() const { return std::string(runner_->device_name()); }
+
+  // What Engine::load loaded; set before the engine is handed out, fixed afterwards.
+  struct ModelInfo {
+    std::string name;
+    std::string chat_template;
+  };
+  const ModelInfo& model_info() const { return model_info_; }
+  void set_model_info(ModelInfo info) { model_info_ = std::move(info); }
 
  private:
   void loop();
@@ -69,6 +82,7 @@ class Engine::Impl {
   StepContext context(TimePoint now);
 
   const EngineConfig config_;
+  ModelInfo model_info_;
   std::unique_ptr<ModelRunner> runner_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::vector<int32_t> eos_ids_;  // sorted

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/model_config.h"
+#include "formats/model_config.h"
 
 namespace inflight {
 

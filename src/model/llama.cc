@@ -5,25 +5,12 @@
 #include <cstdint>
 #include <cstring>
 #include <numbers>
+#include <optional>
+#include <string>
 
 namespace inflight {
 
 namespace {
-
-// Rows of host f32 tensors stacked into one [sum of rows, cols] (or [sum] for 1-D) tensor.
-Tensor concat_rows(const std::vector<Tensor>& parts) {
-  int64_t rows = 0;
-  for (const Tensor& t : parts) rows += t.size(0);
-  Shape shape = parts.front().shape();
-  shape[0] = rows;
-  Tensor out = Tensor::empty(shape, DType::kF32);
-  char* dst = static_cast<char*>(out.raw());
-  for (const Tensor& t : parts) {
-    std::memcpy(dst, t.raw(), t.nbytes());
-    dst += t.nbytes();
-  }
-  return out;
-}
 
 std::string layer_name(int64_t layer, const char* suffix) {
   return "model.layers." + std::to_string(layer) + "." + suffix;
@@ -66,42 +53,20 @@ std::vector<float> rope_inv_freq(const ModelConfig& config) {
   return inv_freq;
 }
 
-LlamaModel::LlamaModel(const ModelFiles& files, Backend& backend)
-    : LlamaModel(
-          files.config(),
-          [&files](const std::string& name, bool required) {
-            if (!required && !files.has_tensor(name)) return Tensor();
-            return files.load_f32(name);
-          },
-          backend) {}
-
-LlamaModel::LlamaModel(const ModelConfig& config, const WeightMap& weights, Backend& backend)
-    : LlamaModel(
-          config,
-          [&weights](const std::string& name, bool required) {
-            const auto it = weights.find(name);
-            if (it == weights.end()) {
-              INFLIGHT_CHECK_CODE(!required, ErrorCode::kNotFound, "weight '{}' is missing", name);
-              return Tensor();
-            }
-            return it->second;
-          },
-          backend) {}
-
-LlamaModel::LlamaModel(const ModelConfig& config, const WeightSource& source, Backend& backend)
-    : config_(config), backend_(backend) {
+LlamaModel::LlamaModel(const ModelConfig& config, const WeightSource& weights, Backend& backend)
+    : Model(backend), config_(config) {
   check_config();
-  load_weights(source);
+  load_weights(weights);
 }
 
 LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, uint64_t seed)
-    : config_(config), backend_(backend) {
+    : Model(backend), config_(config) {
   check_config();
   init_random_weights(seed);
 }
 
 void LlamaModel::check_config() const {
-  // Architecture, positive sizes, GQA divisibility, even head_dim, RoPE scaling parameters.
+  // Positive sizes, GQA divisibility, even head_dim, RoPE scaling parameters.
   config_.validate();
   INFLIGHT_CHECK_CODE(config_.sliding_window <= INT32_MAX && config_.vocab_size <= INT32_MAX,
                       ErrorCode::kUnsupported,
@@ -109,66 +74,94 @@ void LlamaModel::check_config() const {
                       config_.sliding_window, config_.vocab_size);
 }
 
-void LlamaModel::load_weights(const WeightSource& source) {
+void LlamaModel::set_inv_freq(const Tensor* divisors) {
+  std::vector<float> inv_freq = rope_inv_freq(config_);
+  if (divisors != nullptr) {
+    for (size_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] /= divisors->data<float>()[i];
+  }
+  Tensor host = Tensor::empty({config_.head_dim / 2}, DType::kF32);
+  std::memcpy(host.raw(), inv_freq.data(), inv_freq.size() * sizeof(float));
+  inv_freq_ = backend_.upload(host, DType::kF32);
+}
+
+void LlamaModel::load_weights(const WeightSource& weights) {
   const ModelConfig& c = config_;
   const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
   const int64_t kv_dim = c.num_kv_heads * c.head_dim, inter = c.intermediate_size;
-  auto load = [&](const std::string& name, const Shape& shape, bool required) {
-    Tensor t = source(name, required);
-    if (!t.defined()) return t;
-    INFLIGHT_CHECK_CODE(t.dtype() == DType::kF32 && t.device() == Device::kCpu,
-                        ErrorCode::kInternal, "weight '{}' was not loaded as host f32", name);
-    INFLIGHT_CHECK_CODE(t.shape() == shape, ErrorCode::kInvalidFile,
-                        "weight '{}' has shape {}, expected {} for this config", name,
-                        shape_str(t.shape()), shape_str(shape));
+  struct Part {
+    std::string name;
+    Shape shape;
+  };
+  // The parts stacked along their first dimension into one device tensor in the backend's
+  // weight format, each converted straight from its stored bytes; undefined when a part is
+  // absent and !required.
+  auto load = [&](const std::vector<Part>& parts, bool required) {
+    std::vector<StoredTensor> stored;
+    for (const Part& p : parts) {
+      std::optional<StoredTensor> w = weights(p.name);
+      if (!w) {
+        INFLIGHT_CHECK_CODE(!required, ErrorCode::kNotFound, "weight '{}' is missing", p.name);
+        return Tensor();
+      }
+      INFLIGHT_CHECK_CODE(w->shape == p.shape, ErrorCode::kInvalidFile,
+                          "weight '{}' has shape {}, expected {} for this config", p.name,
+                          shape_str(w->shape), shape_str(p.shape));
+      stored.push_back(std::move(*w));
+    }
+    Shape shape = parts.front().shape;
+    shape[0] = 0;
+    for (const Part& p : parts) shape[0] += p.shape[0];
+    Tensor t = backend_.alloc(shape, backend_.weight_dtype(stored.front()));
+    int64_t row = 0;
+    for (const StoredTensor& w : stored) {
+      backend_.load_weight(w, t.rows(row, row + w.shape[0]));
+      release_pages(w);
+      row += w.shape[0];
+    }
     return t;
   };
-  auto upload = [&](const Tensor& host) { return backend_.upload_weight(host); };
+  auto one = [&](const std::string& name, const Shape& shape) {
+    return load({{name, shape}}, true);
+  };
 
-  embed_ = upload(load("model.embed_tokens.weight", {c.vocab_size, hidden}, true));
-  final_norm_ = upload(load("model.norm.weight", {hidden}, true));
+  embed_ = one("model.embed_tokens.weight", {c.vocab_size, hidden});
+  final_norm_ = one("model.norm.weight", {hidden});
   // Tied: the LM head is the embedding itself, one device copy.
-  lm_head_ =
-      c.tie_word_embeddings ? embed_ : upload(load("lm_head.weight", {c.vocab_size, hidden}, true));
-  std::vector<float> inv_freq = rope_inv_freq(c);
+  lm_head_.weight = c.tie_word_embeddings ? embed_ : one("lm_head.weight", {c.vocab_size, hidden});
   // Llama 3.1 GGUF files carry their rope scaling as per-pair frequency divisors instead of
-  // config keys (model_files.h).
-  if (const Tensor divisors = load("rope_freqs.weight", {c.head_dim / 2}, false);
-      divisors.defined()) {
-    for (size_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] /= divisors.data<float>()[i];
+  // config keys (formats/model_files.h).
+  if (std::optional<StoredTensor> divisors = weights("rope_freqs.weight")) {
+    INFLIGHT_CHECK_CODE(divisors->numel() == c.head_dim / 2, ErrorCode::kInvalidFile,
+                        "weight 'rope_freqs.weight' has shape {}, expected [{}]",
+                        shape_str(divisors->shape), c.head_dim / 2);
+    const Tensor host = to_host_f32(*divisors);
+    set_inv_freq(&host);
+  } else {
+    set_inv_freq(nullptr);
   }
-  Tensor inv_freq_host = Tensor::empty({c.head_dim / 2}, DType::kF32);
-  std::memcpy(inv_freq_host.raw(), inv_freq.data(), inv_freq.size() * sizeof(float));
-  inv_freq_ = backend_.upload(inv_freq_host, DType::kF32);
 
-  // Qwen2 always has q/k/v biases; Llama has them (and, in HF checkpoints, an o_proj bias)
-  // when attention_bias.
-  const bool qkv_bias = c.attention_bias || c.architecture == "qwen2";
-  const bool o_bias = c.attention_bias && c.architecture == "llama";
   layers_.resize(static_cast<size_t>(c.num_layers));
   for (int64_t l = 0; l < c.num_layers; ++l) {
     Layer& layer = layers_[static_cast<size_t>(l)];
     auto name = [l](const char* suffix) { return layer_name(l, suffix); };
-    layer.input_norm = upload(load(name("input_layernorm.weight"), {hidden}, true));
-    layer.post_norm = upload(load(name("post_attention_layernorm.weight"), {hidden}, true));
-    layer.qkv_weight =
-        upload(concat_rows({load(name("self_attn.q_proj.weight"), {q_dim, hidden}, true),
-                            load(name("self_attn.k_proj.weight"), {kv_dim, hidden}, true),
-                            load(name("self_attn.v_proj.weight"), {kv_dim, hidden}, true)}));
-    if (qkv_bias) {
-      layer.qkv_bias = upload(concat_rows({load(name("self_attn.q_proj.bias"), {q_dim}, true),
-                                           load(name("self_attn.k_proj.bias"), {kv_dim}, true),
-                                           load(name("self_attn.v_proj.bias"), {kv_dim}, true)}));
+    layer.input_norm = one(name("input_layernorm.weight"), {hidden});
+    layer.post_norm = one(name("post_attention_layernorm.weight"), {hidden});
+    layer.qkv.weight = load({{name("self_attn.q_proj.weight"), {q_dim, hidden}},
+                             {name("self_attn.k_proj.weight"), {kv_dim, hidden}},
+                             {name("self_attn.v_proj.weight"), {kv_dim, hidden}}},
+                            true);
+    if (has_qkv_bias()) {
+      layer.qkv.bias = load({{name("self_attn.q_proj.bias"), {q_dim}},
+                             {name("self_attn.k_proj.bias"), {kv_dim}},
+                             {name("self_attn.v_proj.bias"), {kv_dim}}},
+                            true);
     }
-    layer.o_weight = upload(load(name("self_attn.o_proj.weight"), {hidden, q_dim}, true));
-    if (o_bias) {
-      const Tensor b = load(name("self_attn.o_proj.bias"), {hidden}, false);
-      if (b.defined()) layer.o_bias = upload(b);
-    }
-    layer.gate_up_weight =
-        upload(concat_rows({load(name("mlp.gate_proj.weight"), {inter, hidden}, true),
-                            load(name("mlp.up_proj.weight"), {inter, hidden}, true)}));
-    layer.down_weight = upload(load(name("mlp.down_proj.weight"), {hidden, inter}, true));
+    layer.o.weight = one(name("self_attn.o_proj.weight"), {hidden, q_dim});
+    if (c.o_proj_bias) layer.o.bias = load({{name("self_attn.o_proj.bias"), {hidden}}}, false);
+    layer.gate_up.weight = load({{name("mlp.gate_proj.weight"), {inter, hidden}},
+                                 {name("mlp.up_proj.weight"), {inter, hidden}}},
+                                true);
+    layer.down.weight = one(name("mlp.down_proj.weight"), {hidden, inter});
   }
 }
 
@@ -191,159 +184,94 @@ void LlamaModel::init_random_weights(uint64_t seed) {
 
   embed_ = make({c.vocab_size, hidden}, 1.0f, 0.0f);
   final_norm_ = norm();
-  lm_head_ = c.tie_word_embeddings ? embed_ : linear(c.vocab_size, hidden);
-  const std::vector<float> inv_freq = rope_inv_freq(c);
-  Tensor inv_freq_host = Tensor::empty({c.head_dim / 2}, DType::kF32);
-  std::memcpy(inv_freq_host.raw(), inv_freq.data(), inv_freq.size() * sizeof(float));
-  inv_freq_ = backend_.upload(inv_freq_host, DType::kF32);
+  lm_head_.weight = c.tie_word_embeddings ? embed_ : linear(c.vocab_size, hidden);
+  set_inv_freq(nullptr);
 
-  const bool qkv_bias = c.attention_bias || c.architecture == "qwen2";
   layers_.resize(static_cast<size_t>(c.num_layers));
   for (Layer& layer : layers_) {
     layer.input_norm = norm();
     layer.post_norm = norm();
-    layer.qkv_weight = linear(q_dim + 2 * kv_dim, hidden);
-    if (qkv_bias) layer.qkv_bias = make({q_dim + 2 * kv_dim}, 0.1f, 0.0f);
-    layer.o_weight = linear(hidden, q_dim);
-    layer.gate_up_weight = linear(2 * inter, hidden);
-    layer.down_weight = linear(hidden, inter);
+    layer.qkv.weight = linear(q_dim + 2 * kv_dim, hidden);
+    if (has_qkv_bias()) layer.qkv.bias = make({q_dim + 2 * kv_dim}, 0.1f, 0.0f);
+    layer.o.weight = linear(hidden, q_dim);
+    layer.gate_up.weight = linear(2 * inter, hidden);
+    layer.down.weight = linear(hidden, inter);
   }
 }
 
 int64_t LlamaModel::weight_bytes() const {
-  int64_t bytes = embed_.nbytes() + final_norm_.nbytes() + inv_freq_.nbytes();
-  if (lm_head_.raw() != embed_.raw()) bytes += lm_head_.nbytes();
+  int64_t bytes = static_cast<int64_t>(embed_.nbytes() + final_norm_.nbytes() + inv_freq_.nbytes());
+  if (lm_head_.weight.raw() != embed_.raw()) bytes += lm_head_.nbytes();
   for (const Layer& l : layers_) {
-    for (const Tensor* t : {&l.input_norm, &l.qkv_weight, &l.qkv_bias, &l.o_weight, &l.o_bias,
-                            &l.post_norm, &l.gate_up_weight, &l.down_weight}) {
-      if (t->defined()) bytes += static_cast<int64_t>(t->nbytes());
+    bytes += static_cast<int64_t>(l.input_norm.nbytes() + l.post_norm.nbytes());
+    bytes += l.qkv.nbytes() + l.o.nbytes() + l.gate_up.nbytes() + l.down.nbytes();
+  }
+  return bytes;
+}
+
+std::vector<LlamaModel::Buffer> LlamaModel::token_buffers(int64_t cap) const {
+  const ModelConfig& c = config_;
+  const DType dt = backend_.compute_dtype();
+  const int64_t qkv_cols = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
+  return {{&Workspace::residual, {cap, c.hidden_size}, dt},
+          {&Workspace::normed, {cap, c.hidden_size}, dt},
+          {&Workspace::qkv, {cap, qkv_cols}, dt},
+          {&Workspace::q, {cap, c.num_heads, c.head_dim}, dt},
+          {&Workspace::attn, {cap, c.num_heads, c.head_dim}, dt},
+          {&Workspace::sublayer_out, {cap, c.hidden_size}, dt},
+          {&Workspace::gate_up, {cap, 2 * c.intermediate_size}, dt},
+          {&Workspace::act, {cap, c.intermediate_size}, dt}};
+}
+
+std::vector<LlamaModel::Buffer> LlamaModel::logits_buffers(int64_t cap) const {
+  return {{&Workspace::picked, {cap, config_.hidden_size}, backend_.compute_dtype()},
+          {&Workspace::logits, {cap, config_.vocab_size}, DType::kF32}};
+}
+
+namespace {
+
+// Capacities are rounded up so that a growing prompt does not reallocate every step; at least
+// one logits row, so that a step that samples nothing still has a [0, vocab] view.
+int64_t token_capacity(int64_t tokens) { return (std::max<int64_t>(tokens, 1) + 63) / 64 * 64; }
+int64_t logits_capacity(int64_t logits) { return (std::max<int64_t>(logits, 1) + 7) / 8 * 8; }
+
+}  // namespace
+
+int64_t LlamaModel::workspace_bytes(int64_t tokens, int64_t logits) const {
+  int64_t bytes = 0;
+  for (const auto& list : {token_buffers(token_capacity(tokens)), logits_buffers(logits_capacity(logits))}) {
+    for (const Buffer& b : list) {
+      int64_t n = static_cast<int64_t>(dtype_size(b.dtype));
+      for (const int64_t d : b.shape) n *= d;
+      bytes += n;
     }
   }
   return bytes;
 }
 
-int64_t LlamaModel::workspace_bytes(int32_t max_tokens, int32_t max_logits) const {
-  const ModelConfig& c = config_;
-  const int64_t esize = static_cast<int64_t>(dtype_size(backend_.compute_dtype()));
-  const int64_t cap =
-      (std::max<int64_t>(max_tokens, DecodeGraphs::round_batch(max_logits)) + 63) / 64 * 64;
-  const int64_t logits_cap =
-      (static_cast<int64_t>(DecodeGraphs::round_batch(max_logits)) + 7) / 8 * 8;
-  const int64_t qkv_cols = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
-  const int64_t per_token =
-      3 * c.hidden_size + qkv_cols + 2 * c.num_heads * c.head_dim + 3 * c.intermediate_size;
-  return cap * per_token * esize + logits_cap * c.hidden_size * esize +
-         logits_cap * c.vocab_size * static_cast<int64_t>(sizeof(float));
-}
-
-void LlamaModel::set_graph_mode(GraphMode mode, int32_t max_batch) {
-  INFLIGHT_CHECK_CODE(mode != GraphMode::kCapture || backend_.supports_graphs(),
-                      ErrorCode::kUnsupported, "the {} backend cannot capture graphs",
-                      backend_.name());
-  graphs_ = DecodeGraphs(mode, max_batch);
-}
-
-void LlamaModel::reserve(int32_t max_tokens, int32_t max_logits) {
-  const int32_t decode = DecodeGraphs::round_batch(max_logits);
-  ensure_workspace(std::max(max_tokens, decode), decode);
-}
-
-KvCache LlamaModel::make_kv_cache(int64_t num_blocks, int32_t block_size) const {
-  return KvCache(backend_, config_, num_blocks, block_size);
-}
-
-void LlamaModel::check_cache(const KvCache& cache) const {
-  INFLIGHT_CHECK_CODE(cache.num_layers() == config_.num_layers &&
-                          cache.num_kv_heads() == config_.num_kv_heads &&
-                          cache.head_dim() == config_.head_dim,
-                      ErrorCode::kInvalidArgument,
-                      "kv cache shaped for {} layers x {} kv heads x {} head_dim, model needs {} "
-                      "x {} x {}",
-                      cache.num_layers(), cache.num_kv_heads(), cache.head_dim(),
-                      config_.num_layers, config_.num_kv_heads, config_.head_dim);
-  INFLIGHT_CHECK_CODE(
-      cache.dtype() == backend_.compute_dtype() && cache.device() == backend_.device(),
-      ErrorCode::kInvalidArgument, "kv cache of dtype {} does not belong to the {} backend",
-      dtype_name(cache.dtype()), backend_.name());
-}
-
-void LlamaModel::ensure_workspace(int64_t num_tokens, int64_t num_logits) {
-  const ModelConfig& c = config_;
-  const DType dt = backend_.compute_dtype();
-  if (num_tokens > ws_.capacity) {
-    // Round up so that a growing prompt does not reallocate every step.
-    const int64_t cap = (num_tokens + 63) / 64 * 64;
-    const int64_t qkv_cols = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
-    ws_.residual = backend_.alloc({cap, c.hidden_size}, dt);
-    ws_.normed = backend_.alloc({cap, c.hidden_size}, dt);
-    ws_.qkv = backend_.alloc({cap, qkv_cols}, dt);
-    ws_.q = backend_.alloc({cap, c.num_heads, c.head_dim}, dt);
-    ws_.attn = backend_.alloc({cap, c.num_heads, c.head_dim}, dt);
-    ws_.sublayer_out = backend_.alloc({cap, c.hidden_size}, dt);
-    ws_.gate_up = backend_.alloc({cap, 2 * c.intermediate_size}, dt);
-    ws_.act = backend_.alloc({cap, c.intermediate_size}, dt);
-    ws_.capacity = cap;
-    graphs_.clear();  // they point at the old workspace
+bool LlamaModel::reserve(int64_t tokens, int64_t logits) {
+  bool grew = false;
+  if (tokens > ws_.capacity) {
+    ws_.capacity = token_capacity(tokens);
+    for (const Buffer& b : token_buffers(ws_.capacity)) ws_.*b.member = backend_.alloc(b.shape, b.dtype);
+    grew = true;
   }
-  // At least one row, so that a step that samples nothing still has a [0, vocab] view.
-  if (std::max<int64_t>(num_logits, 1) > ws_.logits_capacity) {
-    const int64_t cap = (std::max<int64_t>(num_logits, 1) + 7) / 8 * 8;
-    ws_.picked = backend_.alloc({cap, c.hidden_size}, dt);
-    ws_.logits = backend_.alloc({cap, c.vocab_size}, DType::kF32);
-    ws_.logits_capacity = cap;
-    graphs_.clear();
-  }
-}
-
-Tensor LlamaModel::enqueue(const ForwardBatch& batch, KvCache& cache) {
-  const ModelConfig& c = config_;
-  check_cache(cache);
-  batch.validate(cache.block_size(), cache.num_blocks());
-  for (const int32_t id : batch.token_ids) {
-    INFLIGHT_CHECK_CODE(id < c.vocab_size, ErrorCode::kInvalidArgument,
-                        "token id {} is outside the vocabulary of {} tokens", id, c.vocab_size);
-  }
-  if (const auto bucket = graphs_.bucket_for(batch)) return enqueue_decode(batch, cache, *bucket);
-  const int64_t t = batch.num_tokens();
-  const int64_t num_logits = static_cast<int64_t>(batch.logits_indices.size());
-  ensure_workspace(t, num_logits);
-  const StepInputs in = backend_.upload_batch(batch);
-  run_ops(in, cache, t, num_logits);
-  return ws_.logits.rows(0, num_logits);
-}
-
-Tensor LlamaModel::enqueue_decode(const ForwardBatch& batch, KvCache& cache,
-                                  const DecodeGraphs::Bucket& bucket) {
-  DecodeGraphs::pad(batch, bucket, padded_);
-  ensure_workspace(bucket.batch, bucket.batch);
-  StepInputs in = backend_.upload_batch(padded_);
-  // A bound for every batch of the bucket, so that recorded launch sizes stay valid.
-  in.max_context_len = bucket.table_width * cache.block_size();
-  const void* inputs = in.slot_mapping.raw();  // the base of the packed inputs
-  if (graphs_.mode() == GraphMode::kCapture) {
-    if (const BackendGraph* graph = graphs_.find(bucket, inputs)) {
-      backend_.replay(*graph);
-      return ws_.logits.rows(0, batch.num_seqs());
+  if (std::max<int64_t>(logits, 1) > ws_.logits_capacity) {
+    ws_.logits_capacity = logits_capacity(logits);
+    for (const Buffer& b : logits_buffers(ws_.logits_capacity)) {
+      ws_.*b.member = backend_.alloc(b.shape, b.dtype);
     }
+    grew = true;
   }
-  // First use of the bucket (or no capture): run the ops, which also settles every lazily made
-  // resource (GEMM plans), then record them without running them again.
-  run_ops(in, cache, bucket.batch, bucket.batch);
-  if (graphs_.mode() == GraphMode::kCapture) {
-    backend_.begin_capture();
-    try {
-      run_ops(in, cache, bucket.batch, bucket.batch);
-      graphs_.store(bucket, inputs, backend_.end_capture());
-    } catch (...) {
-      backend_.abort_capture();
-      throw;
-    }
-  }
-  return ws_.logits.rows(0, batch.num_seqs());
+  return grew;
 }
 
-void LlamaModel::run_ops(const StepInputs& in, KvCache& cache, int64_t t, int64_t num_logits) {
+Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<bool>* abandon) {
   const ModelConfig& c = config_;
+  const int64_t t = in.num_tokens, num_logits = in.num_logits;
+  INFLIGHT_CHECK(t <= ws_.capacity && num_logits <= ws_.logits_capacity,
+                 "step of {} tokens / {} logits rows exceeds the reserved workspace ({} / {})", t,
+                 num_logits, ws_.capacity, ws_.logits_capacity);
   const Tensor residual = ws_.residual.rows(0, t);
   const Tensor normed = ws_.normed.rows(0, t);
   const Tensor qkv = ws_.qkv.rows(0, t);
@@ -357,38 +285,30 @@ void LlamaModel::run_ops(const StepInputs& in, KvCache& cache, int64_t t, int64_
   const auto window = static_cast<int32_t>(c.sliding_window);
 
   backend_.gather_rows(embed_, in.token_ids, residual);
-  const bool may_abandon = abandon_ != nullptr && backend_.device() == Device::kCpu;
+  const bool may_abandon = abandon != nullptr && !backend_.asynchronous();
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    if (may_abandon && abandon_->load(std::memory_order_relaxed)) throw StepAbandoned();
+    if (may_abandon && abandon->load(std::memory_order_relaxed)) throw StepAbandoned();
     const Layer& layer = layers_[static_cast<size_t>(l)];
     // Layer 0 normalises the embeddings; later layers first add the previous MLP output.
     backend_.rms_norm(l == 0 ? nullptr : &sublayer_out, residual, layer.input_norm, c.rms_norm_eps,
                       normed);
-    backend_.gemm(normed, layer.qkv_weight, layer.qkv_bias.defined() ? &layer.qkv_bias : nullptr,
-                  qkv);
+    backend_.gemm(normed, layer.qkv, qkv);
     backend_.rope_kv_write(qkv, in, inv_freq_, q, cache.key(l), cache.value(l));
     backend_.paged_attention(q, cache.key(l), cache.value(l), in, scale, window, attn);
-    backend_.gemm(attn_2d, layer.o_weight, layer.o_bias.defined() ? &layer.o_bias : nullptr,
-                  sublayer_out);
+    backend_.gemm(attn_2d, layer.o, sublayer_out);
     backend_.rms_norm(&sublayer_out, residual, layer.post_norm, c.rms_norm_eps, normed);
-    backend_.gemm(normed, layer.gate_up_weight, nullptr, gate_up);
+    backend_.gemm(normed, layer.gate_up, gate_up);
     backend_.swiglu(gate_up, act);
-    backend_.gemm(act, layer.down_weight, nullptr, sublayer_out);
+    backend_.gemm(act, layer.down, sublayer_out);
   }
+  const Tensor logits = ws_.logits.rows(0, num_logits);
   if (num_logits > 0) {
     backend_.rms_norm(&sublayer_out, residual, final_norm_, c.rms_norm_eps, normed);
     const Tensor picked = ws_.picked.rows(0, num_logits);
     backend_.gather_rows(normed, in.logits_indices, picked);
-    backend_.gemm(picked, lm_head_, nullptr, ws_.logits.rows(0, num_logits));  // f32 out
+    backend_.gemm(picked, lm_head_, logits);  // f32 out
   }
-}
-
-Tensor LlamaModel::forward(const ForwardBatch& batch, KvCache& cache) {
-  const Tensor logits = enqueue(batch, cache);
-  Tensor logits_host = Tensor::empty(logits.shape(), DType::kF32);
-  backend_.download_f32(logits, logits_host);
-  backend_.synchronize();
-  return logits_host;
+  return logits;
 }
 
 }  // namespace inflight

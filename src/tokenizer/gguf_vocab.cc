@@ -5,7 +5,7 @@
 
 #include "core/check.h"
 #include "core/logging.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/gguf_pre_tokenizers.h"

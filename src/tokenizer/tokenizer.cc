@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "core/check.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "tokenizer/gguf_vocab.h"
 #include "tokenizer/gpt2_files.h"
 #include "tokenizer/hf_json.h"

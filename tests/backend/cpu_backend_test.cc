@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "model/kv_cache.h"
+#include "runtime/kv_cache.h"
 
 namespace inflight {
 namespace {
@@ -50,7 +50,7 @@ TEST(CpuBackend, UploadAndDownloadRoundTripAndRejectOtherDtypes) {
   CpuBackend backend;
   Tensor host = Tensor::empty({3, 5}, DType::kF32);
   for (int i = 0; i < 15; ++i) host.data<float>()[i] = static_cast<float>(i) * 0.5f - 3.0f;
-  const Tensor dev = backend.upload_weight(host);
+  const Tensor dev = backend.upload(host, DType::kF32);
   EXPECT_NE(dev.raw(), host.raw());
   Tensor back = Tensor::empty({3, 5}, DType::kF32);
   backend.download_f32(dev, back);

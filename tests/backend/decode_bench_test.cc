@@ -10,8 +10,9 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/tiny_llama.h"
 #include "core/thread_pool.h"
-#include "model/model_files.h"
+#include "formats/model_files.h"
 #include "test_data.h"
+#include "model/registry.h"
 
 namespace inflight {
 namespace {
@@ -33,7 +34,8 @@ TEST(CpuThroughput, DISABLED_SmolLM2DecodeBatch1) {
   INFLIGHT_REQUIRE_MODEL(path);
   const auto files = ModelFiles::open(path);
   CpuBackend backend;
-  LlamaModel model(*files, backend);
+  const std::unique_ptr<Model> model_owner = load_model(*files, backend);
+  Model& model = *model_owner;
   const int32_t block_size = 16, prompt_len = 256, decode_steps = 64;
   const int64_t num_blocks = (prompt_len + decode_steps) / block_size + 2;
   KvCache cache = model.make_kv_cache(num_blocks, block_size);

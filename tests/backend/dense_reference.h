@@ -39,7 +39,7 @@ inline Mat dense_rms_norm(const Mat& x, const Tensor& w, double eps) {
 }
 
 // Logits [tokens][vocab] for positions 0..n-1 of one sequence.
-inline Mat dense_forward(const ModelConfig& c, const LlamaModel::WeightMap& w,
+inline Mat dense_forward(const ModelConfig& c, const WeightMap& w,
                          const std::vector<int32_t>& tokens) {
   auto W = [&](const std::string& name) -> const Tensor& { return w.at(name); };
   auto opt = [&](const std::string& name) -> const Tensor* {

@@ -1,4 +1,4 @@
-#include "model/forward_batch.h"
+#include "runtime/forward_batch.h"
 
 #include <gtest/gtest.h>
 

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/tiny_llama.h"
+#include "model/registry.h"
 
 namespace inflight {
 namespace {
@@ -24,14 +25,14 @@ TEST(LlamaModel, RejectsMissingAndMisshapenWeights) {
   auto weights = testing::random_weights(c, 1);
   auto missing = weights;
   missing.erase("model.layers.1.mlp.up_proj.weight");
-  EXPECT_EQ(code_of([&] { LlamaModel m(c, missing, backend); }), ErrorCode::kNotFound);
+  EXPECT_EQ(code_of([&] { LlamaModel m(c, weights_of(missing), backend); }), ErrorCode::kNotFound);
   auto no_head = weights;  // untied: the LM head is required, never silently tied
   no_head.erase("lm_head.weight");
-  EXPECT_EQ(code_of([&] { LlamaModel m(c, no_head, backend); }), ErrorCode::kNotFound);
+  EXPECT_EQ(code_of([&] { LlamaModel m(c, weights_of(no_head), backend); }), ErrorCode::kNotFound);
   auto misshapen = weights;
   misshapen["model.layers.0.self_attn.k_proj.weight"] = Tensor::zeros({8, 48}, DType::kF32);
   try {
-    LlamaModel m(c, misshapen, backend);
+    LlamaModel m(c, weights_of(misshapen), backend);
     ADD_FAILURE() << "accepted a misshapen k_proj";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidFile);
@@ -40,7 +41,7 @@ TEST(LlamaModel, RejectsMissingAndMisshapenWeights) {
   ModelConfig qwen = testing::tiny_config("qwen2");
   auto no_bias = testing::random_weights(qwen, 1);
   no_bias.erase("model.layers.0.self_attn.q_proj.bias");
-  EXPECT_EQ(code_of([&] { LlamaModel m(qwen, no_bias, backend); }), ErrorCode::kNotFound);
+  EXPECT_EQ(code_of([&] { LlamaModel m(qwen, weights_of(no_bias), backend); }), ErrorCode::kNotFound);
 }
 
 TEST(LlamaModel, RejectsUnsupportedArchitecture) {
@@ -48,13 +49,13 @@ TEST(LlamaModel, RejectsUnsupportedArchitecture) {
   ModelConfig c = testing::tiny_config("llama");
   const auto weights = testing::random_weights(c, 1);
   c.architecture = "gpt2";
-  EXPECT_EQ(code_of([&] { LlamaModel m(c, weights, backend); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(code_of([&] { make_model(c, weights_of(weights), backend); }), ErrorCode::kUnsupported);
 }
 
 TEST(LlamaModel, ForwardRejectsBadTokensAndForeignCaches) {
   CpuBackend backend;
   const ModelConfig c = testing::tiny_config("qwen2");
-  LlamaModel model(c, testing::random_weights(c, 2), backend);
+  LlamaModel model(c, weights_of(testing::random_weights(c, 2)), backend);
   KvCache cache = model.make_kv_cache(8, 4);
   testing::RandomBlocks pool(8, 1);
   testing::SeqState seq{{1, 2, 96, 97}, {}, 0};
@@ -71,7 +72,7 @@ TEST(LlamaModel, ForwardRejectsBadTokensAndForeignCaches) {
 TEST(LlamaModel, StepWithoutLogitsReturnsAnEmptyTensor) {
   CpuBackend backend;
   const ModelConfig c = testing::tiny_config("mistral");
-  LlamaModel model(c, testing::random_weights(c, 3), backend);
+  LlamaModel model(c, weights_of(testing::random_weights(c, 3)), backend);
   KvCache cache = model.make_kv_cache(4, 16);
   testing::RandomBlocks pool(4, 1);
   testing::SeqState seq{testing::random_tokens(10, c.vocab_size, 1), {}, 0};

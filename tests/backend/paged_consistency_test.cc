@@ -11,8 +11,9 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/dense_reference.h"
 #include "backend/tiny_llama.h"
-#include "model/model_files.h"
+#include "formats/model_files.h"
 #include "test_data.h"
+#include "model/registry.h"
 
 namespace inflight {
 namespace {
@@ -37,7 +38,7 @@ double rel_diff(const float* a, const float* b, int64_t n) {
 
 // Runs one sequence through the model in chunks of `chunk` tokens on a fresh cache with
 // random blocks; returns its logits [tokens, vocab], row i for position i.
-std::vector<float> run_chunked(LlamaModel& model, const std::vector<int32_t>& tokens, int32_t chunk,
+std::vector<float> run_chunked(Model& model, const std::vector<int32_t>& tokens, int32_t chunk,
                                int32_t block_size, uint32_t seed) {
   const int64_t num_blocks = 2 * (static_cast<int64_t>(tokens.size()) / block_size + 2);
   KvCache cache = model.make_kv_cache(num_blocks, block_size);
@@ -61,11 +62,11 @@ class PagedConsistency : public ::testing::TestWithParam<std::tuple<std::string,
   PagedConsistency()
       : config_(testing::tiny_config(std::get<0>(GetParam()))),
         weights_(testing::random_weights(config_, 1234)),
-        model_(config_, weights_, backend_) {}
+        model_(config_, weights_of(weights_), backend_) {}
   int32_t block_size() const { return std::get<1>(GetParam()); }
 
   ModelConfig config_;
-  LlamaModel::WeightMap weights_;
+  WeightMap weights_;
   CpuBackend backend_;
   LlamaModel model_;
 };
@@ -184,7 +185,8 @@ TEST(PagedConsistencySmolLM2, ChunkedPrefillAndDecodeMatchPrefillAtOnce) {
   INFLIGHT_REQUIRE_MODEL(path);
   const auto files = ModelFiles::open(path);
   CpuBackend backend;
-  LlamaModel model(*files, backend);
+  const std::unique_ptr<Model> model_owner = load_model(*files, backend);
+  Model& model = *model_owner;
   const int64_t vocab = model.config().vocab_size;
   const auto tokens = random_tokens(40, vocab, 3);
   const auto full = run_chunked(model, tokens, 1000, 16, 1);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "model/forward_batch.h"
+#include "runtime/forward_batch.h"
 #include "model/llama.h"
 
 namespace inflight::testing {
@@ -43,9 +43,9 @@ inline ModelConfig tiny_config(const std::string& arch) {
 }
 
 // Random weights with enough spread that logits are far from uniform.
-inline LlamaModel::WeightMap random_weights(const ModelConfig& c, uint32_t seed) {
+inline WeightMap random_weights(const ModelConfig& c, uint32_t seed) {
   std::mt19937 rng(seed);
-  LlamaModel::WeightMap w;
+  WeightMap w;
   auto add = [&](const std::string& name, Shape shape, float center, float spread) {
     Tensor t = Tensor::empty(shape, DType::kF32);
     std::uniform_real_distribution<float> dist(center - spread, center + spread);

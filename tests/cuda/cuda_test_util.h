@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 #include "backend/cuda/cuda_backend.h"
 
 #define INFLIGHT_REQUIRE_CUDA()                  \

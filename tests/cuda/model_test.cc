@@ -24,7 +24,8 @@
 
 #include "cuda_test_util.h"
 #include "model/llama.h"
-#include "model/model_files.h"
+#include "model/registry.h"
+#include "formats/model_files.h"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight::test {
@@ -45,7 +46,7 @@ struct SeqState {
 
 // One backend's run through the schedule.
 struct BackendRun {
-  LlamaModel* model;
+  Model* model;
   KvCache* cache;
   std::vector<SeqState> seqs;
 };
@@ -229,8 +230,8 @@ TinyConfig tiny_qwen2_window() {
   return {"tiny_qwen2_window5", c};
 }
 
-LlamaModel::WeightMap random_weights(const ModelConfig& c, std::mt19937& rng) {
-  LlamaModel::WeightMap w;
+WeightMap random_weights(const ModelConfig& c, std::mt19937& rng) {
+  WeightMap w;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
     const float a = std::sqrt(3.0f / static_cast<float>(in));
     w[name] = random_host({out, in}, rng, -a, a);
@@ -277,9 +278,13 @@ class CoreGemmBackend final : public Backend {
   std::string_view name() const override { return "cuda-core-gemm"; }
   Device device() const override { return inner_.device(); }
   DType compute_dtype() const override { return inner_.compute_dtype(); }
+  bool asynchronous() const override { return inner_.asynchronous(); }
   Tensor alloc(const Shape& shape, DType dtype) override { return inner_.alloc(shape, dtype); }
   Tensor upload(const Tensor& host_f32, DType dtype) override {
     return inner_.upload(host_f32, dtype);
+  }
+  void load_weight(const StoredTensor& w, const Tensor& dst) override {
+    inner_.load_weight(w, dst);
   }
   void download_f32(const Tensor& src, const Tensor& dst) override {
     inner_.download_f32(src, dst);
@@ -296,8 +301,9 @@ class CoreGemmBackend final : public Backend {
                 const Tensor& out) override {
     inner_.rms_norm(add, residual, weight, eps, out);
   }
-  void gemm(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override {
-    const GemmParams p = make_gemm_params(x, w, bias, y);
+  void gemm(const Tensor& x, const Linear& w, const Tensor& y) override {
+    w.require_unscaled(name());
+    const GemmParams p = make_gemm_params(x, w.weight, w.bias_or_null(), y);
     inner_.synchronize();
     gemm_cuda(p, nullptr);
     const cudaError_t err = cudaDeviceSynchronize();
@@ -329,9 +335,9 @@ void run_tiny_configs(Backend& gpu_backend, const std::string& suffix) {
   for (const TinyConfig& tc : {tiny_llama(), tiny_qwen2_window()}) {
     SCOPED_TRACE(tc.label);
     std::mt19937 rng(21);
-    const LlamaModel::WeightMap weights = random_weights(tc.config, rng);
-    LlamaModel cpu_model(tc.config, weights, cpu_backend());
-    LlamaModel gpu_model(tc.config, weights, gpu_backend);
+    const WeightMap weights = random_weights(tc.config, rng);
+    LlamaModel cpu_model(tc.config, weights_of(weights), cpu_backend());
+    LlamaModel gpu_model(tc.config, weights_of(weights), gpu_backend);
     const int32_t block_size = 3;
     KvCache cpu_cache = cpu_model.make_kv_cache(64, block_size);
     KvCache gpu_cache = gpu_model.make_kv_cache(64, block_size);
@@ -372,8 +378,10 @@ TEST(CudaModelTest, SmolLM2GreedyMatchesCpu) {
               static_cast<long long>(c.num_layers), static_cast<long long>(c.hidden_size),
               static_cast<long long>(c.num_heads), static_cast<long long>(c.num_kv_heads),
               static_cast<long long>(c.vocab_size));
-  LlamaModel cpu_model(*files, cpu_backend());
-  LlamaModel gpu_model(*files, cuda_backend());
+  const std::unique_ptr<Model> cpu_model_owner = load_model(*files, cpu_backend());
+  Model& cpu_model = *cpu_model_owner;
+  const std::unique_ptr<Model> gpu_model_owner = load_model(*files, cuda_backend());
+  Model& gpu_model = *gpu_model_owner;
   const int32_t block_size = 16;
   KvCache cpu_cache = cpu_model.make_kv_cache(32, block_size);
   KvCache gpu_cache = gpu_model.make_kv_cache(32, block_size);

@@ -202,11 +202,11 @@ TEST(CudaOpsTest, GemmCublasLtAndFallback) {
     const Tensor y_gpu = y_all.rows(pad, pad + c.m);
     const Tensor x_cpu = to_backend(cpu, x).rows(pad, pad + c.m);
     const Tensor y_cpu = cpu.alloc({c.m, c.n}, DType::kF32);
-    cpu.gemm(x_cpu, to_backend(cpu, w), c.bias ? &bias : nullptr, y_cpu);
+    cpu.gemm(x_cpu, Linear{to_backend(cpu, w), c.bias ? bias : Tensor()}, y_cpu);
     const std::string what =
         fmt::format("m={} n={} k={} bias={} misaligned={}", c.m, c.n, c.k, c.bias, c.misaligned);
     poison(y_gpu);
-    gpu.gemm(x_gpu, w_gpu, c.bias ? &b_gpu : nullptr, y_gpu);
+    gpu.gemm(x_gpu, Linear{w_gpu, c.bias ? b_gpu : Tensor()}, y_gpu);
     expect_close("gemm.cublaslt", what, to_host(gpu, y_gpu), y_cpu);
     // The CUDA-core fallback on the legacy stream, drained around it.
     poison(y_gpu);

@@ -16,7 +16,7 @@
 
 #include "backend/tiny_llama.h"
 #include "cuda_test_util.h"
-#include "engine/llama_runner.h"
+#include "model/registry.h"
 #include "model/arch_presets.h"
 #include "ops/ops_cuda.cuh"
 
@@ -275,13 +275,13 @@ TEST(CudaServingTest, GemmWithF32OutputAndBatchInvariantMode) {
        {std::tuple{1, 1000, 576}, std::tuple{37, 4099, 256}, std::tuple{256, 2048, 1024}}) {
     const Tensor x = random_host({m, k}, rng), w = random_host({n, k}, rng, -0.1f, 0.1f);
     const Tensor y_cpu = Tensor::empty({m, n}, DType::kF32);
-    cpu_backend().gemm(x, w, nullptr, y_cpu);
+    cpu_backend().gemm(x, Linear{w}, y_cpu);
     const std::string what = fmt::format("m={} n={} k={}", m, n, k);
     for (Backend* b : {&gpu, invariant.get()}) {
       const Tensor xd = to_backend(*b, x), wd = to_backend(*b, w);
       const Tensor y = b->alloc({m, n}, DType::kF32);
       poison(y);
-      b->gemm(xd, wd, nullptr, y);
+      b->gemm(xd, Linear{wd}, y);
       const Tensor got = to_host(*b, y);
       // f32 output: only the operands' bf16 rounding (none here) and the summation order differ.
       expect_close(b == &gpu ? "gemm.f32_out" : "gemm.f32_out_invariant", what, got, y_cpu, 1e-4);
@@ -290,7 +290,7 @@ TEST(CudaServingTest, GemmWithF32OutputAndBatchInvariantMode) {
         int64_t differing = 0;
         for (const int64_t r : {int64_t{0}, static_cast<int64_t>(m) - 1}) {
           const Tensor y1 = b->alloc({1, n}, DType::kF32);
-          b->gemm(xd.rows(r, r + 1), wd, nullptr, y1);
+          b->gemm(xd.rows(r, r + 1), Linear{wd}, y1);
           const Tensor one = to_host(*b, y1);
           differing += std::memcmp(one.raw(), got.data<float>() + r * n, n * sizeof(float)) != 0;
         }
@@ -311,7 +311,7 @@ TEST(CudaServingTest, GemvMatchesTheCpu) {
         const Tensor x = random_host({m, k}, rng), w = random_host({n, k}, rng, -0.1f, 0.1f);
         const Tensor b = random_host({n}, rng);
         const Tensor y_cpu = Tensor::empty({m, n}, DType::kF32);
-        cpu_backend().gemm(x, w, bias ? &b : nullptr, y_cpu);
+        cpu_backend().gemm(x, Linear{w, bias ? b : Tensor()}, y_cpu);
         const Tensor xd = to_backend(gpu, x), wd = to_backend(gpu, w), bd = to_backend(gpu, b);
         const std::string what = fmt::format("m={} n={} k={} bias={}", m, n, k, bias);
         for (const DType out : {DType::kF32, DType::kBF16}) {
@@ -353,11 +353,11 @@ TEST(CudaServingTest, GemmTimesAtLlama8BShapes) {
       const Tensor x = gpu.alloc({m, s.k}, DType::kBF16);
       gpu.fill_random(x, 6, 1.0f, 0.0f);
       const Tensor y = gpu.alloc({m, s.n}, s.f32 ? DType::kF32 : DType::kBF16);
-      gpu.gemm(x, w, nullptr, y);  // plan (and tuning)
+      gpu.gemm(x, Linear{w}, y);  // plan (and tuning)
       gpu.synchronize();
       constexpr int kReps = 50;
       const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < kReps; ++i) gpu.gemm(x, w, nullptr, y);
+      for (int i = 0; i < kReps; ++i) gpu.gemm(x, Linear{w}, y);
       gpu.synchronize();
       const double us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
@@ -385,14 +385,22 @@ TEST(CudaServingTest, DecodeGraphReplaysAreBitwiseThePaddedSteps) {
   c.num_kv_heads = 2;
   c.head_dim = 32;
   const auto weights = testing::random_weights(c, 7);
-  LlamaModel padded(c, weights, gpu), captured(c, weights, gpu);
-  padded.set_graph_mode(GraphMode::kPadOnly, 64);
-  captured.set_graph_mode(GraphMode::kCapture, 64);
-  padded.reserve(512, 64);
-  captured.reserve(512, 64);
+  const WeightSource source = weights_of(weights);
+  auto padded = make_runner(make_cuda_backend(0), c, &source, 0, {GraphMode::kPadOnly});
+  auto captured = make_runner(make_cuda_backend(0), c, &source, 0, {GraphMode::kCapture});
+  padded->reserve_workspace(512, 64);
+  captured->reserve_workspace(512, 64);
   constexpr int32_t kBlock = 16;
-  KvCache cache_a = padded.make_kv_cache(256, kBlock),
-          cache_b = captured.make_kv_cache(256, kBlock);
+  KvCache cache_a = padded->model().make_kv_cache(256, kBlock),
+          cache_b = captured->model().make_kv_cache(256, kBlock);
+  // One step through the runner (graphs as configured), its logits on the host.
+  const auto forward = [](DeviceRunner& r, const ForwardBatch& batch, KvCache& cache) {
+    const Tensor dev = r.enqueue(batch, cache);
+    Tensor host = Tensor::empty(dev.shape(), DType::kF32);
+    r.backend().download_f32(dev, host);
+    r.backend().synchronize();
+    return host;
+  };
   std::mt19937 rng(5);
   std::vector<SeqState> seqs(12);
   for (size_t i = 0; i < seqs.size(); ++i) {
@@ -403,8 +411,8 @@ TEST(CudaServingTest, DecodeGraphReplaysAreBitwiseThePaddedSteps) {
   std::vector<std::pair<SeqState*, int32_t>> prefill;
   for (SeqState& s : seqs) prefill.emplace_back(&s, static_cast<int32_t>(s.tokens.size()));
   ForwardBatch b = make_step(prefill, kBlock, pool);
-  padded.forward(b, cache_a);
-  captured.forward(b, cache_b);
+  forward(*padded, b, cache_a);
+  forward(*captured, b, cache_b);
   const int sizes[] = {12, 9, 5, 12, 1, 3, 8, 7, 12, 2, 4, 11, 6, 12, 10, 1, 12, 9, 5, 12};
   int steps = 0, identical = 0;
   for (const int s : sizes) {
@@ -417,15 +425,15 @@ TEST(CudaServingTest, DecodeGraphReplaysAreBitwiseThePaddedSteps) {
       work.emplace_back(&seq, 1);
     }
     b = make_step(work, kBlock, pool);
-    const Tensor la = padded.forward(b, cache_a), lb = captured.forward(b, cache_b);
+    const Tensor la = forward(*padded, b, cache_a), lb = forward(*captured, b, cache_b);
     ++steps;
     identical += std::memcmp(la.raw(), lb.raw(), la.nbytes()) == 0;
     for (int64_t i = 0; i < la.numel(); ++i) ASSERT_TRUE(std::isfinite(la.data<float>()[i]));
   }
   EXPECT_EQ(identical, steps);
-  EXPECT_GE(captured.graphs().size(), 4u) << "buckets 1, 2, 4, 8 and 16 were used";
+  EXPECT_GE(captured->graphs().size(), 4u) << "buckets 1, 2, 4, 8 and 16 were used";
   std::printf("decode graphs: %d of %d steps bitwise identical, %zu graphs captured\n", identical,
-              steps, captured.graphs().size());
+              steps, captured->graphs().size());
   record("decode_graph.bitwise", fmt::format("{} steps", steps), ErrorStats{}, identical == steps);
 }
 
@@ -435,7 +443,7 @@ double median(std::vector<double> v) {
 }
 
 // One decode step per sequence of `seqs` (each grows by one token); returns the step's seconds.
-double decode_step(LlamaRunner& runner, std::vector<SeqState>& seqs, RandomBlocks& pool,
+double decode_step(DeviceRunner& runner, std::vector<SeqState>& seqs, RandomBlocks& pool,
                    int32_t block_size) {
   std::vector<std::pair<SeqState*, int32_t>> work;
   for (SeqState& s : seqs) work.emplace_back(&s, 1);
@@ -460,7 +468,8 @@ TEST(CudaServingTest, DummyLlama31_8B) {
   INFLIGHT_REQUIRE_CUDA();
   const ModelConfig config = *arch_preset("llama-3.1-8b");
   const auto t0 = std::chrono::steady_clock::now();
-  LlamaRunner runner(make_cuda_backend(0), config, kDummyWeightsSeed);
+  auto runner_owner = make_runner(make_cuda_backend(0), config, nullptr, kDummyWeightsSeed);
+  DeviceRunner& runner = *runner_owner;
   runner.backend().synchronize();
   const double fill_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -563,7 +572,8 @@ TEST(CudaServingTest, ProfileBatch1DecodeKernels) {
   config.num_layers = 4;
   RunnerOptions options;
   options.graph_mode = GraphMode::kPadOnly;
-  LlamaRunner runner(make_cuda_backend(0), config, kDummyWeightsSeed, options);
+  auto runner_owner = make_runner(make_cuda_backend(0), config, nullptr, kDummyWeightsSeed, options);
+  DeviceRunner& runner = *runner_owner;
   constexpr int32_t kBlock = 16, kContext = 128;
   runner.reserve_workspace(256, 8);
   runner.init_kv_cache(64, kBlock);

@@ -94,7 +94,7 @@ TEST(EngineConfig, ValidationNamesTheField) {
   EXPECT_NE(c.validate().message().find("max_num_batched_tokens"), std::string::npos);
   c = EngineConfig();
   c.num_kv_blocks = 0;
-  c.kv_cache_bytes = 0;
+  c.kv_cache_bytes = -1;  // 0 is automatic
   EXPECT_EQ(c.validate().code(), StatusCode::kInvalidArgument);
 }
 

@@ -81,7 +81,8 @@ class SmolLmBatchInvariance : public ::testing::TestWithParam<std::string> {
 
   std::unique_ptr<Engine> start(EngineConfig c) const {
     c.num_kv_blocks = c.num_kv_blocks == 0 ? 512 : c.num_kv_blocks;
-    auto runner = std::make_unique<LlamaRunner>(test_backend(GetParam()), *files_);
+    const WeightSource weights = weights_of(*files_);
+    auto runner = make_runner(test_backend(GetParam()), files_->config(), &weights);
     return make_engine(c, std::move(runner), *tokenizer_);
   }
 

@@ -152,7 +152,8 @@ TEST_P(DeviceEngine, DummyWeightsStayFiniteThroughManyLayers) {
   c.num_kv_heads = 2;
   c.head_dim = 16;
   c.vocab_size = 503;
-  LlamaRunner runner(test_backend(GetParam()), c, kDummyWeightsSeed);
+  auto runner_owner = make_runner(test_backend(GetParam()), c, nullptr, kDummyWeightsSeed);
+  DeviceRunner& runner = *runner_owner;
   runner.reserve_workspace(64, 4);
   runner.init_kv_cache(16, 4);
   ForwardBatch b;

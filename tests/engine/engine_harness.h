@@ -20,7 +20,7 @@
 
 #include "backend/backend_factory.h"
 #include "backend/tiny_llama.h"
-#include "engine/llama_runner.h"
+#include "model/registry.h"
 #include "inflight/engine.h"
 #include "tokenizer/tokenizer.h"
 
@@ -68,10 +68,11 @@ inline std::unique_ptr<Backend> test_backend(const std::string& device) {
 inline std::unique_ptr<ModelRunner> tiny_runner(const ModelConfig& c,
                                                 const std::string& device = "cpu",
                                                 const RunnerOptions& options = {}) {
-  static std::map<int64_t, LlamaModel::WeightMap> cache;  // by vocab: weights are slow to draw
+  static std::map<int64_t, WeightMap> cache;  // by vocab: weights are slow to draw
   auto it = cache.find(c.vocab_size);
   if (it == cache.end()) it = cache.emplace(c.vocab_size, random_weights(c, 42)).first;
-  return std::make_unique<LlamaRunner>(test_backend(device), c, it->second, options);
+  const WeightSource weights = weights_of(it->second);
+  return make_runner(test_backend(device), c, &weights, 0, options);
 }
 
 inline std::unique_ptr<Engine> make_engine(const EngineConfig& config,

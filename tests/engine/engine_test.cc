@@ -305,7 +305,7 @@ TEST(Engine, CancellingEveryRequestOfAStepAbandonsIt) {
   config.num_kv_blocks = 256;
   config.max_num_batched_tokens = 1024;
   auto engine =
-      make_engine(config, std::make_unique<LlamaRunner>(make_backend("cpu"), c, uint64_t{7}));
+      make_engine(config, make_runner(make_backend("cpu"), c, nullptr, uint64_t{7}));
   auto timed = [&](uint32_t seed, bool cancel_midway, double wait_s) {
     const auto start = Clock::now();
     auto h = engine->enqueue(greedy(random_tokens(768, 1000, seed), 1));

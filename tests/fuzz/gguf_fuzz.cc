@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "model/ggml_types.h"
-#include "model/gguf.h"
+#include "formats/ggml_types.h"
+#include "formats/gguf.h"
 
 namespace {
 

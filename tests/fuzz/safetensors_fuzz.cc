@@ -1,11 +1,12 @@
-// libFuzzer target: SafetensorsFile::parse over arbitrary bytes, then load_f32 of what parsed.
+// libFuzzer target: SafetensorsFile::parse over arbitrary bytes, then each small tensor read
+// as stored and converted to f32.
 // Any input may be rejected with inflight::Error; nothing may crash or overread.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
 
-#include "model/safetensors.h"
+#include "formats/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> copy(data, data + size);  // exactly sized: overreads are caught
@@ -15,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (t.data < copy.data() || t.data + t.nbytes > copy.data() + copy.size()) std::abort();
       if (f->find(t.name) != &t) std::abort();
       try {
-        if (t.nbytes <= 1 << 16) f->load_f32(t);
+        if (t.nbytes <= 1 << 16) to_host_f32(f->load_raw(t, nullptr));
       } catch (const inflight::Error&) {
       }
     }

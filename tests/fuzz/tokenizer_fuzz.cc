@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "core/check.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/spm_model.h"

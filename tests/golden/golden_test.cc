@@ -14,7 +14,8 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "model/llama.h"
-#include "model/model_files.h"
+#include "model/registry.h"
+#include "formats/model_files.h"
 #include "test_data.h"
 
 namespace inflight {
@@ -37,7 +38,7 @@ json read_json(const fs::path& p) {
 
 // Feeds one sequence through the model with a paged cache: the prompt in one step (logits at
 // the golden positions), then greedy decode steps. Checks both against the golden case.
-void check_case(LlamaModel& model, const json& c, int32_t block_size, const std::string& what) {
+void check_case(Model& model, const json& c, int32_t block_size, const std::string& what) {
   const auto prompt = c.at("prompt_ids").get<std::vector<int32_t>>();
   const auto positions = c.at("logits_positions").get<std::vector<int32_t>>();
   const auto golden_rows = c.at("logits").get<std::vector<std::vector<double>>>();
@@ -117,7 +118,8 @@ TEST_P(TinyGolden, LogitsAndGreedyMatchTransformers) {
   const json golden = read_json(dir / "golden.json");
   const auto files = ModelFiles::open(dir.string());
   CpuBackend backend;
-  LlamaModel model(*files, backend);
+  const std::unique_ptr<Model> model_owner = load_model(*files, backend);
+  Model& model = *model_owner;
   int32_t block_size = 1;
   for (const json& c : golden.at("cases")) {
     check_case(model, c, block_size,
@@ -144,7 +146,8 @@ TEST(SmolLM2Golden, LogitsAndGreedyMatchTransformersOnDequantisedWeights) {
   }
   const auto files = ModelFiles::open(path);
   CpuBackend backend;
-  LlamaModel model(*files, backend);
+  const std::unique_ptr<Model> model_owner = load_model(*files, backend);
+  Model& model = *model_owner;
   int index = 0;
   for (const json& c : golden.at("cases")) {
     check_case(model, c, index == 1 ? 3 : 16, "smollm2/prompt" + std::to_string(index));

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 
 namespace inflight::testing {
 

@@ -1,6 +1,6 @@
 // ggml type table and dequantisation: blocks built by hand with known values, and random blocks
 // checked against the `gguf` Python package (fixtures/quant_types.gguf).
-#include "model/ggml_types.h"
+#include "formats/ggml_types.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <random>
 
 #include "core/dtype.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 
 namespace inflight {
 namespace {

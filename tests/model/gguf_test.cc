@@ -1,6 +1,6 @@
 // GgufFile: parsing, typed getters, files written by the `gguf` Python package and by
 // llama.cpp, and hostile inputs (each must give an Error, never a crash or a huge allocation).
-#include "model/gguf.h"
+#include "formats/gguf.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <random>
 
 #include "file_builders.h"
-#include "model/ggml_types.h"
+#include "formats/ggml_types.h"
 #include "test_data.h"
 
 namespace inflight {

@@ -1,6 +1,6 @@
 // HfModelFiles and ModelFiles::open on Hugging Face directories: the sharded fixture written by
 // the `safetensors` package, a single-file model written here, and broken directories.
-#include "model/hf_model_files.h"
+#include "formats/hf_model_files.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "file_builders.h"
 #include "test_data.h"
+#include "model/registry.h"
 
 namespace inflight {
 namespace {
@@ -55,7 +56,7 @@ void expect_open_error(const fs::path& dir, ErrorCode code, const std::string& n
 TEST(HfModelFiles, ShardedFixture) {
   auto m = ModelFiles::open(kTinyHf.string());
   const ModelConfig& c = m->config();
-  EXPECT_EQ(c.architecture, "llama");
+  EXPECT_EQ(c.architecture, "LlamaForCausalLM");  // as the file says; the registry resolves it
   EXPECT_EQ(c.hidden_size, 8);
   EXPECT_EQ(c.num_heads, 2);
   EXPECT_EQ(c.num_kv_heads, 1);
@@ -151,7 +152,14 @@ TEST(HfModelFilesBroken, BadIndexAndConfig) {
   expect_open_error(bad_config, ErrorCode::kInvalidFile, "'num_hidden_layers' must be an integer");
   const fs::path arch = tiny_copy("hf_arch");
   edit_json(arch / "config.json", [](json& j) { j["architectures"] = {"FalconForCausalLM"}; });
-  expect_open_error(arch, ErrorCode::kUnsupported, "'FalconForCausalLM'");
+  // The files open; the architecture registry refuses the architecture, naming it.
+  try {
+    resolve_architecture(ModelFiles::open(arch.string())->config());
+    ADD_FAILURE() << "FalconForCausalLM was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("'FalconForCausalLM'"), std::string::npos) << e.what();
+  }
   const fs::path bad_template = tiny_copy("hf_bad_template");
   edit_json(bad_template / "tokenizer_config.json", [](json& j) {
     j["chat_template"] = {{{"name", "tool_use"}, {"template", "x"}}};

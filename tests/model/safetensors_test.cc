@@ -1,6 +1,6 @@
 // SafetensorsFile: headers built by hand (valid and hostile) and files from the `safetensors`
 // Python package (fixtures/tiny_hf).
-#include "model/safetensors.h"
+#include "formats/safetensors.h"
 
 #include <gtest/gtest.h>
 
@@ -55,14 +55,14 @@ TEST(Safetensors, ParsesAndLoads) {
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->shape, (Shape{2, 2}));
   EXPECT_EQ(w->dtype, "F32");
-  const Tensor tw = f->load_f32(*w);
+  const Tensor tw = to_host_f32(f->load_raw(*w, nullptr));
   EXPECT_EQ(std::vector<float>(tw.data<float>(), tw.data<float>() + 4),
             (std::vector<float>{1.0f, -2.0f, 3.5f, 4.0f}));
-  const Tensor tb = f->load_f32(*f->find("b"));
+  const Tensor tb = to_host_f32(f->load_raw(*f->find("b"), nullptr));
   EXPECT_EQ(tb.shape(), (Shape{3}));
   EXPECT_EQ(tb.data<float>()[1], -1.25f);
   EXPECT_EQ(tb.data<float>()[2], 300.0f);
-  const Tensor ts = f->load_f32(*f->find("s"));
+  const Tensor ts = to_host_f32(f->load_raw(*f->find("s"), nullptr));
   EXPECT_EQ(ts.numel(), 1);
   EXPECT_EQ(ts.data<float>()[0], -0.125f);
   EXPECT_EQ(f->find("nope"), nullptr);
@@ -85,7 +85,7 @@ TEST(Safetensors, OtherDtypesParseButDoNotLoad) {
   auto f =
       parse_copy(one_tensor(R"({"dtype": "I64", "shape": [2], "data_offsets": [0, 16]})"), &keep);
   try {
-    f->load_f32(f->tensors()[0]);
+    f->load_raw(f->tensors()[0], nullptr);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);

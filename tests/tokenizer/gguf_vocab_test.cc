@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "core/check.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "tokenizer/tokenizer.h"
 
 namespace inflight {

@@ -32,6 +32,14 @@ Tensor CpuBackend::upload(const Tensor& host_f32, DType dtype) {
   return t;
 }
 
+void CpuBackend::load_weight(const StoredTensor& w, const Tensor& dst) {
+  INFLIGHT_CHECK_CODE(dst.defined() && dst.device() == Device::kCpu && dst.numel() == w.numel(),
+                      ErrorCode::kInvalidArgument,
+                      "cpu load_weight: '{}' {} does not fit a destination of {} elements", w.name,
+                      shape_str(w.shape), dst.defined() ? dst.numel() : 0);
+  convert_rows(w, 0, w.rows(), dst.dtype(), dst.raw());
+}
+
 void CpuBackend::download_f32(const Tensor& src, const Tensor& dst) {
   INFLIGHT_CHECK_CODE(src.defined() && src.device() == Device::kCpu && src.dtype() == DType::kF32,
                       ErrorCode::kInvalidArgument, "cpu download: src must be an f32 cpu tensor");
@@ -96,8 +104,9 @@ void CpuBackend::rms_norm(const Tensor* add, const Tensor& residual, const Tenso
   rms_norm_cpu(make_rms_norm_params(add, residual, weight, eps, out));
 }
 
-void CpuBackend::gemm(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
-  gemm_cpu(make_gemm_params(x, w, bias, y));
+void CpuBackend::gemm(const Tensor& x, const Linear& w, const Tensor& y) {
+  w.require_unscaled(name());
+  gemm_cpu(make_gemm_params(x, w.weight, w.bias_or_null(), y));
 }
 
 void CpuBackend::rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,

@@ -3,7 +3,7 @@
 // they return and synchronize() has nothing to wait for.
 #pragma once
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 
 namespace inflight {
 
@@ -14,9 +14,11 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   Device device() const override { return Device::kCpu; }
   DType compute_dtype() const override { return DType::kF32; }
+  bool asynchronous() const override { return false; }
 
   Tensor alloc(const Shape& shape, DType dtype) override;
   Tensor upload(const Tensor& host_f32, DType dtype) override;
+  void load_weight(const StoredTensor& w, const Tensor& dst) override;
   void download_f32(const Tensor& src, const Tensor& dst) override;
   void download(const Tensor& src, const Tensor& dst) override;
   void copy(const Tensor& src, const Tensor& dst) override;
@@ -29,7 +31,7 @@ class CpuBackend final : public Backend {
   void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) override;
   void rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight, float eps,
                 const Tensor& out) override;
-  void gemm(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
+  void gemm(const Tensor& x, const Linear& w, const Tensor& y) override;
   void rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
                      const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) override;
   void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,

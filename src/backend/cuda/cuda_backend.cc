@@ -3,8 +3,8 @@
 // algorithm cache, and three pinned staging areas:
 //   step staging     upload_batch packs the ForwardBatch arrays here (StepInputLayout) and
 //                    sends them in one cudaMemcpyAsync to a device buffer reused every step;
-//   upload staging   two 16 MiB halves: upload() converts f32 weights to bf16 on the host into
-//                    one half while the other half's copy runs;
+//   upload staging   two 64 MiB halves: upload() and load_weight() convert (or copy) host rows
+//                    into one half on the thread pool while the other half's copy runs;
 //   download staging download_f32 / download copy device tensors here; synchronize() waits
 //                    for the stream and then converts (or copies) them into the callers' host
 //                    tensors.
@@ -30,7 +30,10 @@ namespace inflight {
 namespace {
 
 constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's advice for Hopper
-constexpr size_t kUploadChunkBytes = size_t{16} << 20;
+// Kept free besides the memory plan: CUDA graphs, library kernels loaded lazily, the
+// runtime's own allocations.
+constexpr int64_t kRuntimeReserve = int64_t{512} << 20;
+constexpr size_t kUploadChunkBytes = size_t{64} << 20;
 
 bool is_float(DType t) {
   return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16;
@@ -103,9 +106,12 @@ class CudaBackend final : public Backend {
   std::string_view name() const override { return "cuda"; }
   Device device() const override { return Device::kCuda; }
   DType compute_dtype() const override { return DType::kBF16; }
+  bool asynchronous() const override { return true; }
+  int64_t runtime_reserve() const override { return kRuntimeReserve; }
 
   Tensor alloc(const Shape& shape, DType dtype) override;
   Tensor upload(const Tensor& host_f32, DType dtype) override;
+  void load_weight(const StoredTensor& w, const Tensor& dst) override;
   void download_f32(const Tensor& src, const Tensor& dst) override;
   void download(const Tensor& src, const Tensor& dst) override;
   void copy(const Tensor& src, const Tensor& dst) override;
@@ -127,7 +133,7 @@ class CudaBackend final : public Backend {
   void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) override;
   void rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight, float eps,
                 const Tensor& out) override;
-  void gemm(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
+  void gemm(const Tensor& x, const Linear& w, const Tensor& y) override;
   void rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
                      const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) override;
   void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
@@ -273,6 +279,34 @@ Tensor CudaBackend::upload(const Tensor& host_f32, DType dtype) {
     INFLIGHT_CUDA_CHECK(cudaEventRecord(copied, stream_));
   }
   return dst;
+}
+
+void CudaBackend::load_weight(const StoredTensor& w, const Tensor& dst) {
+  INFLIGHT_CHECK_CODE(dst.defined() && dst.device() == Device::kCuda && dst.numel() == w.numel() &&
+                          is_float(dst.dtype()),
+                      ErrorCode::kInvalidArgument,
+                      "cuda load_weight: '{}' {} does not fit a float destination of {} elements",
+                      w.name, shape_str(w.shape), dst.defined() ? dst.numel() : 0);
+  check_not_capturing("load_weight");
+  bind();
+  // Whole rows per chunk: each is converted on the host into one staging half while the
+  // other half's copy runs.
+  const int64_t out_row = w.cols() * static_cast<int64_t>(dtype_size(dst.dtype()));
+  const int64_t rows_per_chunk =
+      std::max<int64_t>(1, static_cast<int64_t>(kUploadChunkBytes) / std::max<int64_t>(out_row, 1));
+  auto* out = static_cast<char*>(dst.raw());
+  for (int64_t begin = 0, i = 0; begin < w.rows(); begin += rows_per_chunk, ++i) {
+    const int64_t end = std::min(w.rows(), begin + rows_per_chunk);
+    const auto bytes = static_cast<size_t>((end - begin) * out_row);
+    PinnedBuffer& staging = upload_staging_[i % 2];
+    cudaEvent_t copied = upload_copied_[i % 2];
+    INFLIGHT_CUDA_CHECK(cudaEventSynchronize(copied));  // this half's previous copy is done
+    staging.reserve(std::max(bytes, kUploadChunkBytes));
+    convert_rows(w, begin, end, dst.dtype(), staging.data());
+    INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(out + begin * out_row, staging.data(), bytes,
+                                        cudaMemcpyHostToDevice, stream_));
+    INFLIGHT_CUDA_CHECK(cudaEventRecord(copied, stream_));
+  }
 }
 
 size_t CudaBackend::stage_download(const Tensor& src) {
@@ -445,8 +479,9 @@ void CudaBackend::rms_norm(const Tensor* add, const Tensor& residual, const Tens
   rms_norm_cuda(make_rms_norm_params(add, residual, weight, eps, out), stream_);
 }
 
-void CudaBackend::gemm(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
-  gemm_->run(make_gemm_params(x, w, bias, y), stream_);
+void CudaBackend::gemm(const Tensor& x, const Linear& w, const Tensor& y) {
+  w.require_unscaled(name());
+  gemm_->run(make_gemm_params(x, w.weight, w.bias_or_null(), y), stream_);
 }
 
 void CudaBackend::rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,

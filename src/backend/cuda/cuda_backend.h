@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/backend.h"
+#include "runtime/backend.h"
 
 namespace inflight {
 

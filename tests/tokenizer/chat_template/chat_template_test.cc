@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/check.h"
-#include "model/model_files.h"
+#include "formats/model_files.h"
 #include "test_data.h"
 
 namespace inflight {

@@ -1,0 +1,58 @@
+// ModelConfig: the hyper-parameters of a decoder-only transformer, filled from GGUF metadata or
+// a Hugging Face config.json, validated once at load and immutable afterwards.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace inflight {
+
+// RoPE frequency scaling (HF `rope_scaling`).
+struct RopeScaling {
+  enum class Type { kNone, kLinear, kLlama3 };
+  Type type = Type::kNone;
+  float factor = 1.0f;                  // linear and llama3
+  float low_freq_factor = 1.0f;         // llama3
+  float high_freq_factor = 4.0f;        // llama3
+  int original_max_position_embeddings = 8192;  // llama3
+};
+
+struct ModelConfig {
+  // The architecture: as the file names it (HF `architectures[0]` or `model_type`, GGUF
+  // `general.architecture`) until the model registry resolves it to its family name ("llama",
+  // "mistral", "qwen2": model/registry.h).
+  std::string architecture = "llama";
+  std::string name;  // human-readable (general.name / _name_or_path), may be empty
+
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;           // d_model
+  int64_t intermediate_size = 0;     // MLP width
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;             // query heads
+  int64_t num_kv_heads = 0;          // key/value heads (GQA when < num_heads)
+  int64_t head_dim = 0;              // usually hidden_size / num_heads
+  int64_t max_position_embeddings = 0;  // context length the model was trained for
+
+  float rms_norm_eps = 1e-5f;
+  float rope_theta = 10000.0f;
+  RopeScaling rope_scaling;
+
+  bool tie_word_embeddings = false;  // lm_head shares model.embed_tokens.weight
+  bool attention_bias = false;       // q/k/v projections have a bias (Qwen2)
+  bool o_proj_bias = false;          // the output projection has one (HF `attention_bias`)
+  int64_t sliding_window = 0;        // 0 = full attention (Mistral v0.1 sets 4096)
+
+  int64_t bos_token_id = -1;
+  std::vector<int64_t> eos_token_ids;  // generation stops at any of these
+
+  // Throws Error(kInvalidFile) naming the offending field.
+  void validate() const;
+
+  // From a Hugging Face config.json object. Throws naming the key on a wrong type/value.
+  static ModelConfig from_hf_json(const nlohmann::json& j);
+};
+
+}  // namespace inflight

@@ -1,0 +1,96 @@
+#include "model/registry.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "model/llama.h"
+
+namespace inflight {
+namespace {
+
+std::unique_ptr<Model> build_llama(const ModelConfig& config, const WeightSource* weights,
+                                   Backend& backend, uint64_t seed) {
+  if (weights != nullptr) return std::make_unique<LlamaModel>(config, *weights, backend);
+  return std::make_unique<LlamaModel>(config, backend, seed);
+}
+
+void configure_llama(ModelConfig& c) {
+  c.sliding_window = 0;  // Llama has no window, whatever a config carries
+}
+
+void configure_mistral(ModelConfig&) {}
+
+void configure_qwen2(ModelConfig& c) {
+  c.attention_bias = true;  // Qwen2 always has q/k/v biases; its config has no key for them
+  c.o_proj_bias = false;
+  // Qwen2 applies its window only to layers >= max_window_layers: not expressible here.
+  INFLIGHT_CHECK_CODE(c.sliding_window == 0, ErrorCode::kUnsupported,
+                      "model config: use_sliding_window=true is not supported for Qwen2");
+}
+
+}  // namespace
+
+const std::vector<Architecture>& architectures() {
+  static const std::vector<Architecture> kArchitectures = {
+      {"llama", {"LlamaForCausalLM", "llama"}, {"llama"}, configure_llama, build_llama},
+      {"mistral", {"MistralForCausalLM", "mistral"}, {"mistral"}, configure_mistral, build_llama},
+      {"qwen2", {"Qwen2ForCausalLM", "qwen2"}, {"qwen2"}, configure_qwen2, build_llama},
+  };
+  return kArchitectures;
+}
+
+namespace {
+
+const Architecture& find_architecture(std::string_view name) {
+  for (const Architecture& a : architectures()) {
+    const auto has = [&](const std::vector<std::string_view>& names) {
+      return std::find(names.begin(), names.end(), name) != names.end();
+    };
+    if (a.family == name || has(a.hf_names) || has(a.gguf_names)) return a;
+  }
+  std::string supported;
+  for (const Architecture& a : architectures()) {
+    for (const std::string_view n : a.hf_names) {
+      supported += fmt::format("{}{}", supported.empty() ? "" : ", ", n);
+    }
+  }
+  INFLIGHT_THROW(ErrorCode::kUnsupported, "architecture '{}' is not supported (supported: {})",
+                 name, supported);
+}
+
+}  // namespace
+
+ModelConfig resolve_architecture(ModelConfig config) {
+  const Architecture& a = find_architecture(config.architecture);
+  config.architecture = std::string(a.family);
+  a.configure(config);  // idempotent: a resolved config resolves to itself
+  config.validate();
+  return config;
+}
+
+std::unique_ptr<Model> load_model(const ModelFiles& files, Backend& backend) {
+  return make_model(files.config(), weights_of(files), backend);
+}
+
+std::unique_ptr<Model> make_model(const ModelConfig& config, const WeightSource& weights,
+                                  Backend& backend) {
+  const ModelConfig resolved = resolve_architecture(config);
+  return find_architecture(resolved.architecture).build(resolved, &weights, backend, 0);
+}
+
+std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, Backend& backend,
+                                        uint64_t seed) {
+  const ModelConfig resolved = resolve_architecture(config);
+  return find_architecture(resolved.architecture).build(resolved, nullptr, backend, seed);
+}
+
+std::unique_ptr<DeviceRunner> make_runner(std::unique_ptr<Backend> backend,
+                                          const ModelConfig& config, const WeightSource* weights,
+                                          uint64_t seed, const RunnerOptions& options) {
+  INFLIGHT_CHECK_CODE(backend != nullptr, ErrorCode::kInvalidArgument, "no backend given");
+  std::unique_ptr<Model> model = weights != nullptr ? make_model(config, *weights, *backend)
+                                                    : make_dummy_model(config, *backend, seed);
+  return std::make_unique<DeviceRunner>(std::move(backend), std::move(model), options);
+}
+
+}  // namespace inflight

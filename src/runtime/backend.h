@@ -1,0 +1,156 @@
+// Backend: the device-neutral op set of one transformer step, on tensors that live on the
+// backend's device. The model graph (model/llama.cc) is written against this interface only;
+// backend/cpu implements it with the fp32 reference kernels of src/ops, backend/cuda with
+// CUDA kernels and cuBLASLt.
+//
+// Execution model: every op is asynchronous with respect to the host (on CUDA: enqueued on the
+// backend's stream). Ops validate their arguments' shapes, dtypes and devices on the host when
+// called (ops/<op>.h make_<op>_params) and never read device memory to do it, so a whole step
+// can run without a host sync and a decode step can be captured as a CUDA graph. The host sees
+// results only after synchronize().
+//
+// Tensors are views (core/tensor.h): an op writes through a `const Tensor&` output argument.
+// Shapes: T tokens in the step, S sequences, L logits rows, H query heads, KH kv heads,
+// D head_dim; KV caches are [num_blocks, block_size, KH, D] (see ops/paged_kv.h).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "core/check.h"
+#include "core/tensor.h"
+#include "formats/stored_tensor.h"
+#include "runtime/linear.h"
+#include "runtime/step_inputs.h"
+
+namespace inflight {
+
+// Device memory as the backend sees it (bytes).
+struct MemoryInfo {
+  int64_t total = 0;      // the device's memory (host RAM for the CPU backend)
+  int64_t free = 0;       // what could still be allocated now (MemAvailable on the CPU)
+  int64_t allocated = 0;  // held by this backend's tensors
+};
+
+// A captured sequence of ops that the backend can launch again as one unit (a CUDA graph).
+// Every launch reads and writes exactly the memory the ops touched during capture.
+class BackendGraph {
+ public:
+  virtual ~BackendGraph() = default;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual Device device() const = 0;
+  // The element type of weights, activations and the KV cache (f32 on CPU, bf16 on CUDA).
+  virtual DType compute_dtype() const = 0;
+
+  // ---- capabilities -------------------------------------------------------------------------
+  // Whether ops return before the device ran them (CUDA). A synchronous backend (the CPU) has
+  // done the work when an op returns, so a long step can be abandoned between layers.
+  virtual bool asynchronous() const = 0;
+  // Device memory the memory plan keeps free for the runtime (graphs, library kernels loaded
+  // lazily, the driver's own allocations).
+  virtual int64_t runtime_reserve() const { return 0; }
+
+  // ---- memory -------------------------------------------------------------------------------
+  // Uninitialised device memory, freed when the last view goes away.
+  virtual Tensor alloc(const Shape& shape, DType dtype) = 0;
+  // A device copy of a host f32 tensor, converted to `dtype`. The host tensor may be freed as
+  // soon as this returns.
+  virtual Tensor upload(const Tensor& host_f32, DType dtype) = 0;
+  // The weight-format policy: the dtype a stored weight is kept in on this device (today the
+  // compute dtype for every stored type: f32 on the CPU, bf16 on CUDA).
+  virtual DType weight_dtype(const StoredTensor& /*w*/) const { return compute_dtype(); }
+  // Writes the stored weight `w`, converted to dst's dtype, into dst: a device tensor (or a row
+  // range of one, for fused weights) of w's element count. Conversion and staging happen on the
+  // host before this returns, so `w`'s bytes may be released right after; the device copy may
+  // still be in flight. Throws Error(kUnsupported) for a conversion the backend lacks.
+  virtual void load_weight(const StoredTensor& w, const Tensor& dst) = 0;
+  // Enqueues a copy of a device tensor into a host f32 tensor of the same shape, converting;
+  // dst holds the values after synchronize().
+  virtual void download_f32(const Tensor& src, const Tensor& dst) = 0;
+  // Enqueues a bitwise copy of a device tensor into a host tensor of the same shape and dtype
+  // (token ids, candidates); dst holds the values after synchronize().
+  virtual void download(const Tensor& src, const Tensor& dst) = 0;
+  // Enqueues dst = src, bit for bit: device tensors of the same shape and dtype.
+  virtual void copy(const Tensor& src, const Tensor& dst) = 0;
+  // Waits for every enqueued op.
+  virtual void synchronize() = 0;
+  virtual MemoryInfo memory_info() const = 0;
+
+  // ---- step timing (device timeline; backends without one return nothing) -----------------
+  // mark_step_begin() before a step's first op, mark_step_end() after its last; after the
+  // synchronize() that ends the step, last_step_time() gives how long the device worked on it
+  // and how long it sat idle since the previous step's end (negative for the first step).
+  struct StepTime {
+    double busy_s = 0.0;
+    double idle_before_s = -1.0;
+  };
+  virtual void mark_step_begin() {}
+  virtual void mark_step_end() {}
+  virtual std::optional<StepTime> last_step_time() const { return std::nullopt; }
+
+  // ---- graphs (CUDA graphs; unsupported on the CPU) -------------------------------------------
+  // Between begin_capture() and end_capture() ops are recorded, not run; replay() runs them.
+  // NOTE: nothing may allocate, upload, download or synchronize while capturing; every tensor a
+  // captured op touches must stay at its address for as long as the graph is replayed.
+  virtual bool supports_graphs() const { return false; }
+  virtual void begin_capture();
+  virtual std::unique_ptr<BackendGraph> end_capture();
+  // Ends a capture that failed half-way, dropping what was recorded. Never throws.
+  virtual void abort_capture() noexcept {}
+  virtual void replay(const BackendGraph& graph);
+
+  // ---- step inputs --------------------------------------------------------------------------
+  // The batch's arrays on the device, in one transfer. The batch must already be validated.
+  virtual StepInputs upload_batch(const ForwardBatch& batch) = 0;
+
+  // ---- ops (asynchronous; see ops/<op>.h for the exact semantics) ---------------------------
+  // dst[i] = src[indices[i]]: src [R, C], indices [N] i32, dst [N, C]. Embedding lookup and
+  // the pick of logits rows.
+  virtual void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) = 0;
+  // residual += add (add may be null); out = rms_norm(residual) * weight. [R, C], weight [C].
+  virtual void rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight, float eps,
+                        const Tensor& out) = 0;
+  // y = x w^T (+ bias): x [M, K], w.weight [N, K], w.bias [N] or undefined, y [M, N]
+  // (runtime/linear.h). Throws Error(kUnsupported) for a weight format the backend lacks.
+  virtual void gemm(const Tensor& x, const Linear& w, const Tensor& y) = 0;
+  // RoPE on q and k of qkv [T, (H + 2 KH) D] at in.positions: q -> q_out [T, H, D], rotated k
+  // and v -> the caches at in.slot_mapping. inv_freq [D / 2] f32 on the device.
+  virtual void rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
+                             const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) = 0;
+  // Causal attention of q [T, H, D] over each sequence's cached context -> out [T, H, D].
+  // sliding_window 0: unlimited.
+  virtual void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                               const StepInputs& in, float scale, int32_t sliding_window,
+                               const Tensor& out) = 0;
+  // out = silu(gate) * up for gate_up [R, 2I] = [gate | up], out [R, I].
+  virtual void swiglu(const Tensor& gate_up, const Tensor& out) = 0;
+  // t[i] = offset + scale * u(seed, i), u uniform in [-1, 1): the same values (before rounding
+  // to the tensor's dtype) on every backend (ops/fill_random.h). Dummy weights.
+  virtual void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) = 0;
+  // Per row of f32 logits [L, V]: log-sum-exp [L] and the k best (id, logit) pairs, best first,
+  // ties by lower id (ops/top_k_logits.h). What the sampler needs instead of whole rows.
+  virtual void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
+                            const Tensor& top_ids, const Tensor& top_logits) = 0;
+};
+
+inline void Backend::begin_capture() {
+  INFLIGHT_THROW(ErrorCode::kUnsupported, "{} backend: graphs are not supported", name());
+}
+inline std::unique_ptr<BackendGraph> Backend::end_capture() {
+  INFLIGHT_THROW(ErrorCode::kUnsupported, "{} backend: graphs are not supported", name());
+}
+inline void Backend::replay(const BackendGraph&) {
+  INFLIGHT_THROW(ErrorCode::kUnsupported, "{} backend: graphs are not supported", name());
+}
+
+}  // namespace inflight

@@ -1,0 +1,87 @@
+// DeviceRunner: the ModelRunner of any Model on one Backend.
+//
+// The backend is chosen by the caller (backend/backend_factory.h) and the model by the
+// architecture registry (model/registry.h), so this layer links neither. A step:
+//   check the batch against the model and the cache (Model::check_step);
+//   a decode-only step is padded to its bucket (runtime/decode_graphs.h), uploaded, and replayed
+//   as a graph captured on the bucket's first use (GraphMode::kCapture), or run op by op;
+//   any other step is uploaded and run as it is;
+//   then the candidate selection over the logits (Backend::top_k_logits) and the downloads of
+//   what the sampler asked for.
+// On an asynchronous backend (CUDA) begin_step only enqueues and end_step waits for the
+// device; on the CPU begin_step does all the work.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "runtime/backend.h"
+#include "runtime/decode_graphs.h"
+#include "runtime/kv_cache.h"
+#include "runtime/model.h"
+#include "runtime/model_runner.h"
+
+namespace inflight {
+
+struct RunnerOptions {
+  // Decode steps as graphs (runtime/decode_graphs.h). kCapture falls back to kOff on backends
+  // without graphs.
+  GraphMode graph_mode = GraphMode::kCapture;
+};
+
+class DeviceRunner final : public ModelRunner {
+ public:
+  // `model` must live on `backend`.
+  DeviceRunner(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
+               const RunnerOptions& options = {});
+
+  const ModelConfig& model_config() const override { return model_->config(); }
+  std::string_view device_name() const override { return backend_->name(); }
+  void reserve_workspace(int32_t max_num_batched_tokens, int32_t max_num_seqs) override;
+  RunnerMemory memory() const override;
+  int64_t kv_bytes_per_block(int32_t block_size) const override;
+  void init_kv_cache(int64_t num_blocks, int32_t block_size) override;
+  bool asynchronous() const override { return backend_->asynchronous(); }
+  void set_abandon_flag(const std::atomic<bool>* flag) override { abandon_ = flag; }
+  void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override;
+  StepLogits& end_step() override;
+  std::optional<StepDeviceTime> last_step_device_time() const override;
+
+  Backend& backend() { return *backend_; }
+  Model& model() { return *model_; }
+  const DecodeGraphs& graphs() const { return graphs_; }
+  // Changes how decode steps run; drops the graphs recorded so far.
+  void set_graph_mode(GraphMode mode);
+
+  // Enqueues the forward pass of one step (graphs as configured) and returns the device f32
+  // logits [batch.logits_indices.size(), vocab]: a workspace view, valid until the next step.
+  Tensor enqueue(const ForwardBatch& batch, KvCache& cache);
+
+ private:
+  // The decode step of `batch` in its bucket: padded, uploaded, then replayed or run.
+  Tensor enqueue_decode(const ForwardBatch& batch, KvCache& cache,
+                        const DecodeGraphs::Bucket& bucket);
+  // Grows the model's workspace to hold a step; a move of the workspace drops the graphs.
+  void reserve(int64_t tokens, int64_t logits);
+  // Host tensor `t` with at least `shape`'s elements, viewed as `shape` (grown on demand).
+  static Tensor host_view(Tensor& storage, const Shape& shape, DType dtype);
+
+  // NOTE: declared first so that it is destroyed last: the model and the cache live on it.
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Model> model_;
+  std::optional<KvCache> cache_;
+  DecodeGraphs graphs_{GraphMode::kOff, 1};
+  ForwardBatch padded_;  // scratch: the padded decode batch
+  const std::atomic<bool>* abandon_ = nullptr;
+  int32_t max_num_batched_tokens_ = 0;
+  int32_t max_num_seqs_ = 0;
+  bool step_begun_ = false;
+
+  // Device buffers of the candidate selection: [rows cap], [rows cap * kMaxLogitsTopK].
+  Tensor lse_dev_, ids_dev_, vals_dev_;
+  // Host storage the results land in (reused every step).
+  Tensor lse_host_, ids_host_, vals_host_, full_host_;
+  StepLogits result_;
+};
+
+}  // namespace inflight

@@ -1,0 +1,50 @@
+// KvCache: the storage of the paged KV cache, per layer K and V of shape
+//   [num_blocks, block_size, num_kv_heads, head_dim]   (NHD, see ops/paged_kv.h)
+// on the backend's device, in the backend's compute dtype. Which block belongs to which
+// sequence is not known here: the engine's BlockPool owns block ids and hands them to the model
+// through ForwardBatch block tables and slot mappings.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/backend.h"
+#include "formats/model_config.h"
+
+namespace inflight {
+
+class KvCache {
+ public:
+  // One allocation holding every layer's K and V. The contents start uninitialised: a slot is
+  // read only after a step wrote it.
+  KvCache(Backend& backend, int64_t num_layers, int64_t num_blocks, int32_t block_size,
+          int64_t num_kv_heads, int64_t head_dim);
+  // Shaped for a model: num_layers, num_kv_heads and head_dim from its config.
+  KvCache(Backend& backend, const ModelConfig& config, int64_t num_blocks, int32_t block_size);
+
+  // Bytes one block takes over all layers (K and V), to size the pool from a memory budget.
+  static int64_t bytes_per_block(const ModelConfig& config, int32_t block_size, DType dtype);
+
+  int64_t num_layers() const { return static_cast<int64_t>(keys_.size()); }
+  int64_t num_blocks() const { return num_blocks_; }
+  int32_t block_size() const { return block_size_; }
+  int64_t num_kv_heads() const { return num_kv_heads_; }
+  int64_t head_dim() const { return head_dim_; }
+  DType dtype() const { return storage_.dtype(); }
+  Device device() const { return storage_.device(); }
+
+  // [num_blocks, block_size, num_kv_heads, head_dim] views of layer `layer`.
+  const Tensor& key(int64_t layer) const;
+  const Tensor& value(int64_t layer) const;
+
+ private:
+  int64_t num_blocks_;
+  int32_t block_size_;
+  int64_t num_kv_heads_;
+  int64_t head_dim_;
+  Tensor storage_;  // [num_layers, 2, num_blocks, block_size, num_kv_heads, head_dim]
+  std::vector<Tensor> keys_;
+  std::vector<Tensor> values_;
+};
+
+}  // namespace inflight

@@ -1,0 +1,41 @@
+#include "runtime/model.h"
+
+#include "core/check.h"
+
+namespace inflight {
+
+KvCache Model::make_kv_cache(int64_t num_blocks, int32_t block_size) const {
+  return KvCache(backend_, config(), num_blocks, block_size);
+}
+
+void Model::check_step(const ForwardBatch& batch, const KvCache& cache) const {
+  const ModelConfig& c = config();
+  INFLIGHT_CHECK_CODE(cache.num_layers() == c.num_layers && cache.num_kv_heads() == c.num_kv_heads &&
+                          cache.head_dim() == c.head_dim,
+                      ErrorCode::kInvalidArgument,
+                      "kv cache shaped for {} layers x {} kv heads x {} head_dim, model needs {} "
+                      "x {} x {}",
+                      cache.num_layers(), cache.num_kv_heads(), cache.head_dim(), c.num_layers,
+                      c.num_kv_heads, c.head_dim);
+  INFLIGHT_CHECK_CODE(
+      cache.dtype() == backend_.compute_dtype() && cache.device() == backend_.device(),
+      ErrorCode::kInvalidArgument, "kv cache of dtype {} does not belong to the {} backend",
+      dtype_name(cache.dtype()), backend_.name());
+  batch.validate(cache.block_size(), cache.num_blocks());
+  for (const int32_t id : batch.token_ids) {
+    INFLIGHT_CHECK_CODE(id < c.vocab_size, ErrorCode::kInvalidArgument,
+                        "token id {} is outside the vocabulary of {} tokens", id, c.vocab_size);
+  }
+}
+
+Tensor Model::forward(const ForwardBatch& batch, KvCache& cache) {
+  check_step(batch, cache);
+  reserve(batch.num_tokens(), static_cast<int64_t>(batch.logits_indices.size()));
+  const Tensor logits = run(backend_.upload_batch(batch), cache, nullptr);
+  Tensor host = Tensor::empty(logits.shape(), DType::kF32);
+  backend_.download_f32(logits, host);
+  backend_.synchronize();
+  return host;
+}
+
+}  // namespace inflight
