@@ -2,8 +2,8 @@
 
 #include "core/check.h"
 #include "core/logging.h"
-#include "server/api_error.h"
 #include "server/api_key.h"
+#include "server/http_responses.h"
 
 namespace inflight::server {
 
@@ -38,7 +38,7 @@ HttpResponse Router::handle(const HttpRequest& req) const {
   }
   try {
     return route->handler(req);
-  } catch (const ApiError& e) {
+  } catch (const frontend::ApiError& e) {
     return error_response(e);
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kInvalidArgument) return error_response(400, e.what());

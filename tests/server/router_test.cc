@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "server/api_error.h"
+#include "frontend/api_error.h"
 
 namespace inflight::server {
 namespace {
@@ -59,7 +59,7 @@ TEST(Router, ApiKeyOnProtectedRoutesOnly) {
 TEST(Router, ExceptionsBecomeErrorResponses) {
   Router router;
   router.add("POST", "/api", [](const HttpRequest&) -> HttpResponse {
-    throw ApiError(429, "busy");
+    throw frontend::ApiError(429, "busy");
   }, false);
   router.add("POST", "/arg", [](const HttpRequest&) -> HttpResponse {
     INFLIGHT_CHECK_CODE(false, ErrorCode::kInvalidArgument, "bad");

@@ -1,11 +1,11 @@
-#include "server/tgi_protocol.h"
+#include "frontend/tgi_protocol.h"
 
 #include <gtest/gtest.h>
 
-#include "server/api_error.h"
-#include "server/json_fields.h"
+#include "frontend/api_error.h"
+#include "frontend/json_fields.h"
 
-namespace inflight::server {
+namespace inflight::frontend {
 namespace {
 
 TgiRequest parse(const std::string& body) {
@@ -64,4 +64,4 @@ TEST(TgiRequest, TgiRanges) {
 }
 
 }  // namespace
-}  // namespace inflight::server
+}  // namespace inflight::frontend

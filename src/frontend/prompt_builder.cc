@@ -1,13 +1,13 @@
-#include "server/prompt_builder.h"
+#include "frontend/prompt_builder.h"
 
 #include <fmt/format.h>
 
 #include "core/check.h"
-#include "server/api_error.h"
+#include "frontend/api_error.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
-namespace inflight::server {
+namespace inflight::frontend {
 
 using json = nlohmann::ordered_json;
 
@@ -72,4 +72,4 @@ void check_context_length(const LoadedModel& model, size_t prompt_len,
   }
 }
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend

@@ -1,4 +1,4 @@
-#include "server/openai_responses.h"
+#include "frontend/openai_responses.h"
 
 #include <fmt/format.h>
 
@@ -6,10 +6,9 @@
 #include <chrono>
 #include <random>
 
-#include "server/sse.h"
 #include "tokenizer/tokenizer.h"
 
-namespace inflight::server {
+namespace inflight::frontend {
 
 using json = nlohmann::ordered_json;
 
@@ -90,12 +89,6 @@ json envelope(const ResponseMeta& meta, const char* object) {
           {"system_fingerprint", meta.system_fingerprint}};
 }
 
-HttpResponse json_response(const json& body) {
-  HttpResponse res;
-  res.body = dump_json(body);
-  return res;
-}
-
 }  // namespace
 
 std::string new_response_id(std::string_view prefix) {
@@ -141,7 +134,7 @@ json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index) {
 
 // ---- whole responses -------------------------------------------------------------------------
 
-HttpResponse completion_response(const CompletionFormat& format, GenerationResult& result) {
+json completion_response(const CompletionFormat& format, GenerationResult& result) {
   json choices = json::array();
   for (size_t i = 0; i < result.choices.size(); ++i) {
     ChoiceResult& c = result.choices[i];
@@ -161,10 +154,10 @@ HttpResponse completion_response(const CompletionFormat& format, GenerationResul
   json body = envelope(format.meta, "text_completion");
   body["choices"] = std::move(choices);
   body["usage"] = usage_json(result.usage);
-  return json_response(body);
+  return body;
 }
 
-HttpResponse chat_completion_response(const ChatFormat& format, GenerationResult& result) {
+json chat_completion_response(const ChatFormat& format, GenerationResult& result) {
   json choices = json::array();
   for (size_t i = 0; i < result.choices.size(); ++i) {
     ChoiceResult& c = result.choices[i];
@@ -196,7 +189,7 @@ HttpResponse chat_completion_response(const ChatFormat& format, GenerationResult
   json body = envelope(format.meta, "chat.completion");
   body["choices"] = std::move(choices);
   body["usage"] = usage_json(result.usage);
-  return json_response(body);
+  return body;
 }
 
 // ---- streams ---------------------------------------------------------------------------------
@@ -209,7 +202,7 @@ class OpenAiStream : public StreamFormatter {
   OpenAiStream(const ResponseMeta& meta, const char* object, int32_t n, bool include_usage)
       : meta_(meta), object_(object), n_(n), include_usage_(include_usage) {}
 
-  void on_output(const TaggedOutput& tagged, std::string& out) override {
+  void on_output(const TaggedOutput& tagged, std::vector<std::string>& events) override {
     const RequestOutput& o = tagged.output;
     if (o.request_finished) {
       usage_.prompt_tokens += o.usage.prompt_tokens;
@@ -224,35 +217,35 @@ class OpenAiStream : public StreamFormatter {
                       {"type", "InternalServerError"},
                       {"param", nullptr},
                       {"code", 500}}}};
-      append_sse_event(out, dump_json(error));
+      events.push_back(dump_json(error));
       return;
     }
     json choice = make_choice(index, o);
     if (choice.is_null()) return;
     if (!choice.contains("finish_reason")) choice["finish_reason"] = finish_reason_json(o.finish_reason);
     if (o.finish_reason) choice["stop_reason"] = stop_reason_json(o.stop_string, o.stop_token_id);
-    emit(out, json::array({std::move(choice)}));
+    emit(events, json::array({std::move(choice)}));
   }
 
-  void on_end(std::string& out) override {
+  void on_end(std::vector<std::string>& events) override {
     if (include_usage_) {
       json chunk = envelope(meta_, object_);
       chunk["choices"] = json::array();
       chunk["usage"] = usage_json(usage_);
-      append_sse_event(out, dump_json(chunk));
+      events.push_back(dump_json(chunk));
     }
-    out += kSseDone;
+    events.emplace_back(kStreamDone);
   }
 
  protected:
   // The choice object of one output (finish_reason added unless set), or null to send nothing.
   virtual json make_choice(size_t index, const RequestOutput& o) = 0;
 
-  void emit(std::string& out, json choices) {
+  void emit(std::vector<std::string>& events, json choices) {
     json chunk = envelope(meta_, object_);
     chunk["choices"] = std::move(choices);
     if (include_usage_) chunk["usage"] = nullptr;
-    append_sse_event(out, dump_json(chunk));
+    events.push_back(dump_json(chunk));
   }
 
   ResponseMeta meta_;
@@ -364,8 +357,8 @@ std::unique_ptr<StreamFormatter> chat_stream_formatter(ChatFormat format) {
   return std::make_unique<ChatStream>(std::move(format));
 }
 
-std::string chat_stream_prologue(const ChatFormat& format, size_t num_choices) {
-  std::string out;
+std::vector<std::string> chat_stream_prologue(const ChatFormat& format, size_t num_choices) {
+  std::vector<std::string> events;
   for (size_t i = 0; i < num_choices; ++i) {
     json chunk = envelope(format.meta, "chat.completion.chunk");
     chunk["choices"] = json::array({{{"index", i},
@@ -373,9 +366,9 @@ std::string chat_stream_prologue(const ChatFormat& format, size_t num_choices) {
                                      {"logprobs", nullptr},
                                      {"finish_reason", nullptr}}});
     if (format.include_usage) chunk["usage"] = nullptr;
-    append_sse_event(out, dump_json(chunk));
+    events.push_back(dump_json(chunk));
   }
-  return out;
+  return events;
 }
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend

@@ -1,17 +1,17 @@
-#include "server/json_fields.h"
+#include "frontend/json_fields.h"
 
 #include <fmt/format.h>
 
 #include <charconv>
 #include <cmath>
 
-#include "server/api_error.h"
+#include "frontend/api_error.h"
 
-namespace inflight::server {
+namespace inflight::frontend {
 
 using json = nlohmann::ordered_json;
 
-json parse_json_object(const std::string& body) {
+json parse_json_object(std::string_view body) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw_bad_request("malformed JSON in request body");
   if (!j.is_object()) throw_bad_request("request body must be a JSON object");
@@ -180,4 +180,4 @@ std::vector<std::pair<int32_t, float>> FieldReader::token_bias_map(std::string_v
   return out;
 }
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace inflight::server {
+namespace inflight::frontend {
 
 enum class ToolCallParser { kHermes, kLlama3Json };
 
@@ -40,4 +40,4 @@ ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text);
 // content. A marker split across tokens ("<tool" + "_call>") is held from its first character.
 size_t tool_call_start(ToolCallParser parser, std::string_view text);
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend

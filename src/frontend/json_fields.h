@@ -15,10 +15,10 @@
 
 #include <nlohmann/json.hpp>
 
-namespace inflight::server {
+namespace inflight::frontend {
 
 // Parses a request body; 400 "malformed JSON" or "must be a JSON object" otherwise.
-nlohmann::ordered_json parse_json_object(const std::string& body);
+nlohmann::ordered_json parse_json_object(std::string_view body);
 
 class FieldReader {
  public:
@@ -48,4 +48,4 @@ class FieldReader {
 // "number", "string", ... for error messages.
 const char* json_type_name(const nlohmann::ordered_json& value);
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend

@@ -1,15 +1,14 @@
-#include "server/tgi_protocol.h"
+#include "frontend/tgi_protocol.h"
 
 #include <algorithm>
 #include <limits>
 
-#include "server/api_error.h"
-#include "server/json_fields.h"
-#include "server/openai_responses.h"
-#include "server/sse.h"
+#include "frontend/api_error.h"
+#include "frontend/json_fields.h"
+#include "frontend/openai_responses.h"
 #include "tokenizer/tokenizer.h"
 
-namespace inflight::server {
+namespace inflight::frontend {
 
 using json = nlohmann::ordered_json;
 
@@ -101,11 +100,11 @@ class TgiStream final : public StreamFormatter {
  public:
   explicit TgiStream(TgiFormat format) : format_(std::move(format)) {}
 
-  void on_output(const TaggedOutput& tagged, std::string& out) override {
+  void on_output(const TaggedOutput& tagged, std::vector<std::string>& events) override {
     const RequestOutput& o = tagged.output;
     const Tokenizer& tok = *format_.tokenizer;
     if (o.finish_reason == FinishReason::kError) {
-      append_sse_event(out, dump_json({{"error", o.error}, {"error_type", "generation"}}));
+      events.push_back(dump_json({{"error", o.error}, {"error_type", "generation"}}));
       return;
     }
     text_ += o.text;
@@ -123,7 +122,7 @@ class TgiStream final : public StreamFormatter {
         event["top_tokens"] = top_tokens_json(tok, o.logprobs[i], format_.request.top_n_tokens);
       }
       if (last && o.finish_reason) finish(event, o);
-      append_sse_event(out, dump_json(event));
+      events.push_back(dump_json(event));
     }
     if (o.token_ids.empty() && o.finish_reason) {
       // Finished without a token of its own (e.g. a stop string cut the held-back text).
@@ -134,11 +133,11 @@ class TgiStream final : public StreamFormatter {
                     {"details", nullptr}};
       event["token"]["special"] = true;
       finish(event, o);
-      append_sse_event(out, dump_json(event));
+      events.push_back(dump_json(event));
     }
   }
 
-  void on_end(std::string&) override {}
+  void on_end(std::vector<std::string>&) override {}
 
  private:
   void finish(json& event, const RequestOutput& o) {
@@ -158,7 +157,7 @@ class TgiStream final : public StreamFormatter {
 
 }  // namespace
 
-HttpResponse tgi_response(const TgiFormat& format, GenerationResult& result) {
+json tgi_response(const TgiFormat& format, GenerationResult& result) {
   const Tokenizer& tok = *format.tokenizer;
   ChoiceResult& c = result.choices.at(0);
   std::string text = format.request.return_full_text ? format.request.inputs + c.text : c.text;
@@ -181,13 +180,11 @@ HttpResponse tgi_response(const TgiFormat& format, GenerationResult& result) {
         {"tokens", std::move(tokens)},
         {"top_tokens", std::move(top_tokens)}};
   }
-  HttpResponse res;
-  res.body = dump_json(body);
-  return res;
+  return body;
 }
 
 std::unique_ptr<StreamFormatter> tgi_stream_formatter(TgiFormat format) {
   return std::make_unique<TgiStream>(std::move(format));
 }
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend

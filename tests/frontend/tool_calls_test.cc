@@ -1,6 +1,6 @@
 // Tool calls out of chat outputs: the two parsers on whole texts, and the chat stream, which
 // must hold back a call (also a marker split across tokens) and send it whole at the end.
-#include "server/tool_calls.h"
+#include "frontend/tool_calls.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "server/openai_responses.h"
+#include "frontend/openai_responses.h"
 
-namespace inflight::server {
+namespace inflight::frontend {
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -71,15 +71,11 @@ TEST(ToolCalls, StreamingHoldsFromAPossibleStart) {
   EXPECT_EQ(tool_call_start(ToolCallParser::kLlama3Json, "<b>"), npos);
 }
 
-// The data payloads of an SSE text, as JSON (without [DONE]).
-std::vector<json> events(const std::string& sse) {
+// Stream events as JSON (without the final [DONE]).
+std::vector<json> parsed(const std::vector<std::string>& events) {
   std::vector<json> out;
-  size_t pos = 0;
-  while ((pos = sse.find("data: ", pos)) != std::string::npos) {
-    const size_t end = sse.find("\n\n", pos);
-    const std::string payload = sse.substr(pos + 6, end - pos - 6);
-    if (payload != "[DONE]") out.push_back(json::parse(payload));
-    pos = end;
+  for (const std::string& e : events) {
+    if (e != kStreamDone) out.push_back(json::parse(e));
   }
   return out;
 }
@@ -89,7 +85,7 @@ TEST(ToolCalls, ChatStreamSendsContentThenTheCallsAtTheEnd) {
   format.meta.id = "chatcmpl-x";
   format.tool_parser = ToolCallParser::kHermes;
   auto stream = chat_stream_formatter(format);
-  std::string sse;
+  std::vector<std::string> events;
   const std::vector<std::string> pieces = {"Checking", " now. <tool", "_call>{\"name\": \"f\", ",
                                            "\"arguments\": {\"x\": 1}}", "</tool_call>"};
   for (size_t i = 0; i < pieces.size(); ++i) {
@@ -99,13 +95,15 @@ TEST(ToolCalls, ChatStreamSendsContentThenTheCallsAtTheEnd) {
       t.output.finish_reason = FinishReason::kStop;
       t.output.request_finished = true;
     }
-    stream->on_output(t, sse);
+    stream->on_output(t, events);
   }
-  stream->on_end(sse);
+  stream->on_end(events);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back(), kStreamDone);
   std::string content;
   json calls;
   std::string finish;
-  for (const json& e : events(sse)) {
+  for (const json& e : parsed(events)) {
     const json& choice = e["choices"][0];
     const json& delta = choice["delta"];
     if (delta.contains("content")) content += delta["content"].get<std::string>();
@@ -132,7 +130,7 @@ TEST(ToolCalls, WholeChatResponseCarriesTheCalls) {
   result.choices[0].finish_reason = FinishReason::kStop;
   result.choices[1].text = "No call here.";
   result.choices[1].finish_reason = FinishReason::kStop;
-  const json body = json::parse(chat_completion_response(format, result).body);
+  const json body = chat_completion_response(format, result);
   const json& called = body["choices"][0];
   EXPECT_TRUE(called["message"]["content"].is_null());
   EXPECT_EQ(called["message"]["tool_calls"][0]["function"]["name"], "f");
@@ -145,4 +143,4 @@ TEST(ToolCalls, WholeChatResponseCarriesTheCalls) {
 }
 
 }  // namespace
-}  // namespace inflight::server
+}  // namespace inflight::frontend

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/server_context.h"
+#include "frontend/loaded_model.h"
 
-namespace inflight::server {
+namespace inflight::frontend {
 
 struct ChatPromptOptions {
   bool add_generation_prompt = true;
@@ -35,4 +35,4 @@ std::vector<int32_t> tokenize(const LoadedModel& model, const std::string& text,
 void check_context_length(const LoadedModel& model, size_t prompt_len,
                           std::optional<int32_t> max_tokens);
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend

@@ -1,15 +1,15 @@
-#include "server/server_context.h"
+#include "frontend/frontend.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
 #include <functional>
 
-#include "server/api_error.h"
+#include "frontend/api_error.h"
 
-namespace inflight::server {
+namespace inflight::frontend {
 
-ServerContext::ServerContext(ServerOptions options) : options_(std::move(options)) {
+Frontend::Frontend(FrontendOptions options) : options_(std::move(options)) {
   created_ = std::chrono::duration_cast<std::chrono::seconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
@@ -18,22 +18,22 @@ ServerContext::ServerContext(ServerOptions options) : options_(std::move(options
   fingerprint_ = fmt::format("fp_{:010x}", h & 0xffffffffffULL);
 }
 
-void ServerContext::load(std::shared_ptr<const LoadedModel> model) { model_.store(std::move(model)); }
+void Frontend::load(std::shared_ptr<const LoadedModel> model) { model_.store(std::move(model)); }
 
-const LoadedModel& ServerContext::model() const {
+const LoadedModel& Frontend::model() const {
   // NOTE: the LoadedModel is never unpublished, so the reference outlives this shared_ptr.
   auto m = model_.load();
   if (!m) throw ApiError(503, "the model is still loading");
   return *m;
 }
 
-void ServerContext::check_model(const std::string& requested) const {
+void Frontend::check_model(const std::string& requested) const {
   if (!requested.empty() && requested != options_.served_model_name) {
     throw ApiError(404, fmt::format("The model `{}` does not exist.", requested), "model");
   }
 }
 
-bool ServerContext::try_acquire_slot() {
+bool Frontend::try_acquire_slot() {
   int64_t n = in_flight_.fetch_add(1) + 1;
   if (n > options_.max_concurrent_requests) {
     in_flight_.fetch_sub(1);
@@ -43,6 +43,6 @@ bool ServerContext::try_acquire_slot() {
   return true;
 }
 
-void ServerContext::release_slot() { in_flight_.fetch_sub(1); }
+void Frontend::release_slot() { in_flight_.fetch_sub(1); }
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend

@@ -6,7 +6,8 @@
 // Streams follow OpenAI: a chat stream opens with one {"role": "assistant", "content": ""}
 // delta per choice, each choice's last chunk carries its finish_reason, with
 // stream_options.include_usage every chunk has "usage": null and a last chunk with no choices
-// carries the usage; then `data: [DONE]`.
+// carries the usage; then kStreamDone. Streams are events (stream message payloads), not bytes:
+// the transport frames them.
 #pragma once
 
 #include <cstdint>
@@ -16,15 +17,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/generation.h"
-#include "server/openai_protocol.h"
-#include "server/tool_calls.h"
+#include "frontend/generation.h"
+#include "frontend/openai_protocol.h"
+#include "frontend/tool_calls.h"
 
 namespace inflight {
 class Tokenizer;
 }
 
-namespace inflight::server {
+namespace inflight::frontend {
 
 // The fields every response object of one request shares.
 struct ResponseMeta {
@@ -65,12 +66,14 @@ struct ChatFormat {
   std::optional<ToolCallParser> tool_parser;
 };
 
-HttpResponse completion_response(const CompletionFormat& format, GenerationResult& result);
-HttpResponse chat_completion_response(const ChatFormat& format, GenerationResult& result);
+nlohmann::ordered_json completion_response(const CompletionFormat& format,
+                                           GenerationResult& result);
+nlohmann::ordered_json chat_completion_response(const ChatFormat& format,
+                                                GenerationResult& result);
 
 std::unique_ptr<StreamFormatter> completion_stream_formatter(CompletionFormat format);
 std::unique_ptr<StreamFormatter> chat_stream_formatter(ChatFormat format);
 // The opening role chunks of a chat stream, for `num_choices` choices.
-std::string chat_stream_prologue(const ChatFormat& format, size_t num_choices);
+std::vector<std::string> chat_stream_prologue(const ChatFormat& format, size_t num_choices);
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend

@@ -20,14 +20,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/generation.h"
-#include "server/openai_protocol.h"
+#include "frontend/generation.h"
+#include "frontend/openai_protocol.h"
 
 namespace inflight {
 class Tokenizer;
 }
 
-namespace inflight::server {
+namespace inflight::frontend {
 
 struct TgiRequest {
   std::string inputs;
@@ -45,7 +45,7 @@ struct TgiFormat {
   size_t input_length = 0;  // prompt tokens
 };
 
-HttpResponse tgi_response(const TgiFormat& format, GenerationResult& result);
+nlohmann::ordered_json tgi_response(const TgiFormat& format, GenerationResult& result);
 std::unique_ptr<StreamFormatter> tgi_stream_formatter(TgiFormat format);
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend

@@ -1,11 +1,13 @@
-#include "server/api_error.h"
+#include "frontend/api_error.h"
 
 #include <nlohmann/json.hpp>
 
-namespace inflight::server {
+namespace inflight::frontend {
 
 ApiError::ApiError(int status, std::string message, std::string param)
     : std::runtime_error(std::move(message)), status_(status), param_(std::move(param)) {}
+
+const char* ApiError::type() const { return error_type(status_); }
 
 void throw_bad_request(std::string message, std::string param) {
   throw ApiError(400, std::move(message), std::move(param));
@@ -42,15 +44,8 @@ std::string error_body(int status, const std::string& message, const std::string
                                                           nlohmann::json::error_handler_t::replace);
 }
 
-HttpResponse error_response(int status, const std::string& message, const std::string& param) {
-  HttpResponse res;
-  res.status = status;
-  res.body = error_body(status, message, param);
-  return res;
+std::string error_body(const ApiError& error) {
+  return error_body(error.status(), error.what(), error.param());
 }
 
-HttpResponse error_response(const ApiError& error) {
-  return error_response(error.status(), error.what(), error.param());
-}
-
-}  // namespace inflight::server
+}  // namespace inflight::frontend

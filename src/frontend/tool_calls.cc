@@ -1,8 +1,8 @@
-#include "server/tool_calls.h"
+#include "frontend/tool_calls.h"
 
 #include <nlohmann/json.hpp>
 
-namespace inflight::server {
+namespace inflight::frontend {
 
 namespace {
 
@@ -130,4 +130,4 @@ size_t tool_call_start(ToolCallParser parser, std::string_view text) {
   return std::string_view::npos;
 }
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend

@@ -1,11 +1,11 @@
-#include "server/openai_protocol.h"
+#include "frontend/openai_protocol.h"
 
 #include <gtest/gtest.h>
 
-#include "server/api_error.h"
-#include "server/json_fields.h"
+#include "frontend/api_error.h"
+#include "frontend/json_fields.h"
 
-namespace inflight::server {
+namespace inflight::frontend {
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -238,4 +238,4 @@ TEST(ApiErrorShape, MatchesOpenAi) {
 }
 
 }  // namespace
-}  // namespace inflight::server
+}  // namespace inflight::frontend

@@ -19,7 +19,7 @@
 
 #include "inflight/sampling_params.h"
 
-namespace inflight::server {
+namespace inflight::frontend {
 
 // Limits that depend on the server and the model, used during validation.
 struct ProtocolLimits {
@@ -70,4 +70,4 @@ CompletionRequest parse_completion_request(const nlohmann::ordered_json& body,
 ChatCompletionRequest parse_chat_completion_request(const nlohmann::ordered_json& body,
                                                     const ProtocolLimits& limits);
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend

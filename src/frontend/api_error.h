@@ -1,23 +1,24 @@
-// ApiError: a request that cannot be served, with the HTTP status and OpenAI's error shape:
+// ApiError: a request that cannot be served, as an API answers it: an HTTP-like numeric status,
+// OpenAI's error type for that status, a message a client can act on, and the field at fault:
 //
 //   {"error": {"message": "...", "type": "BadRequestError", "param": "temperature", "code": 400}}
 //
-// Validation code throws ApiError; the router catches it (and inflight::Error, and anything
-// else) and answers with error_response(), so no exception crosses the server boundary.
+// Front-end code throws ApiError; a transport catches it (and inflight::Error, and anything
+// else), so no exception crosses its boundary.
 #pragma once
 
 #include <stdexcept>
 #include <string>
 
-#include "server/http.h"
-
-namespace inflight::server {
+namespace inflight::frontend {
 
 class ApiError : public std::runtime_error {
  public:
   ApiError(int status, std::string message, std::string param = {});
   int status() const { return status_; }
   const std::string& param() const { return param_; }
+  // OpenAI's `type` for status() (error_type).
+  const char* type() const;
 
  private:
   int status_;
@@ -33,9 +34,8 @@ class ApiError : public std::runtime_error {
 // ServiceUnavailableError, 5xx InternalServerError.
 const char* error_type(int status);
 
-// The JSON body (no trailing newline) and the full response.
+// The JSON body of an error (no trailing newline).
 std::string error_body(int status, const std::string& message, const std::string& param = {});
-HttpResponse error_response(int status, const std::string& message, const std::string& param = {});
-HttpResponse error_response(const ApiError& error);
+std::string error_body(const ApiError& error);
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend

@@ -1,13 +1,13 @@
-#include "server/openai_protocol.h"
+#include "frontend/openai_protocol.h"
 
 #include <fmt/format.h>
 
 #include <limits>
 
-#include "server/api_error.h"
-#include "server/json_fields.h"
+#include "frontend/api_error.h"
+#include "frontend/json_fields.h"
 
-namespace inflight::server {
+namespace inflight::frontend {
 
 using json = nlohmann::ordered_json;
 
@@ -274,4 +274,4 @@ ChatCompletionRequest parse_chat_completion_request(const json& body,
   return req;
 }
 
-}  // namespace inflight::server
+}  // namespace inflight::frontend
