@@ -3,8 +3,8 @@
 //
 //   {"error": {"message": "...", "type": "BadRequestError", "param": "temperature", "code": 400}}
 //
-// Front-end code throws ApiError; a transport catches it (and inflight::Error, and anything
-// else), so no exception crosses its boundary.
+// Front-end code throws ApiError; a transport catches it, and every other exception through
+// error_mapping.h, so no exception crosses its boundary.
 #pragma once
 
 #include <stdexcept>

@@ -3,23 +3,9 @@
 #include <fmt/format.h>
 
 #include "core/logging.h"
+#include "frontend/error_mapping.h"
 
 namespace inflight::frontend {
-
-void throw_status(const Status& status) {
-  int http = 500;
-  switch (status.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kResourceExhausted:
-    case StatusCode::kUnsupported: http = 400; break;
-    case StatusCode::kUnavailable: http = 503; break;
-    case StatusCode::kNotFound: http = 404; break;
-    default: http = 500; break;
-  }
-  throw ApiError(http, status.message());
-}
-
-// ---- Generation ------------------------------------------------------------------------------
 
 void Generation::Notifier::notify() {
   std::lock_guard lock(mutex);

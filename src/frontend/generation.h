@@ -33,7 +33,8 @@ struct TaggedOutput {
 class Generation {
  public:
   // Takes an in-flight slot (ApiError 429 when none is free), enqueues every request and
-  // cancels those already queued if a later one fails (ApiError from the engine's Status).
+  // cancels those already queued if a later one fails (the engine's Status through
+  // error_mapping.h).
   static std::shared_ptr<Generation> submit(Frontend& frontend, std::vector<Request> requests);
   ~Generation();
   Generation(const Generation&) = delete;
@@ -66,10 +67,6 @@ class Generation {
   std::vector<bool> finished_;  // per prompt: its request_finished output was taken
   std::vector<RequestOutput> scratch_;
 };
-
-// Maps an engine Status to an ApiError: invalid argument / resource exhausted / unsupported
-// 400, unavailable 503, not found 404, internal 500.
-[[noreturn]] void throw_status(const Status& status);
 
 // OpenAI's last stream event (the SSE transport sends it as `data: [DONE]`).
 inline constexpr std::string_view kStreamDone = "[DONE]";

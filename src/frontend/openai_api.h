@@ -1,6 +1,6 @@
 // The OpenAI API over a Frontend, whatever the transport: POST /v1/completions,
 // POST /v1/chat/completions, GET /v1/models (and /v1/models/{id}). Bodies come in as JSON text
-// and go out as JSON; failures are ApiError.
+// and go out as JSON; failures are ApiError (error_mapping.h for everything else).
 #pragma once
 
 #include <string_view>

@@ -65,14 +65,27 @@ TEST(Router, ExceptionsBecomeErrorResponses) {
     INFLIGHT_CHECK_CODE(false, ErrorCode::kInvalidArgument, "bad");
     return {};
   }, false);
+  router.add("POST", "/unsupported", [](const HttpRequest&) -> HttpResponse {
+    INFLIGHT_THROW(ErrorCode::kUnsupported, "not this one");
+  }, false);
+  router.add("POST", "/check", [](const HttpRequest&) -> HttpResponse {
+    INFLIGHT_CHECK(false, "broken invariant");
+    return {};
+  }, false);
   router.add("POST", "/bug", [](const HttpRequest&) -> HttpResponse {
     throw std::runtime_error("boom");
   }, false);
   EXPECT_EQ(router.handle(request("POST", "/api")).status, 429);
   EXPECT_EQ(router.handle(request("POST", "/arg")).status, 400);
-  HttpResponse bug = router.handle(request("POST", "/bug"));
-  EXPECT_EQ(bug.status, 500);
-  EXPECT_EQ(error_type(bug), "InternalServerError");
+  EXPECT_EQ(router.handle(request("POST", "/unsupported")).status, 400);
+  for (const char* path : {"/check", "/bug"}) {
+    HttpResponse bug = router.handle(request("POST", path));
+    EXPECT_EQ(bug.status, 500);
+    EXPECT_EQ(error_type(bug), "InternalServerError");
+    // What failed and where goes to the log, not to the client.
+    const std::string message = nlohmann::json::parse(bug.body)["error"]["message"];
+    EXPECT_EQ(message, "internal server error") << path;
+  }
 }
 
 }  // namespace
