@@ -29,16 +29,11 @@ StartedGeneration start_completion(Frontend& frontend, std::string_view body) {
   }
   std::vector<Request> requests;
   CompletionFormat format;
-  for (auto& prompt : req.prompts) {
-    Request r;
-    r.sampling = req.options.sampling;
-    bool is_tokens = prompt.is_tokens();
-    r.prompt_token_ids = is_tokens ? std::move(prompt.token_ids)
-                                   : tokenize(model, prompt.text, req.add_special_tokens);
-    check_context_length(model, r.prompt_token_ids.size(), r.sampling.max_tokens);
+  for (const auto& prompt : req.prompts) {
+    Request r = build_engine_request(model, prompt, req.add_special_tokens, req.options.sampling);
     if (req.echo) {
-      format.echo.push_back(is_tokens ? model.tokenizer->decode(r.prompt_token_ids, false)
-                                      : prompt.text);
+      format.echo.push_back(prompt.is_tokens() ? model.tokenizer->decode(r.prompt_token_ids, false)
+                                               : prompt.text);
     }
     requests.push_back(std::move(r));
   }
@@ -68,11 +63,8 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   frontend.check_model(req.options.model);
   ChatPromptOptions options{req.add_generation_prompt, req.continue_final_message, req.tools,
                             req.chat_template_kwargs};
-  std::string prompt = render_chat_prompt(model, req.messages, options);
-  Request r;
-  r.sampling = req.options.sampling;
-  r.prompt_token_ids = tokenize(model, prompt, req.add_special_tokens);
-  check_context_length(model, r.prompt_token_ids.size(), r.sampling.max_tokens);
+  PromptInput prompt{render_chat_prompt(model, req.messages, options), {}};
+  Request r = build_engine_request(model, prompt, req.add_special_tokens, req.options.sampling);
 
   ChatFormat format;
   format.tokenizer = model.tokenizer.get();

@@ -51,6 +51,8 @@ std::vector<int32_t> tokenize(const LoadedModel& model, const std::string& text,
   return model.tokenizer->encode(text, add_special_tokens, /*parse_special=*/true);
 }
 
+namespace {
+
 void check_context_length(const LoadedModel& model, size_t prompt_len,
                           std::optional<int32_t> max_tokens) {
   auto limit = static_cast<size_t>(model.max_model_len);
@@ -70,6 +72,18 @@ void check_context_length(const LoadedModel& model, size_t prompt_len,
                                   prompt_len, *max_tokens),
                       "max_tokens");
   }
+}
+
+}  // namespace
+
+Request build_engine_request(const LoadedModel& model, const PromptInput& prompt,
+                             bool add_special_tokens, const SamplingParams& sampling) {
+  Request r;
+  r.sampling = sampling;
+  r.prompt_token_ids = prompt.is_tokens() ? prompt.token_ids
+                                          : tokenize(model, prompt.text, add_special_tokens);
+  check_context_length(model, r.prompt_token_ids.size(), r.sampling.max_tokens);
+  return r;
 }
 
 }  // namespace inflight::frontend

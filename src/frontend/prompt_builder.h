@@ -1,5 +1,6 @@
-// From a request's prompt (text, token ids, or chat messages) to the token ids the engine
-// runs, checked against the model's context length.
+// From a request's prompt (text, token ids, or chat messages) to the engine request that runs
+// it. Every generation request goes through build_engine_request, the one place where a
+// prompt is checked against the model's context length.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/loaded_model.h"
+#include "frontend/openai_protocol.h"
+#include "inflight/request.h"
 
 namespace inflight::frontend {
 
@@ -30,9 +33,10 @@ std::string render_chat_prompt(const LoadedModel& model, const nlohmann::ordered
 std::vector<int32_t> tokenize(const LoadedModel& model, const std::string& text,
                               bool add_special_tokens);
 
-// ApiError 400, in vLLM's words, when the prompt leaves no room for the output: prompt_len >=
-// max_model_len, or prompt_len + max_tokens > max_model_len.
-void check_context_length(const LoadedModel& model, size_t prompt_len,
-                          std::optional<int32_t> max_tokens);
+// The engine request for a prompt: text is tokenized (tokenize above), token ids are taken as
+// they are. ApiError 400, in vLLM's words, when the prompt leaves no room for the output:
+// prompt_len >= max_model_len, or prompt_len + sampling.max_tokens > max_model_len.
+Request build_engine_request(const LoadedModel& model, const PromptInput& prompt,
+                             bool add_special_tokens, const SamplingParams& sampling);
 
 }  // namespace inflight::frontend

@@ -20,10 +20,7 @@ StartedGeneration start_tgi_generation(Frontend& frontend, std::string_view body
     thread_local std::mt19937_64 rng{std::random_device{}()};
     s.seed = rng() >> 1;
   }
-  Request r;
-  r.sampling = s;
-  r.prompt_token_ids = tokenize(model, format.request.inputs, true);
-  check_context_length(model, r.prompt_token_ids.size(), s.max_tokens);
+  Request r = build_engine_request(model, PromptInput{format.request.inputs, {}}, true, s);
   format.input_length = r.prompt_token_ids.size();
   format.tokenizer = model.tokenizer.get();
 

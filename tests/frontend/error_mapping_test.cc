@@ -11,6 +11,7 @@
 
 #include "frontend/frontend.h"
 #include "frontend/openai_api.h"
+#include "frontend/prompt_builder.h"
 #include "test_data.h"
 #include "tokenizer/tokenizer.h"
 
@@ -114,6 +115,24 @@ TEST_F(PromptErrors, TokenizerErrorInPromptBuildingAnswersAsTheEngineStatus) {
   EXPECT_EQ(thrown.status(), 400);
   EXPECT_EQ(thrown.status(), returned.status());
   EXPECT_STREQ(thrown.type(), returned.type());
+}
+
+TEST_F(PromptErrors, ContextLengthIsCheckedWhereEngineRequestsAreBuilt) {
+  const LoadedModel& model = frontend_.model();
+  SamplingParams sampling;
+  PromptInput fits{"", std::vector<int32_t>(10, 1)};
+  EXPECT_EQ(build_engine_request(model, fits, true, sampling).prompt_token_ids.size(), 10u);
+
+  PromptInput whole{"", std::vector<int32_t>(64, 1)};
+  ApiError e = caught([&] { build_engine_request(model, whole, true, sampling); });
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.param(), "messages");
+
+  sampling.max_tokens = 60;
+  e = caught([&] { build_engine_request(model, fits, true, sampling); });
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.param(), "max_tokens");
+  EXPECT_NE(std::string(e.what()).find("maximum context length is 64"), std::string::npos);
 }
 
 }  // namespace
