@@ -23,7 +23,7 @@ if [ "$size" = small ]; then
   offline=(--num-prompts 16 --input-len 64 --output-len 32)
   latency=(--batch-size 4 --input-len 32 --output-len 32 --num-iters 3)
   serve=(--num-prompts 16 --random-input-len 64 --random-output-len 32 --max-concurrency 8)
-  engine=(--kv-cache-mib 256)
+  engine=(--kv-cache-memory 256MiB)
 else
   offline=(--num-prompts 1000 --input-len 1024 --output-len 128)
   latency=(--batch-size 8 --input-len 128 --output-len 128 --num-iters 5)

@@ -27,8 +27,8 @@
 #include "core/logging.h"
 #include "inflight/engine.h"
 #include "formats/default_model.h"
+#include "frontend/tool_calls.h"
 #include "server/server.h"
-#include "server/tool_calls.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
@@ -76,7 +76,7 @@ std::string special_text(const Tokenizer& tok, int32_t id) {
   return id == kNoToken ? std::string() : std::string(tok.token_text(id));
 }
 
-std::shared_ptr<const server::LoadedModel> load_model(const std::string& path) {
+std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path) {
   ModelSource source;
   if (opts.dummy_weights) {
     INFLIGHT_CHECK_CODE(!opts.tokenizer.empty(), ErrorCode::kInvalidArgument,
@@ -105,7 +105,7 @@ std::shared_ptr<const server::LoadedModel> load_model(const std::string& path) {
   INFLIGHT_CHECK_CODE(engine.ok(), ErrorCode::kInvalidArgument, "cannot start the engine: {}",
                       engine.status().to_string());
 
-  auto model = std::make_shared<server::LoadedModel>();
+  auto model = std::make_shared<frontend::LoadedModel>();
   model->engine = std::shared_ptr<Engine>(std::move(engine).value());
   model->tokenizer = model->engine->tokenizer();
   const std::string tmpl = !opts.chat_template.empty() ? read_chat_template(opts.chat_template)
@@ -140,6 +140,7 @@ void raise_fd_limit() {
 void setup(CLI::App& app) {
   auto& http = opts.server.http;
   auto& server = opts.server.options;
+  auto& front = opts.server.frontend;
   app.add_option("--model", opts.model,
                  "Model (.gguf file or Hugging Face directory); default: models/" +
                      std::string(kDefaultModelFile));
@@ -148,7 +149,7 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--api-key", server.api_key,
                  "Require 'Authorization: Bearer KEY' on /v1/* and the generation routes");
-  app.add_option("--served-model-name", server.served_model_name,
+  app.add_option("--served-model-name", front.served_model_name,
                  "Model name in the API (default: the model file's name)");
   app.add_option("--max-model-len", opts.max_model_len,
                  "Longest prompt + output in tokens (default: the model's context length)");
@@ -180,7 +181,7 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--chat-template", opts.chat_template,
                  "Jinja chat template file (or text) replacing the model's");
-  app.add_option("--max-concurrent-requests", server.max_concurrent_requests,
+  app.add_option("--max-concurrent-requests", front.max_concurrent_requests,
                  "Generation requests in flight; more get 429")
       ->capture_default_str();
   app.add_option("--tool-call-parser", opts.tool_call_parser,
@@ -210,14 +211,14 @@ int run() {
   const std::string path = opts.dummy_weights ? std::string()
                            : opts.model.empty() ? find_default_model()
                                                 : opts.model;
-  auto& names = opts.server.options.served_model_name;
+  auto& names = opts.server.frontend.served_model_name;
   if (names.empty()) {
     names = opts.dummy_weights ? (opts.arch.empty() ? std::string("dummy") : opts.arch)
                                : fs::path(path).filename().replace_extension().string();
   }
 
   if (!opts.tool_call_parser.empty()) {
-    opts.server.options.tool_call_parser = server::tool_call_parser_named(opts.tool_call_parser);
+    opts.server.frontend.tool_call_parser = frontend::tool_call_parser_named(opts.tool_call_parser);
   }
   server::Server server(opts.server);
   server.listen();
@@ -228,7 +229,7 @@ int run() {
               server.port());
   std::fflush(stdout);
 
-  std::shared_ptr<const server::LoadedModel> model;
+  std::shared_ptr<const frontend::LoadedModel> model;
   std::string load_error;
   std::thread loader([&] {
     try {

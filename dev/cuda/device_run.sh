@@ -8,7 +8,7 @@
 #       the whole 94 MiB model exceeds the 64 MiB a run may carry, dev/cuda/README.md), the 200
 #       fortune prompts the batch-invariance test reads, the Llama-3 vocabulary (for `serve`) and
 #       the commit, into $STAGE_DIR (default .devrun-serving, git-ignored).
-#   dev/cuda/device_run.sh run [tests|bench|perf|all]   on the GPU machine, repository root,
+#   dev/cuda/device_run.sh run [tests|bench|perf|startup|all]   on the GPU machine, repository root,
 #       the staging directory carried along. Logs and result JSON go to $OUT; a summary last.
 #
 # tests: every CUDA test binary (kernels vs the CPU, models vs the CPU, engine on CUDA, batch
@@ -19,6 +19,10 @@
 # perf: the roofline and every figure of the performance table in docs/benchmarks.md (batch-1
 # decode, prefill of 2,048 tokens, device idle at 256 running, offline 128/128, 1000/1000 and
 # 2048/128, TTFT over HTTP).
+# startup: `inflight serve --model DIR` on a Llama-3.1-8B-shaped bf16 safetensors checkpoint
+# (random weights written by transformers, files in the page cache): launch to /health 200 and
+# peak host RSS, for bin/inflight and, when staged (stage with BASE_BIN=path), bin/inflight-base;
+# transformers' own load of the same files onto the GPU for reference.
 # Environment: LABS (stage: lab programs to build into bin/, e.g. dev/cuda/gemm/algo_lab.cu),
 # OFFLINE_PROMPTS (default 1024), SERVE_PROMPTS (768), MAX_NUM_SEQS (256);
 # perf: PROMPTS_128 (4096), PROMPTS_1000 (2048), PROMPTS_2048 (2048), MAX_BATCHED (8192, the
@@ -40,6 +44,9 @@ stage() {
   mkdir -p "$stage_dir/data/prompts"
   stage_binary "$stage_dir" "$build/bin/inflight" "$build"/tests/cuda/cuda_{serving,ops,model}_test \
     "$build"/tests/engine/{engine,batch_invariance}_test || exit 1
+  if [[ -n "${BASE_BIN:-}" ]]; then  # an earlier build, for before/after start-up figures
+    cp "$BASE_BIN" "$stage_dir/bin/inflight-base" && strip --strip-debug "$stage_dir/bin/inflight-base"
+  fi
   # Lab programs named in $LABS (dev/cuda/*/NAME.cu, one file each) as bin/NAME.
   local lab
   for lab in ${LABS:-}; do
@@ -183,6 +190,43 @@ run_perf() {
   done
 }
 
+# serve_startup NAME BINARY DIR: launch to /health 200 and the peak RSS of `serve --model DIR`.
+serve_startup() {
+  local name="$1" bin="$2" dir="$3" vocab="$4" port=8125 begin end code server hwm
+  begin=$(date +%s.%N)
+  "$bin" serve --model "$dir" --tokenizer "$vocab" --port "$port" > "$OUT/logs/startup_$name.log" 2>&1 &
+  server=$!
+  for _ in $(seq 1 1200); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")
+    [[ "$code" == 200 ]] && break
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.05
+  done
+  end=$(date +%s.%N)
+  hwm=$(awk '/VmHWM/ {print $2 / 1048576 " GiB"}' "/proc/$server/status" 2>/dev/null)
+  kill -INT "$server" 2>/dev/null
+  wait "$server"
+  summary_rows+=("$(printf 'startup %-5s launch to /health %s: %.2f s, peak RSS %s' "$name" \
+    "$code" "$(echo "$end - $begin" | bc)" "${hwm:-?}")")
+  grep -E 'loaded|engine ready|memory plan' "$OUT/logs/startup_$name.log" | cut -c1-400
+}
+
+run_startup() {
+  local dir=/tmp/llama-3.1-8b-random vocab="$OUT/llama-bpe.gguf" begin end
+  xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
+  [[ -d "$dir" ]] || python3 dev/cuda/make_random_checkpoint.py "$dir" 2>&1 | tail -2
+  cat "$dir"/*.safetensors > /dev/null  # into the page cache, as the target says
+  serve_startup after "$stage_dir/bin/inflight" "$dir" "$vocab"
+  [[ -x "$stage_dir/bin/inflight-base" ]] && serve_startup before "$stage_dir/bin/inflight-base" "$dir" "$vocab"
+  begin=$(date +%s.%N)
+  python3 -c "import torch, transformers; m = transformers.AutoModelForCausalLM.from_pretrained('$dir', dtype=torch.bfloat16, device_map='cuda'); torch.cuda.synchronize()" \
+    > "$OUT/logs/startup_transformers.log" 2>&1
+  end=$(date +%s.%N)
+  summary_rows+=("$(printf 'startup transformers from_pretrained to the GPU: %.2f s (rc %s)' \
+    "$(echo "$end - $begin" | bc)" "$?")")
+  rm -f "$vocab"
+}
+
 run() {
   OUT="${OUT:-/tmp/device_run_out}"
   local what="${1:-all}"
@@ -190,11 +234,12 @@ run() {
   [[ "$what" == tests || "$what" == all ]] && run_tests
   [[ "$what" == bench || "$what" == all ]] && run_bench
   [[ "$what" == perf ]] && run_perf
+  [[ "$what" == startup ]] && run_startup
   finish_run "device run ($what)"
 }
 
 case "${1:-}" in
   stage) shift; stage "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: $0 stage [BUILD_DIR] | run [tests|bench|perf|all]"; exit 2 ;;
+  *) echo "usage: $0 stage [BUILD_DIR] | run [tests|bench|perf|startup|all]"; exit 2 ;;
 esac

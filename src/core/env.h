@@ -12,7 +12,7 @@ struct EnvConfig {
   int num_threads = 0;
   // INFLIGHT_DATA_DIR: the shared test/benchmark data (tokenizers, templates, prompts).
   std::string data_dir;
-  // INFLIGHT_MODEL_DIR: where the default model is looked for (see model/default_model.h).
+  // INFLIGHT_MODEL_DIR: where the default model is looked for (see formats/default_model.h).
   std::string model_dir;
 };
 

@@ -31,7 +31,10 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
                               int64_t min_chunk) {
   if (n <= 0) return;
   const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(1, min_chunk));
-  const int64_t num_chunks = std::min<int64_t>(max_chunks, num_threads() * 4);
+  const int64_t wanted = std::min<int64_t>(max_chunks, num_threads() * 4);
+  // Chunks of ceil(n / wanted) items; as many as that takes to cover n (no empty chunk).
+  const int64_t chunk = (n + wanted - 1) / wanted;
+  const int64_t num_chunks = (n + chunk - 1) / chunk;
   if (num_chunks <= 1 || workers_.empty()) {
     fn(0, n);
     return;
@@ -42,7 +45,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     fn_ = &fn;
     n_ = n;
     num_chunks_ = num_chunks;
-    chunk_ = (n + num_chunks - 1) / num_chunks;
+    chunk_ = chunk;
     next_chunk_ = 0;
     pending_ = num_chunks;
     ++generation_;

@@ -32,7 +32,7 @@
 
 #include "core/check.h"
 #include "core/logging.h"
-#include "server/api_error.h"
+#include "server/http_responses.h"
 
 namespace inflight::server {
 

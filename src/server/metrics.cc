@@ -5,11 +5,11 @@
 namespace inflight::server {
 
 std::string render_metrics(const EngineStats* engine, const HttpServerStats& http,
-                           const ServerContext& ctx) {
+                           const frontend::Frontend& frontend, const std::string& prefix) {
   static const EngineStats kEmpty;
   const EngineStats& e = engine ? *engine : kEmpty;
-  PrometheusText out({{"model_name", ctx.options().served_model_name}});
-  const std::string& p = ctx.options().metrics_prefix;
+  PrometheusText out({{"model_name", frontend.options().served_model_name}});
+  const std::string& p = prefix;
 
   out.gauge(p + "num_requests_running", "Sequences in model execution batches.",
             static_cast<double>(e.num_running));
@@ -65,15 +65,15 @@ std::string render_metrics(const EngineStats* engine, const HttpServerStats& htt
               "Responses cancelled because the client disconnected.",
               static_cast<double>(http.client_disconnects_total));
   out.gauge(p + "http_requests_in_flight", "Generation requests being served.",
-            static_cast<double>(ctx.in_flight()));
+            static_cast<double>(frontend.in_flight()));
   out.counter(p + "http_requests_rejected", "Generation requests refused at capacity.",
-              static_cast<double>(ctx.rejected()));
+              static_cast<double>(frontend.rejected()));
   out.counter(p + "http_io_cpu_seconds",
               "CPU time of the HTTP I/O threads (parsing, templates, tokenizing, formatting, "
               "socket writes).",
               http.io_cpu_seconds);
   out.counter(p + "http_streamed_tokens", "Generated tokens delivered to clients.",
-              static_cast<double>(ctx.tokens_sent()));
+              static_cast<double>(frontend.tokens_sent()));
   return out.text();
 }
 

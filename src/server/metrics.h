@@ -22,14 +22,15 @@
 
 #include "inflight/stats.h"
 #include "server/http_server.h"
-#include "server/server_context.h"
+#include "frontend/frontend.h"
 
 namespace inflight::server {
 
 inline constexpr std::string_view kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
 
 // `engine` null while the model loads: engine figures are then reported as zero.
+// `prefix` starts every name; the front end gives the model name and its counters.
 std::string render_metrics(const EngineStats* engine, const HttpServerStats& http,
-                           const ServerContext& ctx);
+                           const frontend::Frontend& frontend, const std::string& prefix);
 
 }  // namespace inflight::server

@@ -1,9 +1,8 @@
 #include "server/router.h"
 
-#include "core/check.h"
-#include "core/logging.h"
-#include "server/api_error.h"
+#include "frontend/error_mapping.h"
 #include "server/api_key.h"
+#include "server/http_responses.h"
 
 namespace inflight::server {
 
@@ -38,17 +37,8 @@ HttpResponse Router::handle(const HttpRequest& req) const {
   }
   try {
     return route->handler(req);
-  } catch (const ApiError& e) {
-    return error_response(e);
-  } catch (const Error& e) {
-    if (e.code() == ErrorCode::kInvalidArgument) return error_response(400, e.what());
-    INFLIGHT_LOG_ERROR("{} {}: {}", req.method, req.path, e.what());
-    return error_response(500, e.what());
-  } catch (const std::exception& e) {
-    INFLIGHT_LOG_ERROR("{} {}: {}", req.method, req.path, e.what());
-    return error_response(500, std::string("internal error: ") + e.what());
   } catch (...) {
-    return error_response(500, "internal error");
+    return error_response(frontend::current_api_error(req.method + " " + req.path));
   }
 }
 

@@ -3,8 +3,9 @@
 //   unknown path            404
 //   known path, other verb  405 with Allow
 //   route needs a key and the request lacks the right "Authorization: Bearer <key>"  401
-//   handler throws ApiError (its status), inflight::Error (400 for invalid arguments, else
-//   500), anything else (500): all answered in OpenAI's error shape.
+//   handler throws                        frontend/error_mapping.h (ApiError as it is,
+//                                         inflight::Error by its code, anything else 500)
+// all answered in OpenAI's error shape.
 #pragma once
 
 #include <map>

@@ -6,21 +6,21 @@
 namespace inflight::server {
 
 Server::Server(ServerConfig config)
-    : ctx_(std::make_unique<ServerContext>(config.options)),
+    : frontend_(std::make_unique<frontend::Frontend>(config.frontend)),
       router_(std::make_unique<Router>(config.options.api_key)) {
   http_ = std::make_unique<HttpServer>(
       config.http, [router = router_.get()](const HttpRequest& req) { return router->handle(req); });
-  add_openai_routes(*router_, *ctx_);
-  add_tgi_routes(*router_, *ctx_);
-  add_tokenize_routes(*router_, *ctx_);
-  add_info_routes(*router_, *ctx_, [http = http_.get()] { return http->stats(); });
+  add_routes(*router_, *frontend_, config.options.metrics_prefix,
+             [http = http_.get()] { return http->stats(); });
 }
 
 Server::~Server() = default;
 
 void Server::listen() { http_->listen(); }
 int Server::port() const { return http_->port(); }
-void Server::load(std::shared_ptr<const LoadedModel> model) { ctx_->load(std::move(model)); }
+void Server::load(std::shared_ptr<const frontend::LoadedModel> model) {
+  frontend_->load(std::move(model));
+}
 void Server::run() { http_->run(); }
 void Server::stop() { http_->stop(); }
 void Server::on_stop(std::function<void()> callback) { http_->on_stop(std::move(callback)); }

@@ -1,4 +1,4 @@
-// Server: the HTTP transport, the routes and the shared context, assembled.
+// Server: the HTTP transport, the routes and the front end, assembled.
 //
 //   Server server(config);
 //   server.listen();                      // /health answers 503 from here on
@@ -9,14 +9,22 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
+#include "frontend/frontend.h"
 #include "server/http_server.h"
-#include "server/server_context.h"
 
 namespace inflight::server {
 
+// What only the HTTP transport uses.
+struct ServerOptions {
+  std::string api_key;                       // empty: no key needed
+  std::string metrics_prefix = "inflight_";  // of every /metrics name ("inflight:" as vLLM)
+};
+
 struct ServerConfig {
   HttpServerConfig http;
+  frontend::FrontendOptions frontend;
   ServerOptions options;
 };
 
@@ -28,15 +36,15 @@ class Server {
   void listen();
   int port() const;
   // Publishes the loaded model; thread-safe, once.
-  void load(std::shared_ptr<const LoadedModel> model);
+  void load(std::shared_ptr<const frontend::LoadedModel> model);
   void run();
   void stop();
   void on_stop(std::function<void()> callback);
 
-  ServerContext& context() { return *ctx_; }
+  frontend::Frontend& frontend() { return *frontend_; }
 
  private:
-  std::unique_ptr<ServerContext> ctx_;
+  std::unique_ptr<frontend::Frontend> frontend_;
   std::unique_ptr<class Router> router_;
   std::unique_ptr<HttpServer> http_;
 };

@@ -184,7 +184,7 @@ def test_offline_validates(tmp_path):
     require(MODEL, "default model")
     out_json = tmp_path / "offline.json"
     bench("offline", "--model", str(MODEL), "--input-len", "8", "--output-len", "4",
-          "--num-prompts", "3", "--kv-cache-mib", "64", "--result-json", str(out_json))
+          "--num-prompts", "3", "--kv-cache-memory", "64MiB", "--result-json", str(out_json))
     result = json.loads(out_json.read_text())
     validate(result)
     assert result["completed"] == 3
@@ -196,7 +196,7 @@ def test_latency_validates(tmp_path):
     out_json = tmp_path / "latency.json"
     bench("latency", "--model", str(MODEL), "--batch-size", "2", "--input-len", "8",
           "--output-len", "4", "--num-iters", "2", "--num-iters-warmup", "0",
-          "--kv-cache-mib", "64", "--result-json", str(out_json))
+          "--kv-cache-memory", "64MiB", "--result-json", str(out_json))
     result = json.loads(out_json.read_text())
     validate(result)
     assert len(result["latencies"]) == 2
@@ -206,7 +206,7 @@ def test_offline_on_dummy_weights_validates(tmp_path):
     # Random weights of a real architecture: no model file, no tokenizer.
     out_json = tmp_path / "offline_dummy.json"
     bench("offline", "--dummy-weights", "--arch", "smollm2-135m", "--device", "cpu",
-          "--input-len", "8", "--output-len", "4", "--num-prompts", "2", "--kv-cache-mib", "64",
+          "--input-len", "8", "--output-len", "4", "--num-prompts", "2", "--kv-cache-memory", "64MiB",
           "--result-json", str(out_json))
     result = json.loads(out_json.read_text())
     validate(result)

@@ -20,6 +20,19 @@ TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
   }
 }
 
+// Every chunk handed out is a non-empty range inside [0, n): callers may copy `end - begin`
+// items without checking (n = 9 over 8 chunks once gave a chunk starting past n).
+TEST(ThreadPool, ChunksAreNonEmptyRangesInsideN) {
+  ThreadPool pool(4);
+  for (int64_t n = 1; n <= 200; ++n) {
+    std::atomic<int> bad{0};
+    pool.parallel_for(n, [&](int64_t b, int64_t e) {
+      if (!(0 <= b && b < e && e <= n)) bad++;
+    });
+    ASSERT_EQ(bad.load(), 0) << "n = " << n;
+  }
+}
+
 TEST(ThreadPool, ConcurrentCallersAreSerialisedSafely) {
   ThreadPool pool(3);
   std::atomic<int64_t> total{0};

@@ -1,4 +1,4 @@
-// libFuzzer target: the server's OpenAI request parsers and the tool-call parsers on arbitrary
+// libFuzzer target: the front end's OpenAI request parsers and the tool-call parsers on arbitrary
 // bytes.
 //
 // The bytes are a request body: parsed as JSON, then as an OpenAI completion and an OpenAI chat
@@ -14,15 +14,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/api_error.h"
-#include "server/json_fields.h"
-#include "server/openai_protocol.h"
-#include "server/tool_calls.h"
+#include "frontend/api_error.h"
+#include "frontend/json_fields.h"
+#include "frontend/openai_protocol.h"
+#include "frontend/tool_calls.h"
 
 namespace {
 
 using namespace inflight;
-using namespace inflight::server;
+using namespace inflight::frontend;
 
 template <typename Parse>
 void expect_api_error_or_valid(Parse parse) {

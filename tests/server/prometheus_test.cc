@@ -55,7 +55,7 @@ TEST(PrometheusText, Numbers) {
 
 // The whole /metrics body, checked by the real promtool when it is installed.
 TEST(Metrics, PromtoolAcceptsRenderedMetrics) {
-  ServerContext ctx(ServerOptions{"smollm \"test\"", "", 8});
+  frontend::Frontend fe(frontend::FrontendOptions{"smollm \"test\"", 8});
   EngineStats stats;
   stats.num_running = 3;
   stats.num_kv_blocks = 100;
@@ -65,7 +65,7 @@ TEST(Metrics, PromtoolAcceptsRenderedMetrics) {
   stats.e2e_latency.observe(1.5);
   HttpServerStats http;
   http.io_cpu_seconds = 0.125;
-  std::string text = render_metrics(&stats, http, ctx);
+  std::string text = render_metrics(&stats, http, fe, "inflight_");
   EXPECT_NE(text.find("inflight_num_requests_running{model_name=\"smollm \\\"test\\\"\"} 3\n"),
             std::string::npos);
   EXPECT_NE(text.find("inflight_kv_cache_used_blocks{"), std::string::npos);
@@ -85,15 +85,13 @@ TEST(Metrics, PromtoolAcceptsRenderedMetrics) {
   std::string report((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
   EXPECT_EQ(rc, 0) << report;
   // Also without an engine (while the model loads).
-  std::ofstream(file) << render_metrics(nullptr, http, ctx);
+  std::ofstream(file) << render_metrics(nullptr, http, fe, "inflight_");
   EXPECT_EQ(std::system(cmd.c_str()), 0);
 }
 
 TEST(Metrics, PrefixIsConfigurable) {
-  ServerOptions options{"m", "", 8};
-  options.metrics_prefix = "inflight:";
-  ServerContext ctx(options);
-  std::string text = render_metrics(nullptr, HttpServerStats{}, ctx);
+  frontend::Frontend fe(frontend::FrontendOptions{"m", 8});
+  std::string text = render_metrics(nullptr, HttpServerStats{}, fe, "inflight:");
   EXPECT_NE(text.find("\ninflight:num_requests_running{model_name=\"m\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE inflight:time_to_first_token_seconds histogram\n"),
             std::string::npos);

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "server/api_error.h"
+#include "frontend/api_error.h"
 
 namespace inflight::server {
 namespace {
@@ -59,10 +59,17 @@ TEST(Router, ApiKeyOnProtectedRoutesOnly) {
 TEST(Router, ExceptionsBecomeErrorResponses) {
   Router router;
   router.add("POST", "/api", [](const HttpRequest&) -> HttpResponse {
-    throw ApiError(429, "busy");
+    throw frontend::ApiError(429, "busy");
   }, false);
   router.add("POST", "/arg", [](const HttpRequest&) -> HttpResponse {
     INFLIGHT_CHECK_CODE(false, ErrorCode::kInvalidArgument, "bad");
+    return {};
+  }, false);
+  router.add("POST", "/unsupported", [](const HttpRequest&) -> HttpResponse {
+    INFLIGHT_THROW(ErrorCode::kUnsupported, "not this one");
+  }, false);
+  router.add("POST", "/check", [](const HttpRequest&) -> HttpResponse {
+    INFLIGHT_CHECK(false, "broken invariant");
     return {};
   }, false);
   router.add("POST", "/bug", [](const HttpRequest&) -> HttpResponse {
@@ -70,9 +77,15 @@ TEST(Router, ExceptionsBecomeErrorResponses) {
   }, false);
   EXPECT_EQ(router.handle(request("POST", "/api")).status, 429);
   EXPECT_EQ(router.handle(request("POST", "/arg")).status, 400);
-  HttpResponse bug = router.handle(request("POST", "/bug"));
-  EXPECT_EQ(bug.status, 500);
-  EXPECT_EQ(error_type(bug), "InternalServerError");
+  EXPECT_EQ(router.handle(request("POST", "/unsupported")).status, 400);
+  for (const char* path : {"/check", "/bug"}) {
+    HttpResponse bug = router.handle(request("POST", path));
+    EXPECT_EQ(bug.status, 500);
+    EXPECT_EQ(error_type(bug), "InternalServerError");
+    // What failed and where goes to the log, not to the client.
+    const std::string message = nlohmann::json::parse(bug.body)["error"]["message"];
+    EXPECT_EQ(message, "internal server error") << path;
+  }
 }
 
 }  // namespace

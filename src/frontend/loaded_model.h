@@ -1,0 +1,30 @@
+// LoadedModel: what serving one model needs once it has loaded: the engine, the tokenizer, the
+// chat template, and the limits requests are validated against. Immutable once published
+// (Frontend::load), so any number of threads read it without locks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "frontend/openai_protocol.h"
+#include "inflight/engine.h"
+
+namespace inflight {
+class ChatTemplate;
+class Tokenizer;
+}  // namespace inflight
+
+namespace inflight::frontend {
+
+struct LoadedModel {
+  std::shared_ptr<Engine> engine;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::shared_ptr<const ChatTemplate> chat_template;  // null: chat completions answer 400
+  std::string bos_token;  // text of the special tokens, for the template
+  std::string eos_token;
+  int32_t max_model_len = 0;
+  ProtocolLimits limits;
+};
+
+}  // namespace inflight::frontend

@@ -1,0 +1,113 @@
+#include "frontend/openai_api.h"
+
+#include "frontend/api_error.h"
+#include "frontend/json_fields.h"
+#include "frontend/openai_protocol.h"
+#include "frontend/openai_responses.h"
+#include "frontend/prompt_builder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace inflight::frontend {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+ResponseMeta make_meta(const Frontend& frontend, std::string_view prefix) {
+  return ResponseMeta{new_response_id(prefix), unix_now(), frontend.options().served_model_name,
+                      frontend.system_fingerprint()};
+}
+
+}  // namespace
+
+StartedGeneration start_completion(Frontend& frontend, std::string_view body) {
+  const LoadedModel& model = frontend.model();
+  CompletionRequest req = parse_completion_request(parse_json_object(body), model.limits);
+  frontend.check_model(req.options.model);
+  if (req.echo && req.logprobs) {
+    throw_bad_request("'echo' together with 'logprobs' is not supported", "echo");
+  }
+  std::vector<Request> requests;
+  CompletionFormat format;
+  for (const auto& prompt : req.prompts) {
+    Request r = build_engine_request(model, prompt, req.add_special_tokens, req.options.sampling);
+    if (req.echo) {
+      format.echo.push_back(prompt.is_tokens() ? model.tokenizer->decode(r.prompt_token_ids, false)
+                                               : prompt.text);
+    }
+    requests.push_back(std::move(r));
+  }
+  format.tokenizer = model.tokenizer.get();
+  format.meta = make_meta(frontend, "cmpl-");
+  format.n = req.options.sampling.n;
+  format.logprobs = req.logprobs;
+  format.include_usage = req.options.include_usage;
+
+  StartedGeneration started;
+  started.generation = Generation::submit(frontend, std::move(requests));
+  started.n = format.n;
+  started.stream = req.options.stream;
+  if (started.stream) {
+    started.formatter = completion_stream_formatter(std::move(format));
+  } else {
+    started.render = [format](GenerationResult& result) {
+      return completion_response(format, result);
+    };
+  }
+  return started;
+}
+
+StartedGeneration start_chat_completion(Frontend& frontend, std::string_view body) {
+  const LoadedModel& model = frontend.model();
+  ChatCompletionRequest req = parse_chat_completion_request(parse_json_object(body), model.limits);
+  frontend.check_model(req.options.model);
+  ChatPromptOptions options{req.add_generation_prompt, req.continue_final_message, req.tools,
+                            req.chat_template_kwargs};
+  PromptInput prompt{render_chat_prompt(model, req.messages, options), {}};
+  Request r = build_engine_request(model, prompt, req.add_special_tokens, req.options.sampling);
+
+  ChatFormat format;
+  format.tokenizer = model.tokenizer.get();
+  format.meta = make_meta(frontend, "chatcmpl-");
+  format.n = req.options.sampling.n;
+  format.logprobs = req.logprobs;
+  format.top_logprobs = req.top_logprobs;
+  format.include_usage = req.options.include_usage;
+  if (!req.tools.is_null() && !req.tools.empty() && !req.tool_choice_none) {
+    format.tool_parser = frontend.options().tool_call_parser;
+  }
+
+  std::vector<Request> requests;
+  requests.push_back(std::move(r));
+  StartedGeneration started;
+  started.generation = Generation::submit(frontend, std::move(requests));
+  started.n = format.n;
+  started.stream = req.options.stream;
+  if (started.stream) {
+    started.prologue = chat_stream_prologue(format, static_cast<size_t>(format.n));
+    started.formatter = chat_stream_formatter(format);
+  } else {
+    started.render = [format](GenerationResult& result) {
+      return chat_completion_response(format, result);
+    };
+  }
+  return started;
+}
+
+json model_card(const Frontend& frontend) {
+  const LoadedModel& model = frontend.model();
+  const std::string& name = frontend.options().served_model_name;
+  return {{"id", name},
+          {"object", "model"},
+          {"created", frontend.created()},
+          {"owned_by", "inflight"},
+          {"root", name},
+          {"parent", nullptr},
+          {"max_model_len", model.max_model_len}};
+}
+
+json model_list(const Frontend& frontend) {
+  return {{"object", "list"}, {"data", json::array({model_card(frontend)})}};
+}
+
+}  // namespace inflight::frontend

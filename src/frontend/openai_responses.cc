@@ -1,0 +1,374 @@
+#include "frontend/openai_responses.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "tokenizer/tokenizer.h"
+
+namespace inflight::frontend {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+// JSON has no -inf; vLLM clamps the same way.
+double finite_logprob(float lp) { return std::max(static_cast<double>(lp), -9999.0); }
+
+json finish_reason_json(const std::optional<FinishReason>& reason) {
+  if (!reason) return nullptr;
+  return std::string(finish_reason_name(*reason));
+}
+
+// vLLM's stop_reason: the stop string or stop token id that ended the choice, else null.
+json stop_reason_json(const std::string& stop_string, const std::optional<int32_t>& token) {
+  if (!stop_string.empty()) return stop_string;
+  if (token) return *token;
+  return nullptr;
+}
+
+json bytes_json(const std::string& piece) {
+  json bytes = json::array();
+  for (unsigned char ch : piece) bytes.push_back(static_cast<int>(ch));
+  return bytes;
+}
+
+// Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}, ...]}
+json chat_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogprob>& logprobs,
+                        int32_t top_n) {
+  json content = json::array();
+  for (const auto& lp : logprobs) {
+    std::string piece = tok.token_piece(lp.token_id, false);
+    json top = json::array();
+    for (size_t i = 0; i < lp.top.size() && static_cast<int32_t>(i) < top_n; ++i) {
+      std::string alt = tok.token_piece(lp.top[i].first, false);
+      top.push_back({{"token", alt},
+                     {"logprob", finite_logprob(lp.top[i].second)},
+                     {"bytes", bytes_json(alt)}});
+    }
+    content.push_back({{"token", piece},
+                       {"logprob", finite_logprob(lp.logprob)},
+                       {"bytes", bytes_json(piece)},
+                       {"top_logprobs", std::move(top)}});
+  }
+  return {{"content", std::move(content)}};
+}
+
+// Completions: {"text_offset", "token_logprobs", "tokens", "top_logprobs"}; offsets count
+// bytes of the choice's text from `offset` on.
+json completion_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogprob>& logprobs,
+                              int32_t top_n, size_t& offset) {
+  json text_offset = json::array(), token_logprobs = json::array(), tokens = json::array(),
+       top_logprobs = json::array();
+  for (const auto& lp : logprobs) {
+    std::string piece = tok.token_piece(lp.token_id, false);
+    text_offset.push_back(offset);
+    offset += piece.size();
+    token_logprobs.push_back(finite_logprob(lp.logprob));
+    json top = json::object();
+    for (size_t i = 0; i < lp.top.size() && static_cast<int32_t>(i) < top_n; ++i) {
+      top[tok.token_piece(lp.top[i].first, false)] = finite_logprob(lp.top[i].second);
+    }
+    if (!top.contains(piece)) top[piece] = finite_logprob(lp.logprob);
+    top_logprobs.push_back(std::move(top));
+    tokens.push_back(std::move(piece));
+  }
+  return {{"text_offset", std::move(text_offset)},
+          {"token_logprobs", std::move(token_logprobs)},
+          {"tokens", std::move(tokens)},
+          {"top_logprobs", std::move(top_logprobs)}};
+}
+
+json envelope(const ResponseMeta& meta, const char* object) {
+  return {{"id", meta.id},
+          {"object", object},
+          {"created", meta.created},
+          {"model", meta.model},
+          {"system_fingerprint", meta.system_fingerprint}};
+}
+
+}  // namespace
+
+std::string new_response_id(std::string_view prefix) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{}{:016x}{:016x}", prefix, rng(), rng());
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+json usage_json(const Usage& usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", usage.cached_prompt_tokens}}}};
+}
+
+std::string dump_json(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+namespace {
+
+// OpenAI's tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}], each
+// with its "index" in stream deltas.
+json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call = json::object();
+    if (with_index) call["index"] = i;
+    call["id"] = new_response_id("call_");
+    call["type"] = "function";
+    call["function"] = {{"name", calls[i].name}, {"arguments", calls[i].arguments}};
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- whole responses -------------------------------------------------------------------------
+
+json completion_response(const CompletionFormat& format, GenerationResult& result) {
+  json choices = json::array();
+  for (size_t i = 0; i < result.choices.size(); ++i) {
+    ChoiceResult& c = result.choices[i];
+    size_t prompt = i / static_cast<size_t>(format.n);
+    std::string text = prompt < format.echo.size() ? format.echo[prompt] + c.text : c.text;
+    json logprobs = nullptr;
+    if (format.logprobs) {
+      size_t offset = text.size() - c.text.size();
+      logprobs = completion_logprobs_json(*format.tokenizer, c.logprobs, *format.logprobs, offset);
+    }
+    choices.push_back({{"index", i},
+                       {"text", std::move(text)},
+                       {"logprobs", std::move(logprobs)},
+                       {"finish_reason", finish_reason_json(c.finish_reason)},
+                       {"stop_reason", stop_reason_json(c.stop_string, c.stop_token_id)}});
+  }
+  json body = envelope(format.meta, "text_completion");
+  body["choices"] = std::move(choices);
+  body["usage"] = usage_json(result.usage);
+  return body;
+}
+
+json chat_completion_response(const ChatFormat& format, GenerationResult& result) {
+  json choices = json::array();
+  for (size_t i = 0; i < result.choices.size(); ++i) {
+    ChoiceResult& c = result.choices[i];
+    json logprobs = nullptr;
+    if (format.logprobs) {
+      logprobs = chat_logprobs_json(*format.tokenizer, c.logprobs, format.top_logprobs);
+    }
+    json content = std::move(c.text);
+    json calls = json::array();
+    json finish_reason = finish_reason_json(c.finish_reason);
+    if (format.tool_parser) {
+      ParsedOutput parsed = parse_tool_calls(*format.tool_parser, content.get<std::string>());
+      if (!parsed.calls.empty()) {
+        calls = tool_calls_json(parsed.calls, /*with_index=*/false);
+        content = parsed.content.empty() ? json(nullptr) : json(std::move(parsed.content));
+        finish_reason = "tool_calls";
+      }
+    }
+    choices.push_back({{"index", i},
+                       {"message",
+                        {{"role", "assistant"},
+                         {"content", std::move(content)},
+                         {"refusal", nullptr},
+                         {"tool_calls", std::move(calls)}}},
+                       {"logprobs", std::move(logprobs)},
+                       {"finish_reason", std::move(finish_reason)},
+                       {"stop_reason", stop_reason_json(c.stop_string, c.stop_token_id)}});
+  }
+  json body = envelope(format.meta, "chat.completion");
+  body["choices"] = std::move(choices);
+  body["usage"] = usage_json(result.usage);
+  return body;
+}
+
+// ---- streams ---------------------------------------------------------------------------------
+
+namespace {
+
+// What both stream formats share: choice numbering, usage summing, the usage chunk and [DONE].
+class OpenAiStream : public StreamFormatter {
+ public:
+  OpenAiStream(const ResponseMeta& meta, const char* object, int32_t n, bool include_usage)
+      : meta_(meta), object_(object), n_(n), include_usage_(include_usage) {}
+
+  void on_output(const TaggedOutput& tagged, std::vector<std::string>& events) override {
+    const RequestOutput& o = tagged.output;
+    if (o.request_finished) {
+      usage_.prompt_tokens += o.usage.prompt_tokens;
+      usage_.completion_tokens += o.usage.completion_tokens;
+      usage_.cached_prompt_tokens += o.usage.cached_prompt_tokens;
+    }
+    size_t index = tagged.prompt * static_cast<size_t>(n_) + static_cast<size_t>(o.index);
+    if (o.finish_reason == FinishReason::kError) {
+      // OpenAI-style clients surface an `error` event; the stream still ends with [DONE].
+      json error = {{"error",
+                     {{"message", o.error.empty() ? "generation failed" : o.error},
+                      {"type", "InternalServerError"},
+                      {"param", nullptr},
+                      {"code", 500}}}};
+      events.push_back(dump_json(error));
+      return;
+    }
+    json choice = make_choice(index, o);
+    if (choice.is_null()) return;
+    if (!choice.contains("finish_reason")) choice["finish_reason"] = finish_reason_json(o.finish_reason);
+    if (o.finish_reason) choice["stop_reason"] = stop_reason_json(o.stop_string, o.stop_token_id);
+    emit(events, json::array({std::move(choice)}));
+  }
+
+  void on_end(std::vector<std::string>& events) override {
+    if (include_usage_) {
+      json chunk = envelope(meta_, object_);
+      chunk["choices"] = json::array();
+      chunk["usage"] = usage_json(usage_);
+      events.push_back(dump_json(chunk));
+    }
+    events.emplace_back(kStreamDone);
+  }
+
+ protected:
+  // The choice object of one output (finish_reason added unless set), or null to send nothing.
+  virtual json make_choice(size_t index, const RequestOutput& o) = 0;
+
+  void emit(std::vector<std::string>& events, json choices) {
+    json chunk = envelope(meta_, object_);
+    chunk["choices"] = std::move(choices);
+    if (include_usage_) chunk["usage"] = nullptr;
+    events.push_back(dump_json(chunk));
+  }
+
+  ResponseMeta meta_;
+  const char* object_;
+  int32_t n_;
+  bool include_usage_;
+  Usage usage_;
+};
+
+class CompletionStream final : public OpenAiStream {
+ public:
+  explicit CompletionStream(CompletionFormat format)
+      : OpenAiStream(format.meta, "text_completion", format.n, format.include_usage),
+        format_(std::move(format)) {}
+
+ private:
+  json make_choice(size_t index, const RequestOutput& o) override {
+    if (index >= offsets_.size()) offsets_.resize(index + 1, kNotStarted);
+    std::string text;
+    if (offsets_[index] == kNotStarted) {
+      size_t prompt = index / static_cast<size_t>(n_);
+      if (prompt < format_.echo.size()) text = format_.echo[prompt];
+      offsets_[index] = 0;
+    }
+    text += o.text;
+    // Tokens whose text is held back (a partial character, a possible stop string) send
+    // nothing unless their logprobs are wanted.
+    if (text.empty() && !o.finish_reason && !(format_.logprobs && !o.logprobs.empty())) {
+      return nullptr;
+    }
+    json logprobs = nullptr;
+    if (format_.logprobs) {
+      size_t& offset = offsets_[index];
+      offset += text.size() - o.text.size();  // the echoed prompt, on the first chunk
+      logprobs = completion_logprobs_json(*format_.tokenizer, o.logprobs, *format_.logprobs,
+                                          offset);
+    }
+    return {{"index", index}, {"text", std::move(text)}, {"logprobs", std::move(logprobs)}};
+  }
+
+  static constexpr size_t kNotStarted = static_cast<size_t>(-1);
+  CompletionFormat format_;
+  std::vector<size_t> offsets_;  // per choice: text offset of the next token (logprobs)
+};
+
+class ChatStream final : public OpenAiStream {
+ public:
+  explicit ChatStream(ChatFormat format)
+      : OpenAiStream(format.meta, "chat.completion.chunk", format.n, format.include_usage),
+        format_(std::move(format)) {}
+
+ private:
+  json make_choice(size_t index, const RequestOutput& o) override {
+    std::string text = o.text;
+    json calls;  // the tool calls, on a choice's last output
+    if (format_.tool_parser) text = hold_tool_calls(index, o, calls);
+    if (text.empty() && calls.is_null() && !o.finish_reason &&
+        !(format_.logprobs && !o.logprobs.empty())) {
+      return nullptr;
+    }
+    json delta = json::object();
+    if (!text.empty() || (!o.finish_reason && calls.is_null())) delta["content"] = text;
+    if (!calls.is_null()) delta["tool_calls"] = std::move(calls);
+    json logprobs = nullptr;
+    if (format_.logprobs) {
+      logprobs = chat_logprobs_json(*format_.tokenizer, o.logprobs, format_.top_logprobs);
+    }
+    json choice = {{"index", index}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)}};
+    if (choice["delta"].contains("tool_calls")) choice["finish_reason"] = "tool_calls";
+    return choice;
+  }
+
+  // The content this output may send now; text from a tool call's (possible) start on waits
+  // for the choice's end, where it is parsed: its calls go to `calls`, the rest is content.
+  std::string hold_tool_calls(size_t index, const RequestOutput& o, json& calls) {
+    if (index >= held_.size()) held_.resize(index + 1);
+    Held& h = held_[index];
+    h.text += o.text;
+    const size_t start = std::min(tool_call_start(*format_.tool_parser, h.text), h.text.size());
+    std::string now;
+    if (start > h.sent) {
+      now = h.text.substr(h.sent, start - h.sent);
+      h.sent = start;
+    }
+    if (o.finish_reason && h.sent < h.text.size()) {
+      ParsedOutput parsed = parse_tool_calls(*format_.tool_parser, h.text.substr(h.sent));
+      now += parsed.content;
+      if (!parsed.calls.empty()) calls = tool_calls_json(parsed.calls, /*with_index=*/true);
+      h.sent = h.text.size();
+    }
+    return now;
+  }
+
+  struct Held {
+    std::string text;  // everything generated so far
+    size_t sent = 0;   // bytes of it sent as content
+  };
+  ChatFormat format_;
+  std::vector<Held> held_;  // per choice, with a tool parser
+};
+
+}  // namespace
+
+std::unique_ptr<StreamFormatter> completion_stream_formatter(CompletionFormat format) {
+  return std::make_unique<CompletionStream>(std::move(format));
+}
+
+std::unique_ptr<StreamFormatter> chat_stream_formatter(ChatFormat format) {
+  return std::make_unique<ChatStream>(std::move(format));
+}
+
+std::vector<std::string> chat_stream_prologue(const ChatFormat& format, size_t num_choices) {
+  std::vector<std::string> events;
+  for (size_t i = 0; i < num_choices; ++i) {
+    json chunk = envelope(format.meta, "chat.completion.chunk");
+    chunk["choices"] = json::array({{{"index", i},
+                                     {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                     {"logprobs", nullptr},
+                                     {"finish_reason", nullptr}}});
+    if (format.include_usage) chunk["usage"] = nullptr;
+    events.push_back(dump_json(chunk));
+  }
+  return events;
+}
+
+}  // namespace inflight::frontend

@@ -1,0 +1,51 @@
+// Text Generation Inference compatibility: POST /generate and POST /generate_stream.
+//
+//   {"inputs": "text", "parameters": {"max_new_tokens": 20, "do_sample": false, "temperature",
+//    "top_k", "top_p", "repetition_penalty", "frequency_penalty", "seed", "stop": [...],
+//    "details": true, "return_full_text": false, "top_n_tokens": 2, ...}}
+//
+//   -> {"generated_text": "...", "details": {"finish_reason": "length" | "eos_token" |
+//       "stop_sequence", "generated_tokens": N, "seed": S | null, "prefill": [],
+//       "tokens": [{"id", "text", "logprob", "special"}], "top_tokens": [...]}}
+//
+// The stream sends one event per token, {"index", "token": {...}, "top_tokens",
+// "generated_text": null, "details": null}; the last one carries the whole generated_text and
+// details {finish_reason, generated_tokens, seed, input_length}. TGI's ranges apply:
+// temperature, top_k, repetition_penalty > 0; top_p and typical_p in (0, 1).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/generation.h"
+#include "frontend/openai_protocol.h"
+
+namespace inflight {
+class Tokenizer;
+}
+
+namespace inflight::frontend {
+
+struct TgiRequest {
+  std::string inputs;
+  SamplingParams sampling;  // logprobs always on: every token carries its logprob
+  bool details = false;
+  bool return_full_text = false;
+  int32_t top_n_tokens = 0;
+};
+
+TgiRequest parse_tgi_request(const nlohmann::ordered_json& body, const ProtocolLimits& limits);
+
+struct TgiFormat {
+  const Tokenizer* tokenizer = nullptr;
+  TgiRequest request;
+  size_t input_length = 0;  // prompt tokens
+};
+
+nlohmann::ordered_json tgi_response(const TgiFormat& format, GenerationResult& result);
+std::unique_ptr<StreamFormatter> tgi_stream_formatter(TgiFormat format);
+
+}  // namespace inflight::frontend

@@ -1,0 +1,146 @@
+// Tool calls out of chat outputs: the two parsers on whole texts, and the chat stream, which
+// must hold back a call (also a marker split across tokens) and send it whole at the end.
+#include "frontend/tool_calls.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "frontend/openai_responses.h"
+
+namespace inflight::frontend {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+TEST(ToolCalls, HermesBlocksBecomeCallsAndTheRestContent) {
+  const ParsedOutput p = parse_tool_calls(
+      ToolCallParser::kHermes,
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\"}}\n</tool_call>\n<tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "get_weather");
+  EXPECT_EQ(json::parse(p.calls[0].arguments), json::parse(R"({"city": "Paris"})"));
+  EXPECT_EQ(p.calls[1].name, "now");
+  EXPECT_EQ(p.calls[1].arguments, "{}");
+  EXPECT_EQ(p.content, "Let me check.");
+}
+
+TEST(ToolCalls, HermesKeepsWhatIsNotACallAsContent) {
+  const std::string broken = "a <tool_call>{\"name\": oops}</tool_call> b";
+  EXPECT_TRUE(parse_tool_calls(ToolCallParser::kHermes, broken).calls.empty());
+  EXPECT_EQ(parse_tool_calls(ToolCallParser::kHermes, broken).content, broken);
+  EXPECT_EQ(parse_tool_calls(ToolCallParser::kHermes, "plain text").content, "plain text");
+  // Stopped before the closing tag: still a call.
+  const ParsedOutput open =
+      parse_tool_calls(ToolCallParser::kHermes, "<tool_call>{\"name\": \"f\", \"arguments\": {}}");
+  ASSERT_EQ(open.calls.size(), 1u);
+  EXPECT_EQ(open.content, "");
+}
+
+TEST(ToolCalls, Llama3JsonIsTheWholeOutput) {
+  const ParsedOutput p = parse_tool_calls(
+      ToolCallParser::kLlama3Json,
+      "<|python_tag|>{\"name\": \"search\", \"parameters\": {\"q\": \"a;b {c}\"}}; "
+      "{\"name\": \"now\", \"parameters\": {}}");
+  ASSERT_EQ(p.calls.size(), 2u);
+  EXPECT_EQ(p.calls[0].name, "search");
+  EXPECT_EQ(json::parse(p.calls[0].arguments), json::parse(R"({"q": "a;b {c}"})"));
+  EXPECT_EQ(p.calls[1].name, "now");
+  EXPECT_TRUE(p.content.empty());
+  for (const char* text : {"The answer is {42}.", "{\"name\": \"f\"} and more", "{\"no\": 1}"}) {
+    const ParsedOutput c = parse_tool_calls(ToolCallParser::kLlama3Json, text);
+    EXPECT_TRUE(c.calls.empty()) << text;
+    EXPECT_EQ(c.content, text);
+  }
+}
+
+TEST(ToolCalls, StreamingHoldsFromAPossibleStart) {
+  const auto npos = std::string::npos;
+  EXPECT_EQ(tool_call_start(ToolCallParser::kHermes, "Hello"), npos);
+  EXPECT_EQ(tool_call_start(ToolCallParser::kHermes, "Hello <tool"), 6u);
+  EXPECT_EQ(tool_call_start(ToolCallParser::kHermes, "Hi <tool_call>{"), 3u);
+  EXPECT_EQ(tool_call_start(ToolCallParser::kHermes, "a < b"), npos);
+  EXPECT_EQ(tool_call_start(ToolCallParser::kLlama3Json, "  {\"na"), 0u);
+  EXPECT_EQ(tool_call_start(ToolCallParser::kLlama3Json, "<|pyth"), 0u);
+  EXPECT_EQ(tool_call_start(ToolCallParser::kLlama3Json, "  "), 0u);
+  EXPECT_EQ(tool_call_start(ToolCallParser::kLlama3Json, "Sure {"), npos);
+  EXPECT_EQ(tool_call_start(ToolCallParser::kLlama3Json, "<b>"), npos);
+}
+
+// Stream events as JSON (without the final [DONE]).
+std::vector<json> parsed(const std::vector<std::string>& events) {
+  std::vector<json> out;
+  for (const std::string& e : events) {
+    if (e != kStreamDone) out.push_back(json::parse(e));
+  }
+  return out;
+}
+
+TEST(ToolCalls, ChatStreamSendsContentThenTheCallsAtTheEnd) {
+  ChatFormat format;
+  format.meta.id = "chatcmpl-x";
+  format.tool_parser = ToolCallParser::kHermes;
+  auto stream = chat_stream_formatter(format);
+  std::vector<std::string> events;
+  const std::vector<std::string> pieces = {"Checking", " now. <tool", "_call>{\"name\": \"f\", ",
+                                           "\"arguments\": {\"x\": 1}}", "</tool_call>"};
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    TaggedOutput t;
+    t.output.text = pieces[i];
+    if (i + 1 == pieces.size()) {
+      t.output.finish_reason = FinishReason::kStop;
+      t.output.request_finished = true;
+    }
+    stream->on_output(t, events);
+  }
+  stream->on_end(events);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back(), kStreamDone);
+  std::string content;
+  json calls;
+  std::string finish;
+  for (const json& e : parsed(events)) {
+    const json& choice = e["choices"][0];
+    const json& delta = choice["delta"];
+    if (delta.contains("content")) content += delta["content"].get<std::string>();
+    if (delta.contains("tool_calls")) calls = delta["tool_calls"];
+    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+  }
+  EXPECT_EQ(content, "Checking now. ");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["type"], "function");
+  EXPECT_TRUE(calls[0]["id"].get<std::string>().starts_with("call_"));
+  EXPECT_EQ(calls[0]["function"]["name"], "f");
+  EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()),
+            json::parse(R"({"x": 1})"));
+  EXPECT_EQ(finish, "tool_calls");
+}
+
+TEST(ToolCalls, WholeChatResponseCarriesTheCalls) {
+  ChatFormat format;
+  format.tool_parser = ToolCallParser::kLlama3Json;
+  GenerationResult result;
+  result.choices.resize(2);
+  result.choices[0].text = "{\"name\": \"f\", \"parameters\": {\"y\": [1, 2]}}";
+  result.choices[0].finish_reason = FinishReason::kStop;
+  result.choices[1].text = "No call here.";
+  result.choices[1].finish_reason = FinishReason::kStop;
+  const json body = chat_completion_response(format, result);
+  const json& called = body["choices"][0];
+  EXPECT_TRUE(called["message"]["content"].is_null());
+  EXPECT_EQ(called["message"]["tool_calls"][0]["function"]["name"], "f");
+  EXPECT_FALSE(called["message"]["tool_calls"][0].contains("index"));
+  EXPECT_EQ(called["finish_reason"], "tool_calls");
+  const json& plain = body["choices"][1];
+  EXPECT_EQ(plain["message"]["content"], "No call here.");
+  EXPECT_TRUE(plain["message"]["tool_calls"].empty());
+  EXPECT_EQ(plain["finish_reason"], "stop");
+}
+
+}  // namespace
+}  // namespace inflight::frontend
