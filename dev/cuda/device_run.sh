@@ -206,8 +206,8 @@ serve_startup() {
   hwm=$(awk '/VmHWM/ {print $2 / 1048576 " GiB"}' "/proc/$server/status" 2>/dev/null)
   kill -INT "$server" 2>/dev/null
   wait "$server"
-  summary_rows+=("$(printf 'startup %-5s launch to /health %s: %.2f s, peak RSS %s' "$name" \
-    "$code" "$(echo "$end - $begin" | bc)" "${hwm:-?}")")
+  summary_rows+=("$(printf 'startup %-6s launch to /health %s: %.2f s, peak RSS %s' "$name" \
+    "$code" "$(awk -v a="$begin" -v b="$end" 'BEGIN {print b - a}')" "${hwm:-?}")")
   grep -E 'loaded|engine ready|memory plan' "$OUT/logs/startup_$name.log" | cut -c1-400
 }
 
@@ -218,12 +218,14 @@ run_startup() {
   cat "$dir"/*.safetensors > /dev/null  # into the page cache, as the target says
   serve_startup after "$stage_dir/bin/inflight" "$dir" "$vocab"
   [[ -x "$stage_dir/bin/inflight-base" ]] && serve_startup before "$stage_dir/bin/inflight-base" "$dir" "$vocab"
+  local rc
   begin=$(date +%s.%N)
   python3 -c "import torch, transformers; m = transformers.AutoModelForCausalLM.from_pretrained('$dir', dtype=torch.bfloat16, device_map='cuda'); torch.cuda.synchronize()" \
     > "$OUT/logs/startup_transformers.log" 2>&1
+  rc=$?
   end=$(date +%s.%N)
-  summary_rows+=("$(printf 'startup transformers from_pretrained to the GPU: %.2f s (rc %s)' \
-    "$(echo "$end - $begin" | bc)" "$?")")
+  summary_rows+=("$(printf 'startup transformers from_pretrained onto the GPU: %.2f s (python start and import included; rc %s)' \
+    "$(awk -v a="$begin" -v b="$end" 'BEGIN {print b - a}')" "$rc")")
   rm -f "$vocab"
 }
 

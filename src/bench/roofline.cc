@@ -60,7 +60,7 @@ Roofline measure_roofline(const RooflineOptions& o) {
                       ErrorCode::kInvalidArgument,
                       "--repeats must be >= 1, --copy-bytes and --gemm-size >= 0");
   std::unique_ptr<Backend> backend = make_backend(o.device);
-  const bool gpu = backend->device() != Device::kCpu;
+  const bool gpu = backend->device().is_cuda();
   Roofline r;
   r.device = resolve_device(o.device);
   r.compute_dtype = dtype_name(backend->compute_dtype());

@@ -6,6 +6,10 @@
 
 namespace inflight {
 
+std::string device_str(Device device) {
+  return device.is_cuda() ? "cuda:" + std::to_string(device.index) : "cpu";
+}
+
 std::string shape_str(const Shape& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {

@@ -16,7 +16,24 @@
 
 namespace inflight {
 
-enum class Device : uint8_t { kCpu, kCuda };
+// Where a tensor lives: the host, or one GPU by ordinal. Ops compare whole Devices, so tensors
+// of two GPUs never meet in one op.
+struct Device {
+  enum class Type : uint8_t { kCpu, kCuda };
+  Type type = Type::kCpu;
+  int16_t index = 0;  // the CUDA ordinal; 0 on the host
+
+  static const Device kCpu;
+  static const Device kCuda;  // CUDA device 0
+  static constexpr Device cuda(int index) { return {Type::kCuda, static_cast<int16_t>(index)}; }
+  constexpr bool is_cuda() const { return type == Type::kCuda; }
+  friend constexpr bool operator==(const Device&, const Device&) = default;
+};
+inline constexpr Device Device::kCpu{Device::Type::kCpu, 0};
+inline constexpr Device Device::kCuda{Device::Type::kCuda, 0};
+
+// "cpu", "cuda:1".
+std::string device_str(Device device);
 
 using Shape = std::vector<int64_t>;
 

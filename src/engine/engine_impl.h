@@ -73,8 +73,20 @@ class Engine::Impl {
   // logits_request_ for the rows of `out`: candidates where the sampler allows, else whole rows.
   void build_logits_request(const SchedulerOutput& out);
   void fail(const SchedulerOutput& out, const std::string& message);
-  // The step in flight is over: a later cancel() no longer abandons anything.
-  void clear_in_flight();
+  // The outputs of the steps done so far go to the clients; finished requests are retired.
+  void hand_over();
+  // For the lifetime of a synchronous step, its requests are the ones whose cancellation
+  // abandons it (in_flight_, abandon_step_); an asynchronous step registers nothing.
+  class AbandonableStep {
+   public:
+    AbandonableStep(Impl& impl, const SchedulerOutput& out);
+    ~AbandonableStep();
+    AbandonableStep(const AbandonableStep&) = delete;
+    AbandonableStep& operator=(const AbandonableStep&) = delete;
+
+   private:
+    Impl& impl_;
+  };
   void abort_all(FinishReason reason, const std::string& message);
   void publish_stats();
   void retire();

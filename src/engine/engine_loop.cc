@@ -38,8 +38,7 @@ void Engine::Impl::loop() {
       // With more steps to come on an asynchronous runner, this step's outputs are handed over
       // while the next one runs.
       if (overlap_ && scheduler_.has_unfinished()) continue;
-      publish_stats();
-      retire();
+      hand_over();
       if (scheduler_.has_unfinished()) continue;
       check_idle();
       back_to_back_ = false;
@@ -59,6 +58,10 @@ void Engine::Impl::loop() {
       INFLIGHT_LOG_ERROR("engine: failed to abort requests: {}", inner.what());
     }
   }
+  hand_over();
+}
+
+void Engine::Impl::hand_over() {
   publish_stats();
   retire();
 }
@@ -106,21 +109,12 @@ void Engine::Impl::step() {
   }
   build_forward_batch(out, config_.block_size, batch_);
   build_logits_request(out);
-  // Only a synchronous step can be abandoned (the runner polls the flag between layers); an
-  // asynchronous one is merely enqueued, so its bookkeeping would be work for nothing.
-  if (!overlap_) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const ScheduledSequence& s : out.scheduled) in_flight_.insert(s.seq->request_id);
-    abandon_step_.store(false, std::memory_order_relaxed);
-  }
   StepLogits* logits = nullptr;
   try {
+    const AbandonableStep abandonable(*this, out);
     runner_->begin_step(batch_, logits_request_);
-    if (overlap_) {
-      // The device computes this step until end_step(): hand over the previous step's outputs.
-      publish_stats();
-      retire();
-    }
+    // The device computes this step until end_step(): hand over the previous step's outputs.
+    if (overlap_) hand_over();
     logits = &runner_->end_step();
     INFLIGHT_CHECK(logits->num_rows == static_cast<int32_t>(batch_.logits_indices.size()) &&
                        logits->vocab_size == limits_.vocab_size,
@@ -133,11 +127,9 @@ void Engine::Impl::step() {
     // the prefix cache.
     return;
   } catch (const std::exception& e) {
-    clear_in_flight();
     fail(out, std::string("model step failed: ") + e.what());
     return;
   }
-  clear_in_flight();
   scheduler_.finish_step(out);
   ++stats_.num_steps;
   if (const std::optional<StepDeviceTime> t = runner_->last_step_device_time()) {
@@ -168,10 +160,21 @@ void Engine::Impl::step() {
   stats_.step_time.observe(RequestTimings::seconds(start, Clock::now()));
 }
 
-void Engine::Impl::clear_in_flight() {
-  if (overlap_) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  in_flight_.clear();
+Engine::Impl::AbandonableStep::AbandonableStep(Impl& impl, const SchedulerOutput& out)
+    : impl_(impl) {
+  // Only a synchronous step can be abandoned (the runner polls the flag between layers); an
+  // asynchronous one is merely enqueued, so its bookkeeping would be work for nothing.
+  if (impl_.overlap_) return;
+  std::lock_guard<std::mutex> lock(impl_.mutex_);
+  for (const ScheduledSequence& s : out.scheduled) impl_.in_flight_.insert(s.seq->request_id);
+  impl_.abandon_step_.store(false, std::memory_order_relaxed);
+}
+
+Engine::Impl::AbandonableStep::~AbandonableStep() {
+  // The step is over: a later cancel() no longer abandons anything.
+  if (impl_.overlap_) return;
+  std::lock_guard<std::mutex> lock(impl_.mutex_);
+  impl_.in_flight_.clear();
 }
 
 void Engine::Impl::build_logits_request(const SchedulerOutput& out) {

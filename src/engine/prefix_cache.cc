@@ -3,19 +3,9 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/hash.h"
 
 namespace inflight {
-namespace {
-
-// splitmix64 finaliser: a bijective 64-bit mixer with full avalanche.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 PrefixCache::PrefixCache(BlockPool& pool, int32_t block_size)
     : pool_(pool), block_size_(block_size) {
@@ -24,8 +14,8 @@ PrefixCache::PrefixCache(BlockPool& pool, int32_t block_size)
 }
 
 uint64_t PrefixCache::chain_hash(uint64_t parent, std::span<const int32_t> block_tokens) {
-  uint64_t h = mix(parent ^ (0x51ed27ULL + block_tokens.size()));
-  for (int32_t t : block_tokens) h = mix(h ^ static_cast<uint32_t>(t));
+  uint64_t h = splitmix64(parent ^ (0x51ed27ULL + block_tokens.size()));
+  for (int32_t t : block_tokens) h = splitmix64(h ^ static_cast<uint32_t>(t));
   return h;
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/check.h"
+#include "core/hash.h"
 
 namespace inflight {
 namespace {
@@ -12,13 +13,6 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Temperatures below this are greedy: dividing by them would overflow to inf.
 constexpr float kGreedyTemperature = 1e-5f;
-
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Larger logit first; equal logits by lower id, so every order below is total and repeatable.
 struct HigherLogit {
@@ -48,9 +42,9 @@ Sampler::Sampler(int64_t vocab_size)
 }
 
 double Sampler::uniform(uint64_t seed, int32_t choice, int32_t step) {
-  uint64_t h = mix(seed);
-  h = mix(h ^ static_cast<uint32_t>(choice));
-  h = mix(h ^ (static_cast<uint64_t>(static_cast<uint32_t>(step)) << 32));
+  uint64_t h = splitmix64(seed);
+  h = splitmix64(h ^ static_cast<uint32_t>(choice));
+  h = splitmix64(h ^ (static_cast<uint64_t>(static_cast<uint32_t>(step)) << 32));
   return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
 

@@ -71,8 +71,8 @@ void Scheduler::add(Sequence* seq) {
   waiting_.insert(seq);
 }
 
-int32_t Scheduler::chunk(const Sequence& seq, int32_t budget) const {
-  int32_t n = std::min(seq.num_tokens() - seq.num_computed_tokens, budget);
+int32_t Scheduler::chunk(int32_t num_left, int32_t budget) const {
+  int32_t n = std::min(num_left, budget);
   if (config_.long_prefill_token_threshold > 0) {
     n = std::min(n, config_.long_prefill_token_threshold);
   }
@@ -93,7 +93,7 @@ void Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
   // so nothing already scheduled in this step is ever preempted.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence& seq = *running_[i];
-    const int32_t num_new = chunk(seq, budget);
+    const int32_t num_new = chunk(seq.num_tokens() - seq.num_computed_tokens, budget);
     INFLIGHT_CHECK(num_new > 0, "running sequence {} has nothing to compute", seq.id);
     bool preempted_self = false;
     while (!kv_.allocate(seq, seq.num_computed_tokens + num_new)) {
@@ -119,10 +119,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget) {
     const int32_t num_cached = static_cast<int32_t>(cached.size()) * kv_.block_size();
     const int32_t num_left = seq.num_tokens() - num_cached;
     if (!config_.enable_chunked_prefill && num_left > budget) break;
-    int32_t num_new = std::min(num_left, budget);
-    if (config_.long_prefill_token_threshold > 0) {
-      num_new = std::min(num_new, config_.long_prefill_token_threshold);
-    }
+    const int32_t num_new = chunk(num_left, budget);
     if (!kv_.allocate(seq, num_cached + num_new, cached)) break;
     // waiting -> running
     waiting_.erase(waiting_.begin());

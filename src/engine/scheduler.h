@@ -77,7 +77,9 @@ class Scheduler {
     bool operator()(const Sequence* a, const Sequence* b) const;
   };
 
-  int32_t chunk(const Sequence& seq, int32_t budget) const;
+  // Tokens a sequence with `num_left` to compute gets this step: within the step's remaining
+  // budget and the per-sequence long-prefill cap.
+  int32_t chunk(int32_t num_left, int32_t budget) const;
   void schedule_running(SchedulerOutput& out, int32_t& budget);
   void schedule_waiting(SchedulerOutput& out, int32_t& budget);
   void preempt(Sequence& seq, SchedulerOutput& out);

@@ -164,6 +164,10 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j) {
   c.o_proj_bias = c.attention_bias;
   // Qwen2/Qwen3 configs state a window and switch it off with use_sliding_window = false.
   if (r.get_bool_or("use_sliding_window", true)) c.sliding_window = r.get_int_or("sliding_window", 0);
+  c.num_experts = r.get_int_or("num_local_experts", r.get_int_or("num_experts", 0));
+  c.num_experts_per_token = r.get_int_or("num_experts_per_tok", 0);
+  c.moe_intermediate_size = r.get_int_or("moe_intermediate_size", 0);
+  c.norm_topk_prob = r.get_bool_or("norm_topk_prob", true);
   c.bos_token_id = r.get_int_or("bos_token_id", -1);
   c.eos_token_ids = eos_from_json(j);
   c.validate();
@@ -209,6 +213,12 @@ void ModelConfig::validate() const {
                         rope_scaling.low_freq_factor, rope_scaling.high_freq_factor,
                         rope_scaling.original_max_position_embeddings);
   }
+  INFLIGHT_CHECK_CODE(num_experts >= 0 && num_experts_per_token >= 0 &&
+                          num_experts_per_token <= num_experts && moe_intermediate_size >= 0,
+                      ErrorCode::kInvalidFile,
+                      "model config: {} experts with {} per token (moe_intermediate_size {}) do "
+                      "not make a mixture of experts",
+                      num_experts, num_experts_per_token, moe_intermediate_size);
   INFLIGHT_CHECK_CODE(sliding_window >= 0, ErrorCode::kInvalidFile,
                       "model config: sliding_window must be >= 0, is {}", sliding_window);
   INFLIGHT_CHECK_CODE(bos_token_id >= -1 && bos_token_id < vocab_size, ErrorCode::kInvalidFile,

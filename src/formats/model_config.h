@@ -45,6 +45,22 @@ struct ModelConfig {
   bool o_proj_bias = false;          // the output projection has one (HF `attention_bias`)
   int64_t sliding_window = 0;        // 0 = full attention (Mistral v0.1 sets 4096)
 
+  // ---- beyond the Llama family: each architecture's model implements the features it reads,
+  // and its registry entry refuses a config with features it lacks (model/registry.h) ----------
+  // Mixture of experts (Mixtral, Qwen3-MoE): num_experts 0 = a dense MLP.
+  int64_t num_experts = 0;            // HF num_local_experts / num_experts
+  int64_t num_experts_per_token = 0;  // HF num_experts_per_tok: experts each token is routed to
+  int64_t moe_intermediate_size = 0;  // one expert's MLP width (0: intermediate_size)
+  bool norm_topk_prob = true;         // renormalise the chosen experts' router weights
+  // Position information: rotary (RoPE) or attention biases (ALiBi, MPT).
+  enum class Positions { kRope, kAlibi };
+  Positions positions = Positions::kRope;
+  // Normalisation: RMSNorm, or LayerNorm with or without a bias (MPT).
+  enum class Norm { kRms, kLayer };
+  Norm norm = Norm::kRms;
+  bool norm_bias = false;
+  bool qk_norm = false;  // per-head RMSNorm of q and k before RoPE (Qwen3)
+
   int64_t bos_token_id = -1;
   std::vector<int64_t> eos_token_ids;  // generation stops at any of these
 

@@ -14,13 +14,27 @@ std::unique_ptr<Model> build_llama(const ModelConfig& config, const WeightSource
   return std::make_unique<LlamaModel>(config, backend, seed);
 }
 
-void configure_llama(ModelConfig& c) {
-  c.sliding_window = 0;  // Llama has no window, whatever a config carries
+// LlamaModel is dense, rotary and RMS-normalised: a config asking for more is another model.
+void require_llama_graph(const ModelConfig& c) {
+  INFLIGHT_CHECK_CODE(c.num_experts == 0 && c.positions == ModelConfig::Positions::kRope &&
+                          c.norm == ModelConfig::Norm::kRms && !c.qk_norm,
+                      ErrorCode::kUnsupported,
+                      "model config: {} with {} experts, ALiBi, LayerNorm or q/k norms is not "
+                      "supported by the Llama graph",
+                      c.architecture, c.num_experts);
 }
 
-void configure_mistral(ModelConfig&) {}
+void configure_llama(ModelConfig& c) {
+  c.sliding_window = 0;  // Llama has no window, whatever a config carries
+  require_llama_graph(c);
+}
+
+void configure_mistral(ModelConfig& c) {
+  require_llama_graph(c);
+}
 
 void configure_qwen2(ModelConfig& c) {
+  require_llama_graph(c);
   c.attention_bias = true;  // Qwen2 always has q/k/v biases; its config has no key for them
   c.o_proj_bias = false;
   // Qwen2 applies its window only to layers >= max_window_layers: not expressible here.

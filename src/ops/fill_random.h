@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
-#include "ops/paged_kv.h"  // INFLIGHT_HOST_DEVICE
+#include "core/hash.h"
 
 namespace inflight {
 
@@ -27,16 +27,9 @@ struct FillRandomParams {
   float offset = 0.0f;
 };
 
-INFLIGHT_HOST_DEVICE uint64_t fill_random_mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // u(seed, i) in [-1, 1): 24 random bits scaled by 2^-23, exact in f32.
 INFLIGHT_HOST_DEVICE float fill_random_unit(uint64_t seed, int64_t i) {
-  const uint64_t h = fill_random_mix(fill_random_mix(seed) ^ static_cast<uint64_t>(i));
+  const uint64_t h = splitmix64(splitmix64(seed) ^ static_cast<uint64_t>(i));
   return static_cast<float>(static_cast<int32_t>(h >> 40)) * 0x1.0p-23f - 1.0f;
 }
 

@@ -2,21 +2,13 @@
 
 namespace inflight {
 
-namespace {
-
-std::string_view device_name(Device d) {
-  return d == Device::kCpu ? "cpu" : "cuda";
-}
-
-}  // namespace
-
 void check_tensor_kind(std::string_view op, std::string_view arg, const Tensor& t, DType dtype,
                        Device device, int64_t dims) {
   INFLIGHT_CHECK_CODE(t.defined(), ErrorCode::kInvalidArgument, "{}: argument '{}' is missing", op,
                       arg);
   INFLIGHT_CHECK_CODE(t.device() == device, ErrorCode::kInvalidArgument,
-                      "{}: '{}' lives on {}, expected {}", op, arg, device_name(t.device()),
-                      device_name(device));
+                      "{}: '{}' lives on {}, expected {}", op, arg, device_str(t.device()),
+                      device_str(device));
   INFLIGHT_CHECK_CODE(t.dtype() == dtype, ErrorCode::kInvalidArgument,
                       "{}: '{}' has dtype {}, expected {}", op, arg, dtype_name(t.dtype()),
                       dtype_name(dtype));

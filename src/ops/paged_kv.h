@@ -8,14 +8,10 @@
 //                 sequence's last block are never read (the engine pads them with -1).
 #pragma once
 
+#include "core/hash.h"  // INFLIGHT_HOST_DEVICE
+
 #include <cstdint>
 
-// Plain g++ compiles this header too: the CUDA qualifiers appear only under nvcc.
-#if defined(__CUDACC__)
-#define INFLIGHT_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define INFLIGHT_HOST_DEVICE inline
-#endif
 
 namespace inflight {
 

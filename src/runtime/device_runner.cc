@@ -14,6 +14,7 @@ DeviceRunner::DeviceRunner(std::unique_ptr<Backend> backend, std::unique_ptr<Mod
   INFLIGHT_CHECK_CODE(backend_ != nullptr && model_ != nullptr && &model_->backend() == backend_.get(),
                       ErrorCode::kInvalidArgument,
                       "a runner needs a backend and a model that lives on it");
+  communicator_ = std::make_unique<SingleRankCommunicator>(*backend_);
   GraphMode mode = options.graph_mode;
   if (mode == GraphMode::kCapture && !backend_->supports_graphs()) mode = GraphMode::kOff;
   graphs_ = DecodeGraphs(mode, /*max_batch=*/1);  // widened by reserve_workspace

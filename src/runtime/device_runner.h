@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "runtime/backend.h"
+#include "runtime/communicator.h"
 #include "runtime/decode_graphs.h"
 #include "runtime/kv_cache.h"
 #include "runtime/model.h"
@@ -49,6 +50,9 @@ class DeviceRunner final : public ModelRunner {
 
   Backend& backend() { return *backend_; }
   Model& model() { return *model_; }
+  // This rank's collectives: one rank today; the tensor- and pipeline-parallel runners hand
+  // their ranks an NCCL or MPI communicator here.
+  Communicator& communicator() { return *communicator_; }
   const DecodeGraphs& graphs() const { return graphs_; }
   // Changes how decode steps run; drops the graphs recorded so far.
   void set_graph_mode(GraphMode mode);
@@ -69,6 +73,7 @@ class DeviceRunner final : public ModelRunner {
   // NOTE: declared first so that it is destroyed last: the model and the cache live on it.
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
+  std::unique_ptr<Communicator> communicator_;
   std::optional<KvCache> cache_;
   DecodeGraphs graphs_{GraphMode::kOff, 1};
   ForwardBatch padded_;  // scratch: the padded decode batch

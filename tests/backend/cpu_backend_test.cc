@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "runtime/communicator.h"
 #include "runtime/kv_cache.h"
 
 namespace inflight {
@@ -80,6 +81,29 @@ TEST(KvCache, LayersAreDisjointViewsOfOneAllocation) {
   c.num_kv_heads = 3;
   c.head_dim = 64;
   EXPECT_EQ(KvCache::bytes_per_block(c, 16, DType::kBF16), 2 * 30 * 16 * 3 * 64 * 2);
+}
+
+// One rank: every collective is the identity, and there is no peer to talk to.
+TEST(SingleRankCommunicator, CollectivesOfOneRank) {
+  CpuBackend backend;
+  SingleRankCommunicator comm(backend);
+  EXPECT_EQ(comm.rank(), 0);
+  EXPECT_EQ(comm.world_size(), 1);
+  Tensor t = Tensor::empty({2, 3}, DType::kF32);
+  for (int i = 0; i < 6; ++i) t.data<float>()[i] = static_cast<float>(i) - 2.5f;
+  const Tensor copy = backend.upload(t, DType::kF32);
+  comm.all_reduce(t, ReduceOp::kSum);
+  EXPECT_EQ(std::memcmp(t.raw(), copy.raw(), t.nbytes()), 0);
+  Tensor gathered = Tensor::empty({2, 3}, DType::kF32);
+  comm.all_gather(t, gathered);
+  EXPECT_EQ(std::memcmp(gathered.raw(), t.raw(), t.nbytes()), 0);
+  Tensor scattered = Tensor::empty({2, 3}, DType::kF32);
+  comm.reduce_scatter(t, scattered);
+  EXPECT_EQ(std::memcmp(scattered.raw(), t.raw(), t.nbytes()), 0);
+  EXPECT_NO_THROW(comm.broadcast(t, 0));
+  EXPECT_THROW(comm.broadcast(t, 1), Error);
+  EXPECT_THROW(comm.send(t, 1), Error);
+  EXPECT_THROW(comm.recv(t, 1), Error);
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ Tensor to_host(Backend& backend, const Tensor& t) {
 }
 
 void poison(const Tensor& cuda_tensor) {
-  ASSERT_EQ(cuda_tensor.device(), Device::kCuda);
+  ASSERT_TRUE(cuda_tensor.device().is_cuda());
   // The backend's stream does not order against the legacy stream: drain both around it.
   cuda_backend().synchronize();
   ASSERT_EQ(cudaMemset(cuda_tensor.raw(), 0xFF, cuda_tensor.nbytes()), cudaSuccess);

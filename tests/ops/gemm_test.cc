@@ -107,5 +107,26 @@ TEST(GemmParams, RejectsMismatchedShapesAndTypes) {
             ErrorCode::kInvalidArgument);
 }
 
+// Views of the same memory labelled as two GPUs: the checks refuse them before any kernel runs,
+// so no GPU is needed to test it.
+TEST(GemmParams, RejectsTensorsOfTwoGpus) {
+  std::mt19937 rng(2);
+  const Tensor hx = random_tensor({2, 8}, rng), hw = random_tensor({3, 8}, rng);
+  const Tensor hy = Tensor::empty({2, 3}, DType::kF32);
+  const auto on = [](const Tensor& t, Device d) {
+    return Tensor::wrap(t.raw(), t.shape(), t.dtype(), d, t.owner());
+  };
+  const Tensor x0 = on(hx, Device::cuda(0)), w0 = on(hw, Device::cuda(0));
+  const Tensor w1 = on(hw, Device::cuda(1)), y0 = on(hy, Device::cuda(0));
+  EXPECT_NO_THROW(make_gemm_params(x0, w0, nullptr, y0));
+  try {
+    make_gemm_params(x0, w1, nullptr, y0);
+    ADD_FAILURE() << "tensors of cuda:0 and cuda:1 were accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("cuda:1"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace inflight

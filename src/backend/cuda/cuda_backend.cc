@@ -104,7 +104,7 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   std::string_view name() const override { return "cuda"; }
-  Device device() const override { return Device::kCuda; }
+  Device device() const override { return Device::cuda(device_); }
   DType compute_dtype() const override { return DType::kBF16; }
   bool asynchronous() const override { return true; }
   int64_t runtime_reserve() const override { return kRuntimeReserve; }
@@ -250,7 +250,7 @@ Tensor CudaBackend::alloc(const Shape& shape, DType dtype) {
   std::shared_ptr<void> owner =
       allocator_->allocate(static_cast<size_t>(numel) * dtype_size(dtype));
   void* data = owner.get();
-  return Tensor::wrap(data, shape, dtype, Device::kCuda, std::move(owner));
+  return Tensor::wrap(data, shape, dtype, device(), std::move(owner));
 }
 
 Tensor CudaBackend::upload(const Tensor& host_f32, DType dtype) {
@@ -282,7 +282,7 @@ Tensor CudaBackend::upload(const Tensor& host_f32, DType dtype) {
 }
 
 void CudaBackend::load_weight(const StoredTensor& w, const Tensor& dst) {
-  INFLIGHT_CHECK_CODE(dst.defined() && dst.device() == Device::kCuda && dst.numel() == w.numel() &&
+  INFLIGHT_CHECK_CODE(dst.defined() && dst.device() == device() && dst.numel() == w.numel() &&
                           is_float(dst.dtype()),
                       ErrorCode::kInvalidArgument,
                       "cuda load_weight: '{}' {} does not fit a float destination of {} elements",
@@ -326,7 +326,7 @@ size_t CudaBackend::stage_download(const Tensor& src) {
 }
 
 void CudaBackend::download_f32(const Tensor& src, const Tensor& dst) {
-  INFLIGHT_CHECK_CODE(src.defined() && src.device() == Device::kCuda && is_float(src.dtype()),
+  INFLIGHT_CHECK_CODE(src.defined() && src.device() == device() && is_float(src.dtype()),
                       ErrorCode::kInvalidArgument,
                       "cuda download: src must be a float tensor on the device");
   INFLIGHT_CHECK_CODE(dst.defined() && dst.device() == Device::kCpu && dst.dtype() == DType::kF32 &&
@@ -340,7 +340,7 @@ void CudaBackend::download_f32(const Tensor& src, const Tensor& dst) {
 }
 
 void CudaBackend::download(const Tensor& src, const Tensor& dst) {
-  INFLIGHT_CHECK_CODE(src.defined() && src.device() == Device::kCuda && dst.defined() &&
+  INFLIGHT_CHECK_CODE(src.defined() && src.device() == device() && dst.defined() &&
                           dst.device() == Device::kCpu && dst.dtype() == src.dtype() &&
                           dst.shape() == src.shape(),
                       ErrorCode::kInvalidArgument,
@@ -367,8 +367,8 @@ void CudaBackend::synchronize() {
 }
 
 void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
-  INFLIGHT_CHECK_CODE(src.defined() && dst.defined() && src.device() == Device::kCuda &&
-                          dst.device() == Device::kCuda && src.dtype() == dst.dtype() &&
+  INFLIGHT_CHECK_CODE(src.defined() && dst.defined() && src.device() == device() &&
+                          dst.device() == device() && src.dtype() == dst.dtype() &&
                           src.shape() == dst.shape(),
                       ErrorCode::kInvalidArgument,
                       "cuda copy: src and dst must be device tensors of one dtype and shape ({} {})",
@@ -467,7 +467,7 @@ StepInputs CudaBackend::upload_batch(const ForwardBatch& batch) {
   INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(step_buffer_.raw(), step_staging_.data(), layout.total_bytes,
                                       cudaMemcpyHostToDevice, stream_));
   INFLIGHT_CUDA_CHECK(cudaEventRecord(step_copied_, stream_));
-  return layout.views(batch, step_buffer_.raw(), Device::kCuda, step_buffer_.owner());
+  return layout.views(batch, step_buffer_.raw(), device(), step_buffer_.owner());
 }
 
 void CudaBackend::gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) {
@@ -505,14 +505,14 @@ void CudaBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
 }
 
 void CudaBackend::fill_random(const Tensor& t, uint64_t seed, float scale, float offset) {
-  INFLIGHT_CHECK_CODE(t.defined() && t.device() == Device::kCuda, ErrorCode::kInvalidArgument,
+  INFLIGHT_CHECK_CODE(t.defined() && t.device() == device(), ErrorCode::kInvalidArgument,
                       "cuda fill_random: expected a device tensor");
   fill_random_cuda(make_fill_random_params(t, seed, scale, offset), stream_);
 }
 
 void CudaBackend::top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
                                const Tensor& top_ids, const Tensor& top_logits) {
-  INFLIGHT_CHECK_CODE(logits.defined() && logits.device() == Device::kCuda,
+  INFLIGHT_CHECK_CODE(logits.defined() && logits.device() == device(),
                       ErrorCode::kInvalidArgument, "cuda top_k_logits: expected device tensors");
   top_k_logits_cuda(make_top_k_logits_params(logits, k, log_sum_exp, top_ids, top_logits),
                     top_k_workspace_.get(), stream_);

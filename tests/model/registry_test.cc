@@ -1,0 +1,104 @@
+// The architecture registry: every name a file may give resolves to its family, the family's
+// rules apply, unknown names and unsupported features are refused naming them, and each family
+// builds a model that runs a step.
+#include "model/registry.h"
+
+#include <gtest/gtest.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/tiny_llama.h"
+#include "core/check.h"
+
+namespace inflight {
+namespace {
+
+ErrorCode resolve_error(const ModelConfig& c, std::string* message) {
+  try {
+    resolve_architecture(c);
+  } catch (const Error& e) {
+    *message = e.what();
+    return e.code();
+  }
+  return ErrorCode::kInternal;
+}
+
+TEST(Registry, EveryNameResolvesToItsFamily) {
+  ASSERT_FALSE(architectures().empty());
+  for (const Architecture& a : architectures()) {
+    std::vector<std::string_view> names = a.hf_names;
+    names.insert(names.end(), a.gguf_names.begin(), a.gguf_names.end());
+    for (const std::string_view name : names) {
+      ModelConfig c = testing::tiny_config("llama");
+      c.architecture = std::string(name);
+      const ModelConfig r = resolve_architecture(c);
+      EXPECT_EQ(r.architecture, a.family) << name;
+      EXPECT_EQ(resolve_architecture(r).architecture, a.family) << "resolving is idempotent";
+    }
+  }
+}
+
+TEST(Registry, FamilyRulesApply) {
+  ModelConfig qwen = testing::tiny_config("llama");
+  qwen.architecture = "Qwen2ForCausalLM";
+  qwen.o_proj_bias = true;
+  const ModelConfig q = resolve_architecture(qwen);
+  EXPECT_TRUE(q.attention_bias);  // Qwen2 always has q/k/v biases
+  EXPECT_FALSE(q.o_proj_bias);
+  ModelConfig llama = testing::tiny_config("mistral");  // a window
+  llama.architecture = "LlamaForCausalLM";
+  EXPECT_EQ(resolve_architecture(llama).sliding_window, 0);
+  ModelConfig mistral = testing::tiny_config("mistral");
+  mistral.architecture = "MistralForCausalLM";
+  EXPECT_EQ(resolve_architecture(mistral).sliding_window, 9);
+}
+
+TEST(Registry, RefusesUnknownArchitecturesAndMissingFeatures) {
+  std::string message;
+  ModelConfig c = testing::tiny_config("llama");
+  c.architecture = "FalconForCausalLM";
+  EXPECT_EQ(resolve_error(c, &message), ErrorCode::kUnsupported);
+  EXPECT_NE(message.find("'FalconForCausalLM'"), std::string::npos) << message;
+  EXPECT_NE(message.find("LlamaForCausalLM"), std::string::npos) << "lists what is supported";
+
+  ModelConfig moe = testing::tiny_config("llama");
+  moe.num_experts = 8;
+  moe.num_experts_per_token = 2;
+  EXPECT_EQ(resolve_error(moe, &message), ErrorCode::kUnsupported);
+  EXPECT_NE(message.find("8 experts"), std::string::npos) << message;
+  ModelConfig alibi = testing::tiny_config("llama");
+  alibi.positions = ModelConfig::Positions::kAlibi;
+  EXPECT_EQ(resolve_error(alibi, &message), ErrorCode::kUnsupported);
+  ModelConfig qwen_window = testing::tiny_config("qwen2");
+  qwen_window.sliding_window = 64;
+  EXPECT_EQ(resolve_error(qwen_window, &message), ErrorCode::kUnsupported);
+  EXPECT_NE(message.find("use_sliding_window"), std::string::npos) << message;
+}
+
+TEST(Registry, EachFamilyBuildsAModelThatRunsAStep) {
+  CpuBackend backend;
+  for (const char* family : {"llama", "mistral", "qwen2"}) {
+    const ModelConfig c = testing::tiny_config(family);
+    const std::unique_ptr<Model> dummy = make_dummy_model(c, backend, 3);
+    const std::unique_ptr<Model> loaded =
+        make_model(c, weights_of(testing::random_weights(c, 4)), backend);
+    for (Model* m : {dummy.get(), loaded.get()}) {
+      EXPECT_EQ(m->config().architecture, family);
+      EXPECT_GT(m->weight_bytes(), 0);
+      KvCache cache = m->make_kv_cache(8, 4);
+      ForwardBatch b;
+      b.token_ids = {1, 2, 3};
+      b.positions = {0, 1, 2};
+      b.slot_mapping = {0, 1, 2};
+      b.query_start = {0, 3};
+      b.context_lens = {3};
+      b.block_tables = {0};
+      b.max_blocks_per_seq = 1;
+      b.logits_indices = {2};
+      const Tensor logits = m->forward(b, cache);
+      EXPECT_EQ(logits.shape(), (Shape{1, c.vocab_size})) << family;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace inflight
