@@ -59,6 +59,7 @@ std::unique_ptr<Backend> make_backend(std::string_view device, const BackendOpti
 #if INFLIGHT_WITH_CUDA
   CudaBackendOptions cuda_options;
   cuda_options.batch_invariant = options.batch_invariant;
+  cuda_options.num_streams = options.num_streams;
   auto backend = make_cuda_backend(index, cuda_options);
   INFLIGHT_LOG_INFO("backend cuda:{}: {}{}", index, cuda_device_description(index),
                     options.batch_invariant ? ", batch-invariant GEMMs" : "");

@@ -19,6 +19,8 @@ namespace inflight {
 struct BackendOptions {
   // CUDA only: bitwise batch-invariant GEMMs (backend/cuda/cuda_backend.h). Slow.
   bool batch_invariant = false;
+  // CUDA only: streams the backend owns (Backend::num_streams). The CPU has one.
+  int32_t num_streams = 1;
 };
 
 std::unique_ptr<Backend> make_backend(std::string_view device, const BackendOptions& options = {});

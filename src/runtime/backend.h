@@ -34,6 +34,7 @@ struct MemoryInfo {
   int64_t total = 0;      // the device's memory (host RAM for the CPU backend)
   int64_t free = 0;       // what could still be allocated now (MemAvailable on the CPU)
   int64_t allocated = 0;  // held by this backend's tensors
+  bool host = false;      // the device's memory is the host's (the CPU backend)
 };
 
 // A captured sequence of ops that the backend can launch again as one unit (a CUDA graph).
@@ -85,6 +86,19 @@ class Backend {
   // Waits for every enqueued op.
   virtual void synchronize() = 0;
   virtual MemoryInfo memory_info() const = 0;
+
+  // ---- streams ----------------------------------------------------------------------------
+  // A backend owns num_streams() ordered queues of work (one on a synchronous backend); every
+  // op, copy, graph launch and capture goes to the current stream, in order. Work on different
+  // streams may run concurrently (pipeline micro-batches, communication beside compute) and is
+  // ordered only by join_stream(). synchronize() waits for every stream.
+  virtual int32_t num_streams() const { return 1; }
+  int32_t current_stream() const { return current_stream_; }
+  // Later work goes to stream `index`. Throws Error(kInvalidArgument) outside
+  // [0, num_streams()), and while capturing a graph.
+  void set_stream(int32_t index);
+  // Work enqueued on `waiter` from now on starts after everything enqueued on `signaller` so far.
+  virtual void join_stream(int32_t waiter, int32_t signaller) {}
 
   // ---- step timing (device timeline; backends without one return nothing) -----------------
   // mark_step_begin() before a step's first op, mark_step_end() after its last; after the
@@ -141,7 +155,21 @@ class Backend {
   // ties by lower id (ops/top_k_logits.h). What the sampler needs instead of whole rows.
   virtual void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
                             const Tensor& top_ids, const Tensor& top_logits) = 0;
+
+ protected:
+  // set_stream() is about to make `index` current (backends with several streams).
+  virtual void on_stream_change(int32_t /*index*/) {}
+
+ private:
+  int32_t current_stream_ = 0;
 };
+
+inline void Backend::set_stream(int32_t index) {
+  INFLIGHT_CHECK_CODE(index >= 0 && index < num_streams(), ErrorCode::kInvalidArgument,
+                      "{} backend: stream {} outside [0, {})", name(), index, num_streams());
+  if (index != current_stream_) on_stream_change(index);
+  current_stream_ = index;
+}
 
 inline void Backend::begin_capture() {
   INFLIGHT_THROW(ErrorCode::kUnsupported, "{} backend: graphs are not supported", name());

@@ -53,7 +53,7 @@ RunnerMemory DeviceRunner::memory() const {
     m.workspace = model_->workspace_bytes(std::max(max_num_batched_tokens_, decode), decode);
   }
   m.reserve = backend_->runtime_reserve();
-  m.host = backend_->device() == Device::kCpu;
+  m.host = info.host;
   return m;
 }
 

@@ -83,6 +83,16 @@ TEST(KvCache, LayersAreDisjointViewsOfOneAllocation) {
   EXPECT_EQ(KvCache::bytes_per_block(c, 16, DType::kBF16), 2 * 30 * 16 * 3 * 64 * 2);
 }
 
+TEST(CpuBackend, HasOneStream) {
+  CpuBackend backend;
+  EXPECT_EQ(backend.num_streams(), 1);
+  EXPECT_NO_THROW(backend.set_stream(0));
+  EXPECT_THROW(backend.set_stream(1), Error);
+  EXPECT_THROW(backend.set_stream(-1), Error);
+  EXPECT_EQ(backend.current_stream(), 0);
+  EXPECT_NO_THROW(backend.join_stream(0, 0));
+}
+
 // One rank: every collective is the identity, and there is no peer to talk to.
 TEST(SingleRankCommunicator, CollectivesOfOneRank) {
   CpuBackend backend;

@@ -71,6 +71,7 @@ void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
 
 MemoryInfo CpuBackend::memory_info() const {
   MemoryInfo info;
+  info.host = true;
   info.total = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   info.free = info.total;
   std::ifstream meminfo("/proc/meminfo");

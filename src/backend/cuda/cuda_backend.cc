@@ -1,6 +1,6 @@
-// CudaBackend: Backend on one GPU. Owns a non-blocking stream (every copy and kernel goes on it,
-// in order), a caching device allocator, the cuBLASLt handle with its workspace and per-shape
-// algorithm cache, and three pinned staging areas:
+// CudaBackend: Backend on one GPU. Owns non-blocking streams (one unless asked for more; every
+// copy and kernel goes on the current one, in order), a caching device allocator, the cuBLASLt
+// handle with its workspace and per-shape algorithm cache, and three pinned staging areas:
 //   step staging     upload_batch packs the ForwardBatch arrays here (StepInputLayout) and
 //                    sends them in one cudaMemcpyAsync to a device buffer reused every step;
 //   upload staging   two 64 MiB halves: upload() and load_weight() convert (or copy) host rows
@@ -122,6 +122,9 @@ class CudaBackend final : public Backend {
   void mark_step_end() override;
   std::optional<StepTime> last_step_time() const override;
 
+  int32_t num_streams() const override { return static_cast<int32_t>(streams_.size()); }
+  void join_stream(int32_t waiter, int32_t signaller) override;
+
   bool supports_graphs() const override { return true; }
   void begin_capture() override;
   std::unique_ptr<BackendGraph> end_capture() override;
@@ -155,6 +158,7 @@ class CudaBackend final : public Backend {
     bool raw;
   };
 
+  void on_stream_change(int32_t index) override;
   // Enqueues the device -> staging copy of src; the caller records what to do at synchronize().
   size_t stage_download(const Tensor& src);
   void check_not_capturing(const char* what) const;
@@ -164,7 +168,9 @@ class CudaBackend final : public Backend {
   const int device_;
   const CudaBackendOptions options_;
   bool capturing_ = false;
-  cudaStream_t stream_ = nullptr;
+  std::vector<cudaStream_t> streams_;        // options_.num_streams, non-blocking
+  std::vector<cudaEvent_t> stream_marks_;    // [i]: recorded on streams_[i] by join_stream
+  cudaStream_t stream_ = nullptr;            // the current stream: every op is enqueued here
   std::shared_ptr<CudaAllocator> allocator_;
   std::shared_ptr<void> gemm_workspace_;
   std::unique_ptr<CublasLtGemm> gemm_;
@@ -193,7 +199,18 @@ CudaBackend::CudaBackend(int device, const CudaBackendOptions& options)
     : device_(device), options_(options) {
   check_device_index(device);
   INFLIGHT_CUDA_CHECK(cudaSetDevice(device));
-  INFLIGHT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  INFLIGHT_CHECK_CODE(options.num_streams >= 1 && options.num_streams <= 64,
+                      ErrorCode::kInvalidArgument, "cuda backend: {} streams (1 to 64)",
+                      options.num_streams);
+  for (int32_t i = 0; i < options.num_streams; ++i) {
+    cudaStream_t s = nullptr;
+    INFLIGHT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    streams_.push_back(s);
+    cudaEvent_t e = nullptr;
+    INFLIGHT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    stream_marks_.push_back(e);
+  }
+  stream_ = streams_.front();
   INFLIGHT_CUDA_CHECK(cudaEventCreateWithFlags(&step_copied_, cudaEventDisableTiming));
   for (cudaEvent_t& e : upload_copied_) {
     INFLIGHT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -215,7 +232,7 @@ CudaBackend::~CudaBackend() {
   // Nothing may throw here: errors are ignored, the stream is drained before anything it may
   // still use is released.
   abort_capture();
-  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  for (cudaStream_t s : streams_) cudaStreamSynchronize(s);
   gemm_.reset();
   for (cudaEvent_t e : upload_copied_) {
     if (e != nullptr) cudaEventDestroy(e);
@@ -225,7 +242,25 @@ CudaBackend::~CudaBackend() {
     if (step_end_[i] != nullptr) cudaEventDestroy(step_end_[i]);
   }
   if (step_copied_ != nullptr) cudaEventDestroy(step_copied_);
-  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  for (cudaEvent_t e : stream_marks_) cudaEventDestroy(e);
+  for (cudaStream_t s : streams_) cudaStreamDestroy(s);
+}
+
+void CudaBackend::on_stream_change(int32_t index) {
+  check_not_capturing("set_stream");
+  stream_ = streams_[static_cast<size_t>(index)];
+}
+
+void CudaBackend::join_stream(int32_t waiter, int32_t signaller) {
+  const auto n = static_cast<int32_t>(streams_.size());
+  INFLIGHT_CHECK_CODE(waiter >= 0 && waiter < n && signaller >= 0 && signaller < n,
+                      ErrorCode::kInvalidArgument, "cuda backend: join_stream({}, {}) of {} streams",
+                      waiter, signaller, n);
+  if (waiter == signaller) return;
+  bind();
+  cudaEvent_t mark = stream_marks_[static_cast<size_t>(signaller)];
+  INFLIGHT_CUDA_CHECK(cudaEventRecord(mark, streams_[static_cast<size_t>(signaller)]));
+  INFLIGHT_CUDA_CHECK(cudaStreamWaitEvent(streams_[static_cast<size_t>(waiter)], mark, 0));
 }
 
 void CudaBackend::check_not_capturing(const char* what) const {
@@ -353,7 +388,7 @@ void CudaBackend::download(const Tensor& src, const Tensor& dst) {
 
 void CudaBackend::synchronize() {
   check_not_capturing("synchronize");
-  INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (cudaStream_t s : streams_) INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(s));
   for (const PendingDownload& d : pending_) {
     if (d.raw) {
       std::memcpy(d.dst.raw(), download_staging_.data() + d.offset, d.dst.nbytes());

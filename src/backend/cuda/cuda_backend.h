@@ -3,7 +3,8 @@
 //
 // This header has no CUDA includes, so that tools, the engine and tests built by a plain C++
 // compiler can create the backend. Everything the backend enqueues runs on its own stream, in
-// order; the host waits only in synchronize() (and in upload(), which is load-time).
+// order; the host waits only in synchronize() (and in upload(), which is load-time). A backend
+// made with several streams enqueues on the current one (Backend::set_stream).
 #pragma once
 
 #include <memory>
@@ -26,6 +27,8 @@ struct CudaBackendOptions {
   // batch: a token's logits are then bitwise the same whatever else is in the step (slow; see
   // backend/cuda/cublaslt_gemm.h).
   bool batch_invariant = false;
+  // Streams the backend owns (Backend::num_streams); work starts on stream 0.
+  int32_t num_streams = 1;
 };
 
 // A backend on CUDA device `device` with its own stream, allocator, cuBLASLt handle and
