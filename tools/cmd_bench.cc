@@ -24,9 +24,9 @@
 #include "bench/serve_bench.h"
 #include "bench/token_codec.h"
 #include "core/check.h"
-#include "model/arch_presets.h"
 #include "formats/default_model.h"
 #include "formats/model_files.h"
+#include "model/arch_presets.h"
 #include "tools/command.h"
 
 namespace inflight::tools {

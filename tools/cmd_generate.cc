@@ -23,8 +23,8 @@
 
 #include "core/check.h"
 #include "core/env.h"
-#include "inflight/engine.h"
 #include "formats/default_model.h"
+#include "inflight/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
 

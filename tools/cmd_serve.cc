@@ -25,9 +25,9 @@
 
 #include "core/check.h"
 #include "core/logging.h"
-#include "inflight/engine.h"
 #include "formats/default_model.h"
 #include "frontend/tool_calls.h"
+#include "inflight/engine.h"
 #include "server/server.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"

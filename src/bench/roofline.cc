@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/backend.h"
 #include "backend/backend_factory.h"
 #include "core/check.h"
 #include "core/dtype.h"
+#include "runtime/backend.h"
 
 namespace inflight::bench {
 

@@ -26,13 +26,13 @@
 #include <vector>
 
 #include "engine/kv_block_manager.h"
-#include "runtime/model_runner.h"
 #include "engine/prepared_request.h"
 #include "engine/request_state.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "inflight/engine.h"
 #include "runtime/forward_batch.h"
+#include "runtime/model_runner.h"
 
 namespace inflight {
 

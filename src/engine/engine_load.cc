@@ -38,25 +38,25 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelSource& source,
     if (dummy) {
       info.name = source.dummy_arch.empty() ? source.dummy_config : source.dummy_arch;
       if (!source.tokenizer.empty()) tokenizer = Tokenizer::from_path(source.tokenizer);
-      model = make_dummy_model(dummy_model_config(source.dummy_arch, source.dummy_config),
-                               *backend, source.dummy_seed);
+      model = make_dummy_model(dummy_model_config(source.dummy_arch, source.dummy_config), *backend,
+                               source.dummy_seed);
     } else {
       info.name = source.path;
       const std::unique_ptr<ModelFiles> files = ModelFiles::open(source.path);
-      tokenizer =
-          Tokenizer::from_path(source.tokenizer.empty() ? files->tokenizer_path() : source.tokenizer);
+      tokenizer = Tokenizer::from_path(source.tokenizer.empty() ? files->tokenizer_path()
+                                                                : source.tokenizer);
       info.chat_template = files->chat_template();
       const double opened = seconds_since(begin);
       const auto weights_begin = std::chrono::steady_clock::now();
       model = load_model(*files, *backend);
       backend->synchronize();  // the last copies of the weights
       const double loaded = seconds_since(weights_begin);
-      INFLIGHT_LOG_INFO("loaded {}: files and tokenizer {:.2f} s, weights {:.2f} GiB in {:.2f} s "
-                        "({:.1f} GiB/s, converted from their stored format on {})",
-                        source.path, opened, static_cast<double>(model->weight_bytes()) / (1 << 30),
-                        loaded,
-                        static_cast<double>(model->weight_bytes()) / (1 << 30) / std::max(loaded, 1e-9),
-                        backend->name());
+      INFLIGHT_LOG_INFO(
+          "loaded {}: files and tokenizer {:.2f} s, weights {:.2f} GiB in {:.2f} s "
+          "({:.1f} GiB/s, converted from their stored format on {})",
+          source.path, opened, static_cast<double>(model->weight_bytes()) / (1 << 30), loaded,
+          static_cast<double>(model->weight_bytes()) / (1 << 30) / std::max(loaded, 1e-9),
+          backend->name());
     }
     auto runner = std::make_unique<DeviceRunner>(std::move(backend), std::move(model));
     Result<std::unique_ptr<Engine>> engine = create(config, std::move(runner), tokenizer);

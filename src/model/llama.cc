@@ -232,14 +232,19 @@ namespace {
 
 // Capacities are rounded up so that a growing prompt does not reallocate every step; at least
 // one logits row, so that a step that samples nothing still has a [0, vocab] view.
-int64_t token_capacity(int64_t tokens) { return (std::max<int64_t>(tokens, 1) + 63) / 64 * 64; }
-int64_t logits_capacity(int64_t logits) { return (std::max<int64_t>(logits, 1) + 7) / 8 * 8; }
+int64_t token_capacity(int64_t tokens) {
+  return (std::max<int64_t>(tokens, 1) + 63) / 64 * 64;
+}
+int64_t logits_capacity(int64_t logits) {
+  return (std::max<int64_t>(logits, 1) + 7) / 8 * 8;
+}
 
 }  // namespace
 
 int64_t LlamaModel::workspace_bytes(int64_t tokens, int64_t logits) const {
   int64_t bytes = 0;
-  for (const auto& list : {token_buffers(token_capacity(tokens)), logits_buffers(logits_capacity(logits))}) {
+  for (const auto& list :
+       {token_buffers(token_capacity(tokens)), logits_buffers(logits_capacity(logits))}) {
     for (const Buffer& b : list) {
       int64_t n = static_cast<int64_t>(dtype_size(b.dtype));
       for (const int64_t d : b.shape) n *= d;
@@ -253,7 +258,8 @@ bool LlamaModel::reserve(int64_t tokens, int64_t logits) {
   bool grew = false;
   if (tokens > ws_.capacity) {
     ws_.capacity = token_capacity(tokens);
-    for (const Buffer& b : token_buffers(ws_.capacity)) ws_.*b.member = backend_.alloc(b.shape, b.dtype);
+    for (const Buffer& b : token_buffers(ws_.capacity))
+      ws_.*b.member = backend_.alloc(b.shape, b.dtype);
     grew = true;
   }
   if (std::max<int64_t>(logits, 1) > ws_.logits_capacity) {

@@ -21,8 +21,8 @@
 namespace inflight {
 
 struct Architecture {
-  std::string_view family;                  // the resolved ModelConfig::architecture
-  std::vector<std::string_view> hf_names;   // `architectures[0]` and `model_type` values
+  std::string_view family;                   // the resolved ModelConfig::architecture
+  std::vector<std::string_view> hf_names;    // `architectures[0]` and `model_type` values
   std::vector<std::string_view> gguf_names;  // `general.architecture` values
   // What the family implies beyond the generic config keys (e.g. Qwen2's q/k/v biases).
   // Throws Error(kUnsupported) for a variant the family's model does not implement.
@@ -45,8 +45,7 @@ std::unique_ptr<Model> load_model(const ModelFiles& files, Backend& backend);
 std::unique_ptr<Model> make_model(const ModelConfig& config, const WeightSource& weights,
                                   Backend& backend);
 // A model of `config` with dummy weights made on the device from `seed` (performance work).
-std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, Backend& backend,
-                                        uint64_t seed);
+std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, Backend& backend, uint64_t seed);
 
 // A runner that owns `backend` and the model built on it: weights from `weights`, or dummy
 // weights from `seed` when `weights` is null (model/registry.h builders).

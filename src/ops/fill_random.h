@@ -13,8 +13,8 @@
 
 #include <cstdint>
 
-#include "core/tensor.h"
 #include "core/hash.h"
+#include "core/tensor.h"
 
 namespace inflight {
 

@@ -13,8 +13,8 @@ void SingleRankCommunicator::reduce_scatter(const Tensor& in, const Tensor& out)
 }
 
 void SingleRankCommunicator::broadcast(const Tensor&, int root) {
-  INFLIGHT_CHECK_CODE(root == 0, ErrorCode::kInvalidArgument,
-                      "broadcast from rank {} among 1 rank", root);
+  INFLIGHT_CHECK_CODE(root == 0, ErrorCode::kInvalidArgument, "broadcast from rank {} among 1 rank",
+                      root);
 }
 
 void SingleRankCommunicator::send(const Tensor&, int peer) {
@@ -22,8 +22,7 @@ void SingleRankCommunicator::send(const Tensor&, int peer) {
 }
 
 void SingleRankCommunicator::recv(const Tensor&, int peer) {
-  INFLIGHT_THROW(ErrorCode::kInvalidArgument, "recv from rank {}: a single rank has no peer",
-                 peer);
+  INFLIGHT_THROW(ErrorCode::kInvalidArgument, "recv from rank {}: a single rank has no peer", peer);
 }
 
 }  // namespace inflight

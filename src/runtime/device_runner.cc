@@ -11,9 +11,9 @@ namespace inflight {
 DeviceRunner::DeviceRunner(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
                            const RunnerOptions& options)
     : backend_(std::move(backend)), model_(std::move(model)) {
-  INFLIGHT_CHECK_CODE(backend_ != nullptr && model_ != nullptr && &model_->backend() == backend_.get(),
-                      ErrorCode::kInvalidArgument,
-                      "a runner needs a backend and a model that lives on it");
+  INFLIGHT_CHECK_CODE(
+      backend_ != nullptr && model_ != nullptr && &model_->backend() == backend_.get(),
+      ErrorCode::kInvalidArgument, "a runner needs a backend and a model that lives on it");
   communicator_ = std::make_unique<SingleRankCommunicator>(*backend_);
   GraphMode mode = options.graph_mode;
   if (mode == GraphMode::kCapture && !backend_->supports_graphs()) mode = GraphMode::kOff;
@@ -31,12 +31,18 @@ void DeviceRunner::reserve(int64_t tokens, int64_t logits) {
   if (model_->reserve(tokens, logits)) graphs_.clear();  // they point at the old workspace
 }
 
+DeviceRunner::Capacity DeviceRunner::capacity() const {
+  const int32_t decode = DecodeGraphs::round_batch(max_num_seqs_);
+  return {std::max(max_num_batched_tokens_, decode), decode};
+}
+
 void DeviceRunner::reserve_workspace(int32_t max_num_batched_tokens, int32_t max_num_seqs) {
   max_num_batched_tokens_ = max_num_batched_tokens;
   max_num_seqs_ = max_num_seqs;
   graphs_ = DecodeGraphs(graphs_.mode(), max_num_seqs);
-  const int32_t decode = DecodeGraphs::round_batch(max_num_seqs);
-  reserve(std::max(max_num_batched_tokens, decode), decode);
+  const Capacity cap = capacity();
+  const int32_t decode = cap.logits;
+  reserve(cap.tokens, cap.logits);
   lse_dev_ = backend_->alloc({decode}, DType::kF32);
   ids_dev_ = backend_->alloc({int64_t{decode} * kMaxLogitsTopK}, DType::kI32);
   vals_dev_ = backend_->alloc({int64_t{decode} * kMaxLogitsTopK}, DType::kF32);
@@ -48,10 +54,8 @@ RunnerMemory DeviceRunner::memory() const {
   m.total = info.total;
   m.free = info.free;
   m.weights = model_->weight_bytes();
-  if (max_num_seqs_ > 0) {
-    const int32_t decode = DecodeGraphs::round_batch(max_num_seqs_);
-    m.workspace = model_->workspace_bytes(std::max(max_num_batched_tokens_, decode), decode);
-  }
+  if (max_num_seqs_ > 0)
+    m.workspace = model_->workspace_bytes(capacity().tokens, capacity().logits);
   m.reserve = backend_->runtime_reserve();
   m.host = info.host;
   return m;

@@ -65,6 +65,13 @@ class DeviceRunner final : public ModelRunner {
   // The decode step of `batch` in its bucket: padded, uploaded, then replayed or run.
   Tensor enqueue_decode(const ForwardBatch& batch, KvCache& cache,
                         const DecodeGraphs::Bucket& bucket);
+  // What reserve_workspace() makes room for: the token budget or the largest decode bucket,
+  // whichever is more tokens, and the largest decode bucket's logits rows.
+  struct Capacity {
+    int32_t tokens;
+    int32_t logits;
+  };
+  Capacity capacity() const;
   // Grows the model's workspace to hold a step; a move of the workspace drops the graphs.
   void reserve(int64_t tokens, int64_t logits);
   // Host tensor `t` with at least `shape`'s elements, viewed as `shape` (grown on demand).

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/backend.h"
 #include "formats/model_config.h"
+#include "runtime/backend.h"
 
 namespace inflight {
 

@@ -10,8 +10,8 @@ KvCache Model::make_kv_cache(int64_t num_blocks, int32_t block_size) const {
 
 void Model::check_step(const ForwardBatch& batch, const KvCache& cache) const {
   const ModelConfig& c = config();
-  INFLIGHT_CHECK_CODE(cache.num_layers() == c.num_layers && cache.num_kv_heads() == c.num_kv_heads &&
-                          cache.head_dim() == c.head_dim,
+  INFLIGHT_CHECK_CODE(cache.num_layers() == c.num_layers &&
+                          cache.num_kv_heads() == c.num_kv_heads && cache.head_dim() == c.head_dim,
                       ErrorCode::kInvalidArgument,
                       "kv cache shaped for {} layers x {} kv heads x {} head_dim, model needs {} "
                       "x {} x {}",

@@ -20,9 +20,9 @@
 
 #include <string>
 
+#include "frontend/frontend.h"
 #include "inflight/stats.h"
 #include "server/http_server.h"
-#include "frontend/frontend.h"
 
 namespace inflight::server {
 

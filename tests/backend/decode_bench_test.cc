@@ -11,8 +11,8 @@
 #include "backend/tiny_llama.h"
 #include "core/thread_pool.h"
 #include "formats/model_files.h"
-#include "test_data.h"
 #include "model/registry.h"
+#include "test_data.h"
 
 namespace inflight {
 namespace {

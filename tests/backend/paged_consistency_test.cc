@@ -12,8 +12,8 @@
 #include "backend/dense_reference.h"
 #include "backend/tiny_llama.h"
 #include "formats/model_files.h"
-#include "test_data.h"
 #include "model/registry.h"
+#include "test_data.h"
 
 namespace inflight {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/forward_batch.h"
 #include "model/llama.h"
+#include "runtime/forward_batch.h"
 
 namespace inflight::testing {
 

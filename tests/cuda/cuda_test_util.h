@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "runtime/backend.h"
 
 #define INFLIGHT_REQUIRE_CUDA()                  \
   do {                                           \

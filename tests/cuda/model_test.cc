@@ -23,9 +23,9 @@
 #include <numeric>
 
 #include "cuda_test_util.h"
+#include "formats/model_files.h"
 #include "model/llama.h"
 #include "model/registry.h"
-#include "formats/model_files.h"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight::test {

@@ -16,8 +16,8 @@
 
 #include "backend/tiny_llama.h"
 #include "cuda_test_util.h"
-#include "model/registry.h"
 #include "model/arch_presets.h"
+#include "model/registry.h"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight::test {

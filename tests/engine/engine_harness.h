@@ -20,8 +20,8 @@
 
 #include "backend/backend_factory.h"
 #include "backend/tiny_llama.h"
-#include "model/registry.h"
 #include "inflight/engine.h"
+#include "model/registry.h"
 #include "tokenizer/tokenizer.h"
 
 namespace inflight::testing {

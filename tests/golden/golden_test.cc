@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "formats/model_files.h"
 #include "model/llama.h"
 #include "model/registry.h"
-#include "formats/model_files.h"
 #include "test_data.h"
 
 namespace inflight {

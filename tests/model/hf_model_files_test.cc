@@ -8,8 +8,8 @@
 
 #include "core/dtype.h"
 #include "file_builders.h"
-#include "test_data.h"
 #include "model/registry.h"
+#include "test_data.h"
 
 namespace inflight {
 namespace {

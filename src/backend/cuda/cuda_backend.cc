@@ -254,8 +254,8 @@ void CudaBackend::on_stream_change(int32_t index) {
 void CudaBackend::join_stream(int32_t waiter, int32_t signaller) {
   const auto n = static_cast<int32_t>(streams_.size());
   INFLIGHT_CHECK_CODE(waiter >= 0 && waiter < n && signaller >= 0 && signaller < n,
-                      ErrorCode::kInvalidArgument, "cuda backend: join_stream({}, {}) of {} streams",
-                      waiter, signaller, n);
+                      ErrorCode::kInvalidArgument,
+                      "cuda backend: join_stream({}, {}) of {} streams", waiter, signaller, n);
   if (waiter == signaller) return;
   bind();
   cudaEvent_t mark = stream_marks_[static_cast<size_t>(signaller)];
