@@ -71,7 +71,8 @@ std::optional<HttpResponse> CorsPolicy::preflight(const HttpRequest& req) const 
       {"Vary", "Origin"},
       {"Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS"},
       {"Access-Control-Allow-Headers",
-       "authorization, content-type" + requested_headers(req.header("access-control-request-headers"))},
+       "authorization, content-type" +
+           requested_headers(req.header("access-control-request-headers"))},
       {"Access-Control-Max-Age", std::to_string(kMaxAgeSeconds)},
   };
   return res;

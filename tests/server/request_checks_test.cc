@@ -14,8 +14,8 @@ TEST(RequestFraming, AcceptsPlainRequests) {
   EXPECT_FALSE(framing_error(11, {{"host", "x"}}));
   EXPECT_FALSE(framing_error(11, {{"host", "x"}, {"content-length", "12"}}));
   EXPECT_FALSE(framing_error(11, {{"host", "x"}, {"transfer-encoding", "Chunked"}}));
-  EXPECT_FALSE(framing_error(11, {{"host", "x"}, {"content-length", "5"},
-                                  {"content-length", "5"}}));
+  EXPECT_FALSE(
+      framing_error(11, {{"host", "x"}, {"content-length", "5"}, {"content-length", "5"}}));
   EXPECT_FALSE(framing_error(10, {}));  // HTTP/1.0 needs no Host
 }
 
@@ -30,16 +30,15 @@ TEST(RequestFraming, RefusesWhatCouldBeSmuggled) {
                          "chunked, chunked", "", " , chunked", "chunked;q=1"}) {
     EXPECT_TRUE(framing_error(11, with({{"transfer-encoding", te}}))) << te;
   }
-  EXPECT_TRUE(framing_error(11, with({{"transfer-encoding", "chunked"},
-                                      {"transfer-encoding", "chunked"}})));
-  EXPECT_TRUE(framing_error(11, with({{"transfer-encoding", "chunked"},
-                                      {"content-length", "3"}})));
+  EXPECT_TRUE(framing_error(
+      11, with({{"transfer-encoding", "chunked"}, {"transfer-encoding", "chunked"}})));
+  EXPECT_TRUE(framing_error(11, with({{"transfer-encoding", "chunked"}, {"content-length", "3"}})));
   EXPECT_TRUE(framing_error(10, {{"transfer-encoding", "chunked"}}));
   EXPECT_TRUE(framing_error(11, with({{"content-length", "3"}, {"content-length", "4"}})));
   EXPECT_TRUE(framing_error(11, with({{"content-length", "3, 4"}})));
   EXPECT_TRUE(framing_error(11, with({{"content-length", "-1"}})));
-  EXPECT_TRUE(framing_error(11, {}));                                // no Host
-  EXPECT_TRUE(framing_error(11, {{"host", "a"}, {"host", "b"}}));     // two
+  EXPECT_TRUE(framing_error(11, {}));                              // no Host
+  EXPECT_TRUE(framing_error(11, {{"host", "a"}, {"host", "b"}}));  // two
   EXPECT_TRUE(framing_error(10, {{"host", "a"}, {"host", "a"}}));
 }
 
@@ -55,8 +54,8 @@ TEST(HostCheck, LoopbackNames) {
 TEST(HostCheck, LoopbackBindServesItsNamesOnly) {
   HostCheck check("127.0.0.1", {});
   ASSERT_TRUE(check.enabled());
-  for (std::string h : {"localhost", "localhost:8000", "127.0.0.1:8000", "[::1]:8000", "[::1]",
-                        "LocalHost:8000"}) {
+  for (std::string h :
+       {"localhost", "localhost:8000", "127.0.0.1:8000", "[::1]:8000", "[::1]", "LocalHost:8000"}) {
     EXPECT_TRUE(check.allows(&h, 8000)) << h;
   }
   for (std::string h : {"attacker.example", "attacker.example:8000", "localhost:9000",
@@ -92,8 +91,8 @@ HttpRequest request(std::string method, HttpHeaders headers) {
 
 TEST(Cors, OffByDefault) {
   CorsPolicy cors({});
-  auto req = request("OPTIONS", {{"origin", "https://a.example"},
-                                 {"access-control-request-method", "POST"}});
+  auto req = request("OPTIONS",
+                     {{"origin", "https://a.example"}, {"access-control-request-method", "POST"}});
   EXPECT_FALSE(cors.preflight(req));
   EXPECT_TRUE(cors.response_headers(req).empty());
 }
@@ -107,13 +106,13 @@ TEST(Cors, ListedOrigins) {
   EXPECT_EQ(h[1], HttpHeaders::value_type("Vary", "Origin"));
   auto other = request("POST", {{"origin", "https://b.example"}});
   EXPECT_EQ(cors.response_headers(other).size(), 1u);  // Vary only
-  EXPECT_FALSE(cors.preflight(request("OPTIONS", {{"origin", "https://b.example"},
-                                                  {"access-control-request-method", "POST"}})));
+  EXPECT_FALSE(cors.preflight(request(
+      "OPTIONS", {{"origin", "https://b.example"}, {"access-control-request-method", "POST"}})));
 
-  auto pre = cors.preflight(request("OPTIONS", {{"origin", "https://a.example"},
-                                                {"access-control-request-method", "POST"},
-                                                {"access-control-request-headers",
-                                                 "Content-Type, X-Trace"}}));
+  auto pre = cors.preflight(
+      request("OPTIONS", {{"origin", "https://a.example"},
+                          {"access-control-request-method", "POST"},
+                          {"access-control-request-headers", "Content-Type, X-Trace"}}));
   ASSERT_TRUE(pre);
   EXPECT_EQ(pre->status, 204);
   bool headers_ok = false;
@@ -138,9 +137,9 @@ TEST(ContentType, JsonOnly) {
                          "application/vnd.api+json", "application/merge-patch+json ; x=y"}) {
     EXPECT_TRUE(with({ok})) << ok;
   }
-  for (const char* bad : {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
-                          "application/jsonx", "application/+json", "text/json", "",
-                          "application/json-seq"}) {
+  for (const char* bad :
+       {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
+        "application/jsonx", "application/+json", "text/json", "", "application/json-seq"}) {
     EXPECT_FALSE(with({bad})) << bad;
   }
   EXPECT_FALSE(with({"application/json", "text/plain"}));
