@@ -1,6 +1,7 @@
 // `inflight serve`: the OpenAI- and TGI-compatible HTTP server.
 //
 //   inflight serve [--model PATH] [--host 127.0.0.1] [--port 8000] [--api-key KEY]
+//                  [--allowed-hosts a,b] [--allowed-origins https://app.example] ...
 //                  [--served-model-name NAME] [--max-model-len N] [--max-num-seqs N]
 //                  [--max-num-batched-tokens N] [--kv-cache-memory auto|512MiB|0.9]
 //                  [--chat-template FILE] [--device auto|cpu|cuda[:N]]
@@ -8,7 +9,9 @@
 //
 // The socket is bound first (GET /health answers 503 while the model loads), then the model
 // is loaded on a second thread and published. SIGINT/SIGTERM stop accepting, let in-flight
-// requests finish within --shutdown-timeout, then abort the rest and exit 0.
+// requests finish within --shutdown-timeout (a second signal: at once), then abort the rest
+// (streams end with finish reason "abort") and exit 0. What the server guards against and what
+// it leaves to a reverse proxy: docs/security.md.
 #include <CLI/CLI.hpp>
 
 #include <sys/resource.h>
@@ -28,6 +31,7 @@
 #include "formats/default_model.h"
 #include "frontend/tool_calls.h"
 #include "inflight/engine.h"
+#include "server/host_check.h"
 #include "server/server.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -56,6 +60,7 @@ struct Options {
   int32_t max_logprobs = EngineConfig{}.max_logprobs;
   bool disable_prefix_caching = false;
   server::ServerConfig server;
+  CLI::Option* api_key = nullptr;  // to tell "--api-key ''" from no --api-key
 };
 Options opts;
 
@@ -147,8 +152,18 @@ void setup(CLI::App& app) {
   app.add_option("--host", http.host, "Address to listen on")->capture_default_str();
   app.add_option("--port", http.port, "Port to listen on (0 = any free port)")
       ->capture_default_str();
-  app.add_option("--api-key", server.api_key,
-                 "Require 'Authorization: Bearer KEY' on /v1/* and the generation routes");
+  opts.api_key = app.add_option(
+      "--api-key", server.api_key,
+      "Require 'Authorization: Bearer KEY' on /v1/* and the generation routes");
+  app.add_option("--allowed-hosts", http.allowed_hosts,
+                 "Host header values served besides localhost, 127.0.0.1, [::1] and the --host "
+                 "address (comma list; '*' = any). Checked always on a loopback --host, "
+                 "elsewhere only when given")
+      ->delimiter(',');
+  app.add_option("--allowed-origins", http.allowed_origins,
+                 "Browser origins allowed cross-origin access (CORS; comma list, '*' = any); "
+                 "default: none, CORS off")
+      ->delimiter(',');
   app.add_option("--served-model-name", front.served_model_name,
                  "Model name in the API (default: the model file's name)");
   app.add_option("--max-model-len", opts.max_model_len,
@@ -206,7 +221,23 @@ void setup(CLI::App& app) {
       ->capture_default_str();
 }
 
+// Refuses an empty --api-key (it would silently mean "no key") and warns about a server that
+// anyone who can reach the port may use.
+void check_access() {
+  const auto& server = opts.server.options;
+  INFLIGHT_CHECK_CODE(opts.api_key->count() == 0 || !server.api_key.empty(),
+                      ErrorCode::kInvalidArgument,
+                      "--api-key is empty: give a key, or leave the option out to serve without "
+                      "one");
+  if (server.api_key.empty() && !server::is_loopback_host(opts.server.http.host)) {
+    INFLIGHT_LOG_WARN("listening on {} without --api-key: anyone who can reach this port can "
+                      "use the server (see docs/security.md)",
+                      opts.server.http.host);
+  }
+}
+
 int run() {
+  check_access();
   raise_fd_limit();
   const std::string path = opts.dummy_weights ? std::string()
                            : opts.model.empty() ? find_default_model()

@@ -26,6 +26,7 @@ const char* error_type(int status) {
     case 405: return "MethodNotAllowed";
     case 408: return "RequestTimeout";
     case 413: return "RequestTooLarge";
+    case 415: return "UnsupportedMediaType";
     case 422: return "UnprocessableEntityError";
     case 431: return "RequestHeaderFieldsTooLarge";
     case 429: return "RateLimitError";

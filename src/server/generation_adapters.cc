@@ -35,6 +35,8 @@ bool GenerationStream::poll(std::string& out) {
   return done_;
 }
 
+void GenerationStream::abort() { generation_->cancel(); }
+
 void GenerationStream::cancel() { generation_->cancel(); }
 
 // ---- GenerationCollector --------------------------------------------------------------------

@@ -21,6 +21,9 @@ class GenerationStream final : public StreamBody {
                    std::vector<std::string> prologue = {});
   void start(std::function<void()> wake) override;
   bool poll(std::string& out) override;
+  // Cancels the engine requests; each then finishes with FinishReason::kAbort, and the
+  // formatter's final events follow as for any other finish.
+  void abort() override;
   void cancel() override;
 
  private:

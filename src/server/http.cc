@@ -9,4 +9,10 @@ const std::string* HttpRequest::header(std::string_view name) const {
   return nullptr;
 }
 
+size_t HttpRequest::header_count(std::string_view name) const {
+  size_t n = 0;
+  for (const auto& [key, value] : headers) n += key == name ? 1 : 0;
+  return n;
+}
+
 }  // namespace inflight::server

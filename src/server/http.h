@@ -9,6 +9,7 @@
 //                (Server-Sent Events) as the engine produces them.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -30,6 +31,8 @@ struct HttpRequest {
 
   // The first header named `name` (lower case), or nullptr.
   const std::string* header(std::string_view name) const;
+  // How many headers are named `name` (lower case).
+  size_t header_count(std::string_view name) const;
 };
 
 struct HttpResponse;
@@ -60,6 +63,10 @@ class StreamBody : public PendingWork {
   // Appends the bytes available now to `out`; returns true once the body is complete (the
   // bytes appended by that call are the last).
   virtual bool poll(std::string& out) = 0;
+  // The server's shutdown deadline passed: stop producing soon but end the body the way it
+  // ends on its own (a generation stream: its final events with finish reason "abort"). Polls
+  // go on until one returns true. Idempotent.
+  virtual void abort() = 0;
 };
 
 struct HttpResponse {

@@ -2,15 +2,24 @@
 //
 // Threads: `num_threads` run one io_context; every connection lives on its own strand, so a
 // connection's handler, polls and writes never run concurrently. Keep-alive and pipelining are
-// supported; a request body over `max_body_bytes` is answered 413 and the connection closed.
+// supported. Answered with an error and then closed, before the handler sees anything:
+//   body over `max_body_bytes` 413; head over `max_header_bytes` 431; unparsable head 400;
+//   ambiguous framing or a missing/repeated Host 400 (server/request_framing.h);
+//   a Host this server is not served under 400 "Invalid host header" (server/host_check.h);
+//   part of a request, then nothing more within `read_timeout_s` 408.
+// A connection that sends nothing within `read_timeout_s` (or `idle_timeout_s` between
+// requests) is closed without an answer. HEAD gets the handler's status and headers, no body.
+// CORS headers and preflights: server/cors.h.
 //
 // While a deferred or streamed response is pending, a read stays posted on the socket: EOF or
 // a reset means the client left, and the pending work is cancelled at once (which frees its
 // engine request and KV blocks).
 //
 // Shutdown (`stop`, or SIGINT/SIGTERM when `handle_signals`): stop accepting, close idle
-// connections, let in-flight responses finish for up to `shutdown_timeout_s`, then cancel
-// what is left and return from `run`.
+// connections, let in-flight responses finish for up to `shutdown_timeout_s`. Then (or at a
+// second SIGINT/SIGTERM) pending whole responses are cancelled with 503 and streams are
+// aborted (StreamBody::abort), which end with their own final events and the terminating
+// chunk; whatever has not ended a few seconds later is dropped, and `run` returns.
 #pragma once
 
 #include <atomic>
@@ -18,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "server/http.h"
 
@@ -35,6 +45,10 @@ struct HttpServerConfig {
   double shutdown_timeout_s = 10;       // in-flight requests may finish within this on stop
   int backlog = 4096;                   // listen backlog (many clients connect at once)
   bool handle_signals = true;           // SIGINT/SIGTERM trigger a graceful stop
+  // Host names served besides the built-in ones (server/host_check.h); "*" = any Host.
+  std::vector<std::string> allowed_hosts;
+  // Origins allowed cross-origin access (server/cors.h); empty = CORS off, "*" = any.
+  std::vector<std::string> allowed_origins;
 };
 
 // Counters the transport keeps for /metrics.

@@ -2,6 +2,7 @@
 
 #include "frontend/error_mapping.h"
 #include "server/api_key.h"
+#include "server/content_type.h"
 #include "server/http_responses.h"
 
 namespace inflight::server {
@@ -18,22 +19,31 @@ HttpResponse Router::handle(const HttpRequest& req) const {
   if (it == routes_.end()) {
     return error_response(404, "route " + req.path + " not found");
   }
+  // HEAD is answered as GET; the transport drops the body.
+  const std::string method = req.method == "HEAD" ? "GET" : req.method;
   const Route* route = nullptr;
   std::string allow;
   for (const auto& r : it->second) {
-    if (r.method == req.method) route = &r;
+    if (r.method == method) route = &r;
     allow += (allow.empty() ? "" : ", ") + r.method;
+    if (r.method == "GET") allow += ", HEAD";
   }
   if (route == nullptr) {
     HttpResponse res = error_response(405, "method " + req.method + " not allowed on " + req.path);
     res.headers.emplace_back("Allow", allow);
     return res;
   }
+  // Two Authorization headers are refused outright: which one counts would otherwise depend
+  // on the parser, and a proxy in front may check the other.
   if (route->protected_route && !api_key_.empty() &&
-      !authorization_matches(req.header("authorization"), api_key_)) {
+      (req.header_count("authorization") > 1 ||
+       !authorization_matches(req.header("authorization"), api_key_))) {
     HttpResponse res = error_response(401, "invalid or missing API key");
     res.headers.emplace_back("WWW-Authenticate", "Bearer");
     return res;
+  }
+  if (route->method == "POST" && !has_json_content_type(req)) {
+    return error_response(415, "unsupported Content-Type: send the body as application/json");
   }
   try {
     return route->handler(req);

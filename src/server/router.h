@@ -2,7 +2,10 @@
 //
 //   unknown path            404
 //   known path, other verb  405 with Allow
-//   route needs a key and the request lacks the right "Authorization: Bearer <key>"  401
+//   HEAD of a GET route     the GET's answer (the transport sends no body)
+//   route needs a key and the request lacks the right "Authorization: Bearer <key>", or
+//   carries more than one Authorization header                                       401
+//   POST with a Content-Type that is not JSON (server/content_type.h)                415
 //   handler throws                        frontend/error_mapping.h (ApiError as it is,
 //                                         inflight::Error by its code, anything else 500)
 // all answered in OpenAI's error shape.

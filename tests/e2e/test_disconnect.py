@@ -15,7 +15,8 @@ def open_stream(base_url, body):
     host, port = base_url.removeprefix("http://").split(":")
     s = socket.create_connection((host, int(port)), timeout=TIMEOUT)
     payload = json.dumps(body).encode()
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: " + host.encode() +
+              b"\r\nContent-Type: application/json\r\n"
               b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
     return s
 

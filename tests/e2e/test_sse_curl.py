@@ -9,6 +9,10 @@ import pytest
 from conftest import sse_events
 
 
+# curl -d alone sends application/x-www-form-urlencoded, which JSON routes answer 415.
+JSON = ("-H", "Content-Type: application/json")
+
+
 def curl(*args):
     if not shutil.which("curl"):
         pytest.skip("curl not installed")
@@ -48,7 +52,7 @@ def test_openai_sse_framing(base_url, path, body):
 
 
 def test_include_usage_final_chunk(base_url):
-    _, body_text = split_head(curl(base_url + "/v1/completions", "-d", json.dumps(
+    _, body_text = split_head(curl(base_url + "/v1/completions", *JSON, "-d", json.dumps(
         {"prompt": "Hello", "max_tokens": 3, "stream": True,
          "stream_options": {"include_usage": True}})))
     chunks = [json.loads(e) for e in sse_events(body_text)[:-1]]
@@ -59,7 +63,7 @@ def test_include_usage_final_chunk(base_url):
 
 
 def test_tgi_sse_framing(base_url):
-    head, body_text = split_head(curl(base_url + "/generate_stream", "-d", json.dumps(
+    head, body_text = split_head(curl(base_url + "/generate_stream", *JSON, "-d", json.dumps(
         {"inputs": "Hello", "parameters": {"max_new_tokens": 3}})))
     assert "content-type: text/event-stream" in head
     events = [json.loads(e) for e in sse_events(body_text)]

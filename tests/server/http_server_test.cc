@@ -38,9 +38,18 @@ class TickStream final : public StreamBody {
     });
   }
   bool poll(std::string& out) override {
+    if (aborted_) {
+      out += "aborted\n";
+      return true;
+    }
     int now = ticks_;
     for (; sent_ < now; ++sent_) out += "tick " + std::to_string(sent_) + "\n";
     return sent_ == limit_;
+  }
+  // Ends after the ticks sent so far, with a last "aborted" line.
+  void abort() override {
+    stop_ = true;
+    aborted_ = true;
   }
   void cancel() override {
     stop_ = true;
@@ -53,6 +62,7 @@ class TickStream final : public StreamBody {
   std::atomic<int>* cancelled_;
   std::atomic<int> ticks_{0};
   std::atomic<bool> stop_{false};
+  bool aborted_ = false;
   int sent_ = 0;
   std::thread ticker_;
 };
@@ -102,6 +112,7 @@ class HttpServerTest : public ::testing::Test {
     config.idle_timeout_s = 2;
     config.shutdown_timeout_s = 1;
     config.handle_signals = false;
+    config.allowed_hosts = {"*"};  // the requests below send "Host: x"
     server_ = std::make_unique<HttpServer>(config, [this](const HttpRequest& r) {
       return handle(r);
     });
@@ -315,12 +326,20 @@ TEST_F(HttpServerTest, MalformedRequestIs400) {
 }
 
 TEST_F(HttpServerTest, IncompleteRequestTimesOut) {
-  // read_timeout_s = 1: a request whose body never completes is dropped.
+  // read_timeout_s = 1: a request whose body never completes is answered 408, then closed.
   int fd = connect_client();
-  send_all(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
   auto start = std::chrono::steady_clock::now();
-  EXPECT_TRUE(closed(fd));
+  send_all(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
+  std::string got = read_until(fd, [](const std::string& b) { return b.ends_with("}}"); });
+  EXPECT_TRUE(got.starts_with("HTTP/1.1 408")) << got;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1900ms);
+  EXPECT_TRUE(closed(fd));
+  ::close(fd);
+  // So is half a head.
+  fd = connect_client();
+  send_all(fd, "GET /echo HTTP/1.1\r\nHost: x\r\n");
+  got = read_until(fd, [](const std::string& b) { return b.ends_with("}}"); });
+  EXPECT_TRUE(got.starts_with("HTTP/1.1 408")) << got;
   ::close(fd);
   // So is a connection that never sends anything.
   fd = connect_client();
@@ -363,6 +382,50 @@ TEST_F(HttpServerTest, GracefulStopFinishesInFlightThenAbortsTheRest) {
   ::close(idle);
   thread_.join();
   thread_ = std::thread([] {});  // TearDown's stop() and join() have nothing left to do
+}
+
+TEST_F(HttpServerTest, StopAbortsStreamsWithTheirEnding) {
+  int fd = connect_client();
+  send_all(fd, "GET /endless HTTP/1.1\r\nHost: x\r\n\r\n");
+  read_until(fd, [](const std::string& b) { return b.find("tick 1") != std::string::npos; });
+  server_->stop();
+  // Past the 1 s deadline: the stream's own ending, then the terminating chunk.
+  std::string got = read_until(fd, [](const std::string& b) { return b.ends_with("0\r\n\r\n"); },
+                               4000ms);
+  EXPECT_NE(got.find("aborted\n"), std::string::npos) << got;
+  EXPECT_TRUE(got.ends_with("\r\n0\r\n\r\n")) << got;
+  EXPECT_TRUE(closed(fd));
+  ::close(fd);
+  thread_.join();
+  thread_ = std::thread([] {});
+}
+
+TEST_F(HttpServerTest, HeadSendsNoBody) {
+  int fd = connect_client();
+  send_all(fd, "HEAD /echo HTTP/1.1\r\nHost: x\r\n\r\nGET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string got = read_until(fd, [](const std::string& b) { return b.ends_with("GET /echo "); });
+  // The HEAD answer's Content-Length is the GET's ("HEAD /echo "), and no body follows it.
+  EXPECT_TRUE(got.starts_with("HTTP/1.1 200")) << got;
+  EXPECT_NE(got.find("Content-Length: 11\r\n\r\nHTTP/1.1 200"), std::string::npos) << got;
+  ::close(fd);
+}
+
+TEST_F(HttpServerTest, AmbiguousFramingIs400AndCloses) {
+  for (std::string bad : {
+           "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc",
+           "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n",
+           "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n",
+           "POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+           "GET /echo HTTP/1.1\r\n\r\n",
+           "GET /echo HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n"}) {
+    int fd = connect_client();
+    send_all(fd, bad);
+    std::string got = read_until(fd, [](const std::string& b) { return b.ends_with("}}"); });
+    EXPECT_TRUE(got.starts_with("HTTP/1.1 400")) << bad << " -> " << got;
+    EXPECT_EQ(count(got, "Server: inflight"), 1u) << got;  // one answer: nothing smuggled
+    EXPECT_TRUE(closed(fd)) << bad;
+    ::close(fd);
+  }
 }
 
 }  // namespace

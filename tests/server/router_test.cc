@@ -54,6 +54,38 @@ TEST(Router, ApiKeyOnProtectedRoutesOnly) {
                 .status,
             200);
   EXPECT_EQ(router.handle(request("GET", "/health")).status, 200);
+  // Two Authorization headers: refused even when the first one is right.
+  EXPECT_EQ(router.handle(request("POST", "/v1/completions", {{"authorization", "Bearer k3y"},
+                                                              {"authorization", "Bearer no"}}))
+                .status,
+            401);
+}
+
+TEST(Router, HeadIsGetWithoutBody) {
+  Router router;
+  router.add("GET", "/health", ok, false);
+  router.add("POST", "/v1/completions", ok, false);
+  HttpResponse head = router.handle(request("HEAD", "/health"));
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, "{}");  // the transport sends its length, not the bytes
+  EXPECT_EQ(router.handle(request("HEAD", "/v1/completions")).status, 405);
+  HttpResponse wrong = router.handle(request("DELETE", "/health"));
+  EXPECT_EQ(wrong.headers[0].second, "GET, HEAD");
+}
+
+TEST(Router, PostBodiesMustBeJson) {
+  Router router;
+  router.add("POST", "/v1/completions", ok, false);
+  EXPECT_EQ(router.handle(request("POST", "/v1/completions")).status, 200);
+  EXPECT_EQ(router.handle(request("POST", "/v1/completions",
+                                  {{"content-type", "application/json; charset=utf-8"}}))
+                .status,
+            200);
+  for (const char* type : {"text/plain", "application/x-www-form-urlencoded"}) {
+    HttpResponse res = router.handle(request("POST", "/v1/completions", {{"content-type", type}}));
+    EXPECT_EQ(res.status, 415) << type;
+    EXPECT_EQ(error_type(res), "UnsupportedMediaType");
+  }
 }
 
 TEST(Router, ExceptionsBecomeErrorResponses) {
