@@ -22,8 +22,8 @@ struct Histogram {
 
 struct EngineStats {
   // ---- gauges ----------------------------------------------------------------------------
-  int64_t num_running = 0;  // sequences holding KV blocks
-  int64_t num_waiting = 0;  // sequences queued (new or preempted)
+  int64_t num_running = 0;  // sequences holding KV blocks (those of the step in flight among them)
+  int64_t num_waiting = 0;  // sequences queued (new or preempted), requests not yet admitted
   int64_t num_kv_blocks = 0;
   int64_t num_free_kv_blocks = 0;  // includes unreferenced cached blocks (evictable)
   double kv_usage = 0.0;           // 1 - free / total

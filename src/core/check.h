@@ -3,8 +3,9 @@
 //   INFLIGHT_CHECK(cond, "format {}", args...)  throws inflight::Error when cond is false.
 //   INFLIGHT_FAIL("format {}", args...)         throws unconditionally.
 //
-// The message carries the source location. Exceptions never cross the public API or the server
-// boundary: there they become a Status or an HTTP error.
+// what() carries the source location ("msg (src/engine/sampler.cc:167)"), for logs; message() is
+// the text without it, for anything a client sees. Exceptions never cross the public API or the
+// server boundary: there they become a Status or an HTTP error.
 #pragma once
 
 #include <fmt/format.h>
@@ -26,12 +27,18 @@ enum class ErrorCode {
 
 class Error : public std::runtime_error {
  public:
-  Error(ErrorCode code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
+  // `location` ("src/x.cc:12"; empty for none) is appended to what() only.
+  Error(ErrorCode code, const std::string& message, const std::string& location = {})
+      : std::runtime_error(location.empty() ? message : message + " (" + location + ")"),
+        code_(code),
+        message_(message) {}
   ErrorCode code() const { return code_; }
+  // The message without the source location.
+  const std::string& message() const { return message_; }
 
  private:
   ErrorCode code_;
+  std::string message_;
 };
 
 namespace detail {

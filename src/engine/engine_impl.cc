@@ -84,16 +84,18 @@ Result<EngineConfig> resolve(const EngineConfig& config, const ModelRunner& runn
 Status status_from(const std::exception& e) {
   const auto* err = dynamic_cast<const Error*>(&e);
   if (err == nullptr) return {StatusCode::kInternal, e.what()};
+  // A client may see the message of a request's error: without the source location. An
+  // internal error keeps it (it is logged, never shown).
   switch (err->code()) {
     case ErrorCode::kInvalidArgument:
     case ErrorCode::kInvalidFile:
-      return {StatusCode::kInvalidArgument, e.what()};
+      return {StatusCode::kInvalidArgument, err->message()};
     case ErrorCode::kUnsupported:
-      return {StatusCode::kUnsupported, e.what()};
+      return {StatusCode::kUnsupported, err->message()};
     case ErrorCode::kOutOfMemory:
-      return {StatusCode::kResourceExhausted, e.what()};
+      return {StatusCode::kResourceExhausted, err->message()};
     case ErrorCode::kNotFound:
-      return {StatusCode::kNotFound, e.what()};
+      return {StatusCode::kNotFound, err->message()};
     case ErrorCode::kInternal:
       break;
   }
@@ -176,6 +178,13 @@ EngineStats Engine::Impl::stats() const {
     s = published_;
   }
   s.num_requests_enqueued = num_enqueued_.load(std::memory_order_relaxed);
+  {
+    // Requests enqueued while a step runs wait in the inbox until it ends: they are waiting
+    // too. (Between the loop's taking them and its next publish they are counted nowhere,
+    // never twice.)
+    std::lock_guard<std::mutex> lock(mutex_);
+    s.num_waiting += static_cast<int64_t>(new_requests_.size());
+  }
   return s;
 }
 

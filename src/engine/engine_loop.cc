@@ -107,6 +107,10 @@ void Engine::Impl::step() {
   for (const ScheduledSequence& s : out.scheduled) {
     requests_.at(s.seq->request_id)->on_scheduled(start, stats_);
   }
+  // A synchronous step can take seconds (a long prompt on the CPU): the gauges show its
+  // sequences running and the rest waiting while it runs, not only once it has ended. (An
+  // asynchronous step publishes in hand_over() while the device computes it.)
+  if (!overlap_) publish_stats();
   build_forward_batch(out, config_.block_size, batch_);
   build_logits_request(out);
   StepLogits* logits = nullptr;

@@ -64,7 +64,7 @@ Result<PreparedRequest> prepare_request(Request request, const Tokenizer* tokeni
       out.prompt = tokenizer->encode(request.prompt, request.add_special_tokens,
                                      /*parse_special=*/true);
     } catch (const Error& e) {
-      return invalid(fmt::format("cannot tokenize the prompt: {}", e.what()));
+      return invalid(fmt::format("cannot tokenize the prompt: {}", e.message()));
     }
     for (int32_t t : out.prompt) {
       if (t < 0 || t >= limits.vocab_size) {

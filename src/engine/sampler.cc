@@ -32,6 +32,21 @@ int32_t argmax(std::span<const float> logits) {
   return best;
 }
 
+// NOTE: a NaN or +Inf logit means the model's arithmetic broke (non-finite weights, an
+// overflow): no token drawn from such a row means anything, and greedy decoding would pick an
+// arbitrary one as if nothing were wrong. -Inf is a masked token and is fine.
+bool usable(float logit) {
+  return logit < std::numeric_limits<float>::infinity();
+}
+
+void check_finite(std::span<const float> logits) {
+  bool ok = true;
+  for (const float l : logits) ok &= usable(l);  // no early exit: the loop vectorises
+  INFLIGHT_CHECK(ok,
+                 "the model computed a non-finite logit (NaN or +Inf): its weights or "
+                 "activations are not finite");
+}
+
 }  // namespace
 
 Sampler::Sampler(int64_t vocab_size)
@@ -52,6 +67,7 @@ int32_t Sampler::sample(std::span<float> logits, const SamplingContext& ctx,
                         TokenLogprob* logprob) {
   INFLIGHT_CHECK(static_cast<int64_t>(logits.size()) == vocab_size_,
                  "logits row has {} entries, vocabulary {}", logits.size(), vocab_size_);
+  check_finite(logits);
   const SamplingParams& p = *ctx.params;
   const bool want_logprobs = logprob != nullptr && p.logprobs.has_value();
   if (want_logprobs) raw_.assign(logits.begin(), logits.end());
@@ -80,6 +96,9 @@ int32_t Sampler::sample(const LogitsView& view, const SamplingContext& ctx, Toke
   INFLIGHT_CHECK(
       needed > 0 && view.top_ids.size() >= needed && view.top_logits.size() == view.top_ids.size(),
       "sampler: {} candidates given, {} needed (0: the whole row)", view.top_ids.size(), needed);
+  // The sum over the whole row is not finite when any logit is NaN or +Inf.
+  check_finite(std::span<const float>(&view.log_sum_exp, 1));
+  check_finite(view.top_logits.first(1));
   int32_t token;
   if (p.temperature < kGreedyTemperature) {
     token = view.top_ids[0];

@@ -132,12 +132,12 @@ ModelConfig GgufModelFiles::read_config(const GgufFile& f) {
   } catch (const Error& e) {
     // A missing key is often a file of an architecture with keys of its own: name it.
     if (e.code() != ErrorCode::kNotFound) throw;
-    INFLIGHT_THROW(e.code(), "{} (general.architecture is '{}')", e.what(), arch);
+    INFLIGHT_THROW(e.code(), "{} (general.architecture is '{}')", e.message(), arch);
   }
   try {
     c.validate();
   } catch (const Error& e) {
-    INFLIGHT_THROW(e.code(), "{}: {}", f.what(), e.what());
+    INFLIGHT_THROW(e.code(), "{}: {}", f.what(), e.message());
   }
   return c;
 }

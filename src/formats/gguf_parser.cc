@@ -269,12 +269,43 @@ void GgufFile::Parser::place_tensors() {
                         what, t.name, t.offset, t.nbytes, size, base);
     t.data = f_.data_ + base + t.offset;
   }
+  check_tensors_tile_the_data();
   // Built last: the views point at names that no longer move.
   f_.tensor_index_.reserve(f_.tensors_.size());
   for (size_t i = 0; i < f_.tensors_.size(); ++i) {
     const bool inserted = f_.tensor_index_.emplace(f_.tensors_[i].name, i).second;
     INFLIGHT_CHECK_CODE(inserted, ErrorCode::kInvalidFile, "{}: tensor '{}' appears twice", what,
                         f_.tensors_[i].name);
+  }
+}
+
+void GgufFile::Parser::check_tensors_tile_the_data() const {
+  // Writers (llama.cpp, gguf-py) lay the tensors out back to back, each padded to the
+  // alignment, the last one too. So in offset order each tensor's declared bytes (type x shape)
+  // must end before the next tensor begins, less than one alignment before it, and the last
+  // one less than one alignment before the end of the file. A header whose type or shape was
+  // changed (F32 -> F16 halves the size) no longer matches its data and is refused here.
+  const std::string& what = f_.what_;
+  const uint64_t align = f_.alignment_;
+  const uint64_t data_bytes = f_.size_ - f_.data_offset_;  // place_tensors checked base <= size
+  std::vector<const GgufTensorInfo*> by_offset;
+  by_offset.reserve(f_.tensors_.size());
+  for (const GgufTensorInfo& t : f_.tensors_) by_offset.push_back(&t);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
+  for (size_t i = 0; i < by_offset.size(); ++i) {
+    const GgufTensorInfo& t = *by_offset[i];
+    const bool last = i + 1 == by_offset.size();
+    // The bytes from this tensor's start to the next one's (or to the end of the file).
+    const uint64_t span = (last ? data_bytes : by_offset[i + 1]->offset) - t.offset;
+    INFLIGHT_CHECK_CODE(t.nbytes <= span && span - t.nbytes < align, ErrorCode::kInvalidFile,
+                        "{}: tensor '{}': its type {} and shape {} make {} bytes, but its data "
+                        "spans {} bytes up to {} (with alignment {}): the header does not match "
+                        "the data",
+                        what, t.name, ggml_type_name(t.type), shape_str(t.shape), t.nbytes, span,
+                        last ? std::string("the end of the file")
+                             : fmt::format("tensor '{}'", by_offset[i + 1]->name),
+                        align);
   }
 }
 

@@ -25,6 +25,8 @@ class GgufFile::Parser {
   void read_alignment();
   void read_tensor_infos();
   void place_tensors();
+  // In offset order the tensors' declared sizes fill the data section up to the padding.
+  void check_tensors_tile_the_data() const;
 
   // A u64-length-prefixed string, its length checked against the bytes left.
   std::string_view read_string(std::string_view context);

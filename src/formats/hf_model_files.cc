@@ -62,7 +62,7 @@ std::unique_ptr<HfModelFiles> HfModelFiles::open(const std::string& dir_str) {
   try {
     m->config_ = ModelConfig::from_hf_json(read_json(config_path));
   } catch (const Error& e) {
-    INFLIGHT_THROW(e.code(), "{}: {}", dir_str, e.what());
+    INFLIGHT_THROW(e.code(), "{}: {}", dir_str, e.message());
   }
   m->load_weights(dir);
 

@@ -175,20 +175,33 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j) {
 }
 
 void ModelConfig::validate() const {
-  const auto positive = [](int64_t v, const char* field) {
+  // Every count is one dimension of some tensor (or a position): tensors index with int32
+  // per dimension, so a value past 2^31 - 1 cannot come from a real model. `field` names the
+  // ModelConfig field and the config.json key it comes from.
+  const auto dimension = [](int64_t v, const char* field) {
     INFLIGHT_CHECK_CODE(v > 0, ErrorCode::kInvalidFile, "model config: {} must be positive, is {}",
                         field, v);
+    INFLIGHT_CHECK_CODE(v <= kMaxDimension, ErrorCode::kInvalidFile,
+                        "model config: {} is {}, more than 2^31 - 1: no real model has that", field,
+                        v);
   };
   INFLIGHT_CHECK_CODE(!architecture.empty(), ErrorCode::kInvalidFile,
                       "model config: no architecture");
-  positive(vocab_size, "vocab_size");
-  positive(hidden_size, "hidden_size");
-  positive(intermediate_size, "intermediate_size");
-  positive(num_layers, "num_layers");
-  positive(num_heads, "num_heads");
-  positive(num_kv_heads, "num_kv_heads");
-  positive(head_dim, "head_dim");
-  positive(max_position_embeddings, "max_position_embeddings");
+  dimension(vocab_size, "vocab_size");
+  dimension(hidden_size, "hidden_size");
+  dimension(intermediate_size, "intermediate_size");
+  dimension(num_layers, "num_layers (num_hidden_layers)");
+  dimension(num_heads, "num_heads (num_attention_heads)");
+  dimension(num_kv_heads, "num_kv_heads (num_key_value_heads)");
+  dimension(head_dim, "head_dim");
+  dimension(max_position_embeddings, "max_position_embeddings");
+  INFLIGHT_CHECK_CODE(sliding_window <= kMaxDimension && num_experts <= kMaxDimension &&
+                          moe_intermediate_size <= kMaxDimension,
+                      ErrorCode::kInvalidFile,
+                      "model config: sliding_window {}, num_experts {} or moe_intermediate_size "
+                      "{} is more than 2^31 - 1",
+                      sliding_window, num_experts, moe_intermediate_size);
+  num_weight_elements();  // throws, naming the product, where the sizes multiply past int64
   INFLIGHT_CHECK_CODE(num_heads % num_kv_heads == 0, ErrorCode::kInvalidFile,
                       "model config: num_heads {} is not a multiple of num_kv_heads {}", num_heads,
                       num_kv_heads);
@@ -229,6 +242,59 @@ void ModelConfig::validate() const {
                         "model config: eos_token_id {} is outside the vocabulary [0, {})", eos,
                         vocab_size);
   }
+}
+
+namespace {
+
+// a * b, or an error naming what the product is when it does not fit int64.
+int64_t checked_mul(int64_t a, int64_t b, const char* what) {
+  int64_t r = 0;
+  INFLIGHT_CHECK_CODE(!__builtin_mul_overflow(a, b, &r), ErrorCode::kInvalidFile,
+                      "model config: {} ({} x {}) overflows int64", what, a, b);
+  return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b, const char* what) {
+  int64_t r = 0;
+  INFLIGHT_CHECK_CODE(!__builtin_add_overflow(a, b, &r), ErrorCode::kInvalidFile,
+                      "model config: {} ({} + {}) overflows int64", what, a, b);
+  return r;
+}
+
+}  // namespace
+
+int64_t ModelConfig::num_weight_elements() const {
+  const int64_t q_dim = checked_mul(num_heads, head_dim, "num_attention_heads x head_dim");
+  const int64_t kv_dim = checked_mul(num_kv_heads, head_dim, "num_key_value_heads x head_dim");
+  const int64_t qkv_rows = checked_add(q_dim, checked_mul(2, kv_dim, "2 x kv_dim"), "q/k/v rows");
+  int64_t layer = checked_mul(qkv_rows, hidden_size, "q/k/v projection: rows x hidden_size");
+  layer = checked_add(layer, checked_mul(q_dim, hidden_size, "o projection"), "one layer");
+  const int64_t mlp = checked_mul(checked_mul(3, intermediate_size, "3 x intermediate_size"),
+                                  hidden_size, "MLP: 3 x intermediate_size x hidden_size");
+  layer = checked_add(layer, mlp, "one layer");
+  if (num_experts > 0) {
+    const int64_t expert_width =
+        moe_intermediate_size > 0 ? moe_intermediate_size : intermediate_size;
+    const int64_t experts =
+        checked_mul(checked_mul(num_experts, 3 * expert_width, "num_experts x 3 x expert width"),
+                    hidden_size, "experts x hidden_size");
+    layer = checked_add(layer, experts, "one layer");
+  }
+  // Norms and biases.
+  layer = checked_add(layer, checked_add(2 * hidden_size, qkv_rows + hidden_size, "biases"),
+                      "one layer");
+  const int64_t layers = checked_mul(num_layers, layer, "num_hidden_layers x one layer's weights");
+  const int64_t embed = checked_mul(vocab_size, hidden_size, "vocab_size x hidden_size");
+  const int64_t total = checked_add(
+      layers, checked_add(checked_mul(2, embed, "embedding and LM head"), hidden_size, "head"),
+      "the whole model");
+  // 8 bytes an element must still fit int64 (device bytes are computed from this).
+  INFLIGHT_CHECK_CODE(total <= (int64_t{1} << 60), ErrorCode::kInvalidFile,
+                      "model config: {} weight elements (num_hidden_layers {}, hidden_size {}, "
+                      "intermediate_size {}, vocab_size {}) is more than 2^60: no real model "
+                      "has that",
+                      total, num_layers, hidden_size, intermediate_size, vocab_size);
+  return total;
 }
 
 }  // namespace inflight

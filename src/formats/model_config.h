@@ -64,8 +64,15 @@ struct ModelConfig {
   int64_t bos_token_id = -1;
   std::vector<int64_t> eos_token_ids;  // generation stops at any of these
 
+  // No dimension may exceed this (tensors index with int32 per dimension).
+  static constexpr int64_t kMaxDimension = INT32_MAX;
+
   // Throws Error(kInvalidFile) naming the offending field.
   void validate() const;
+  // Elements of a dense decoder with these sizes (every projection, the experts, untied
+  // embedding and head, norms and biases): an upper bound on what an architecture stores.
+  // Throws Error(kInvalidFile) naming the product that overflows int64 or passes 2^60.
+  int64_t num_weight_elements() const;
 
   // From a Hugging Face config.json object. Throws naming the key on a wrong type/value.
   static ModelConfig from_hf_json(const nlohmann::json& j);

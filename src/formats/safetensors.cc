@@ -127,15 +127,38 @@ void SafetensorsFile::parse_header() {
     tensors_.push_back(std::move(t));
   }
 
+  // The format requires the tensors to cover the data section exactly, as the reference
+  // implementation checks: in offset order each (non-empty) tensor begins where the previous
+  // one ended, and the last ends at the end of the file. An overlap would let one tensor's
+  // bytes be read as another's; a gap means the header and the data disagree.
   std::sort(tensors_.begin(), tensors_.end(),
-            [](const SafetensorsTensor& a, const SafetensorsTensor& b) { return a.data < b.data; });
-  for (size_t i = 1; i < tensors_.size(); ++i) {
-    const SafetensorsTensor& prev = tensors_[i - 1];
-    const SafetensorsTensor& cur = tensors_[i];
-    INFLIGHT_CHECK_CODE(cur.nbytes == 0 || prev.nbytes == 0 || prev.data + prev.nbytes <= cur.data,
-                        ErrorCode::kInvalidFile, "{}: tensors '{}' and '{}' overlap", what_,
-                        prev.name, cur.name);
+            [](const SafetensorsTensor& a, const SafetensorsTensor& b) {
+              return a.data != b.data ? a.data < b.data : a.nbytes < b.nbytes;
+            });
+  uint64_t covered = 0;  // bytes of the data section the tensors so far fill
+  const SafetensorsTensor* previous = nullptr;
+  for (const SafetensorsTensor& t : tensors_) {
+    if (t.nbytes == 0) continue;
+    const auto begin = static_cast<uint64_t>(t.data - base);
+    INFLIGHT_CHECK_CODE(begin >= covered, ErrorCode::kInvalidFile,
+                        "{}: tensors '{}' and '{}' overlap (bytes [{}, {}) and [{}, {}))", what_,
+                        previous != nullptr ? previous->name : "", t.name,
+                        previous != nullptr ? static_cast<uint64_t>(previous->data - base) : 0,
+                        covered, begin, begin + t.nbytes);
+    INFLIGHT_CHECK_CODE(begin == covered, ErrorCode::kInvalidFile,
+                        "{}: {} bytes of the data section before tensor '{}' (at {}) belong to no "
+                        "tensor",
+                        what_, begin - covered, t.name, begin);
+    covered = begin + t.nbytes;
+    previous = &t;
   }
+  INFLIGHT_CHECK_CODE(covered == data_size, ErrorCode::kInvalidFile,
+                      "{}: the tensors fill {} bytes of the {}-byte data section{}: the header "
+                      "does not describe the data",
+                      what_, covered, data_size,
+                      previous != nullptr
+                          ? fmt::format(" (the last, '{}', ends at {})", previous->name, covered)
+                          : std::string());
   for (size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
 }
 

@@ -47,7 +47,16 @@ ApiError api_error_from(const Status& status, std::string_view context) {
 }
 
 ApiError api_error_from(const Error& error, std::string_view context) {
-  return api_error_from(Status(status_code_of(error.code()), error.what()), context);
+  const StatusCode code = status_code_of(error.code());
+  // A client sees the message without the source location; the log gets what() whole.
+  if (code == StatusCode::kInternal) return internal_error(context, error.what());
+  return api_error_from(Status(code, error.message()), context);
+}
+
+ApiError engine_failure_error(std::string_view detail, std::string_view context) {
+  return internal_error(
+      context.empty() ? std::string_view("generation") : context,
+      detail.empty() ? std::string_view("the request failed in the engine") : detail);
 }
 
 ApiError current_api_error(std::string_view context) {

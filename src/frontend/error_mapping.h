@@ -13,7 +13,10 @@
 //
 // An ApiError passes through unchanged. A 500 says only "internal server error": the message
 // (which carries the source location of the check that failed) goes to the log, never to the
-// client.
+// client. A 4xx carries Error::message(), the message without the source location.
+//
+// A request that fails inside the engine after it was accepted (FinishReason::kError, e.g. a
+// model that computes NaN) is an internal error on every route: engine_failure_error.
 #pragma once
 
 #include <string_view>
@@ -30,6 +33,10 @@ StatusCode status_code_of(ErrorCode code);
 // `context` (e.g. "POST /v1/completions") prefixes what is logged for an internal error.
 ApiError api_error_from(const Status& status, std::string_view context = {});
 ApiError api_error_from(const Error& error, std::string_view context = {});
+
+// The 500 of a request that finished with FinishReason::kError; `detail` (RequestOutput::error)
+// is logged.
+ApiError engine_failure_error(std::string_view detail, std::string_view context = {});
 
 // The exception being handled; call only inside a catch block.
 ApiError current_api_error(std::string_view context = {});

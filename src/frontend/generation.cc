@@ -110,9 +110,7 @@ void add_output(GenerationResult& result, int32_t n, TaggedOutput& tagged) {
 
 std::optional<ApiError> failed_choice_error(const GenerationResult& result) {
   for (const auto& c : result.choices) {
-    if (c.finish_reason == FinishReason::kError) {
-      return ApiError(500, c.error.empty() ? "generation failed" : c.error);
-    }
+    if (c.finish_reason == FinishReason::kError) return engine_failure_error(c.error);
   }
   return std::nullopt;
 }

@@ -104,8 +104,8 @@ struct GenerationResult {
 GenerationResult make_result(size_t num_prompts, int32_t n);
 // Adds one output to a result made by make_result with the same `n`.
 void add_output(GenerationResult& result, int32_t n, TaggedOutput& tagged);
-// The error of a choice that failed inside the engine (500, its message); nullopt when every
-// choice succeeded.
+// The error of a choice that failed inside the engine (engine_failure_error: a 500 whose detail
+// is logged); nullopt when every choice succeeded.
 std::optional<ApiError> failed_choice_error(const GenerationResult& result);
 
 // A generation request the front end has accepted, for a transport to deliver: its engine

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <random>
 
+#include "frontend/api_error.h"
+#include "frontend/error_mapping.h"
 #include "tokenizer/tokenizer.h"
 
 namespace inflight::frontend {
@@ -211,13 +213,9 @@ class OpenAiStream : public StreamFormatter {
     }
     size_t index = tagged.prompt * static_cast<size_t>(n_) + static_cast<size_t>(o.index);
     if (o.finish_reason == FinishReason::kError) {
-      // OpenAI-style clients surface an `error` event; the stream still ends with [DONE].
-      json error = {{"error",
-                     {{"message", o.error.empty() ? "generation failed" : o.error},
-                      {"type", "InternalServerError"},
-                      {"param", nullptr},
-                      {"code", 500}}}};
-      events.push_back(dump_json(error));
+      // OpenAI-style clients surface an `error` event (the body of the 500 a whole response
+      // answers); the stream still ends with [DONE].
+      events.push_back(error_body(engine_failure_error(o.error)));
       return;
     }
     json choice = make_choice(index, o);

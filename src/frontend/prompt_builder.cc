@@ -28,7 +28,7 @@ std::string render_chat_prompt(const LoadedModel& model, const json& messages,
   try {
     prompt = model.chat_template->render(context);
   } catch (const Error& e) {
-    throw_bad_request(std::string("chat template: ") + e.what(), "messages");
+    throw_bad_request("chat template: " + e.message(), "messages");
   }
   if (options.continue_final_message) {
     // Cut what the template wrote after the last message (its end-of-turn marker), so the

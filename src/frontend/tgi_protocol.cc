@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "frontend/api_error.h"
+#include "frontend/error_mapping.h"
 #include "frontend/json_fields.h"
 #include "frontend/openai_responses.h"
 #include "tokenizer/tokenizer.h"
@@ -104,7 +105,9 @@ class TgiStream final : public StreamFormatter {
     const RequestOutput& o = tagged.output;
     const Tokenizer& tok = *format_.tokenizer;
     if (o.finish_reason == FinishReason::kError) {
-      events.push_back(dump_json({{"error", o.error}, {"error_type", "generation"}}));
+      // TGI's error event, with the message of the 500 a whole response answers.
+      events.push_back(dump_json(
+          {{"error", engine_failure_error(o.error).what()}, {"error_type", "generation"}}));
       return;
     }
     text_ += o.text;

@@ -8,6 +8,9 @@
 #include <optional>
 #include <string>
 
+#include "core/check.h"
+#include "model/weight_plan.h"
+
 namespace inflight {
 
 namespace {
@@ -66,12 +69,9 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, uint64_t see
 }
 
 void LlamaModel::check_config() const {
-  // Positive sizes, GQA divisibility, even head_dim, RoPE scaling parameters.
+  // Positive sizes of at most 2^31 - 1 (sliding_window and vocab_size included) whose products
+  // fit int64, GQA divisibility, even head_dim, RoPE scaling parameters.
   config_.validate();
-  INFLIGHT_CHECK_CODE(config_.sliding_window <= INT32_MAX && config_.vocab_size <= INT32_MAX,
-                      ErrorCode::kUnsupported,
-                      "model config: sliding_window {} or vocab_size {} exceeds 2^31 - 1",
-                      config_.sliding_window, config_.vocab_size);
 }
 
 void LlamaModel::set_inv_freq(const Tensor* divisors) {
@@ -84,6 +84,41 @@ void LlamaModel::set_inv_freq(const Tensor* divisors) {
   inv_freq_ = backend_.upload(host, DType::kF32);
 }
 
+Tensor& LlamaModel::slot(Slot slot, int64_t layer) {
+  switch (slot) {
+    case Slot::kEmbed:
+      return embed_;
+    case Slot::kFinalNorm:
+      return final_norm_;
+    case Slot::kLmHead:
+      return lm_head_.weight;
+    default:
+      break;
+  }
+  Layer& l = layers_.at(static_cast<size_t>(layer));
+  switch (slot) {
+    case Slot::kInputNorm:
+      return l.input_norm;
+    case Slot::kPostNorm:
+      return l.post_norm;
+    case Slot::kQkv:
+      return l.qkv.weight;
+    case Slot::kQkvBias:
+      return l.qkv.bias;
+    case Slot::kO:
+      return l.o.weight;
+    case Slot::kOBias:
+      return l.o.bias;
+    case Slot::kGateUp:
+      return l.gate_up.weight;
+    case Slot::kDown:
+      return l.down.weight;
+    default:
+      break;
+  }
+  INFLIGHT_FAIL("no weight slot {}", static_cast<int>(slot));
+}
+
 void LlamaModel::load_weights(const WeightSource& weights) {
   const ModelConfig& c = config_;
   const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
@@ -92,77 +127,109 @@ void LlamaModel::load_weights(const WeightSource& weights) {
     std::string name;
     Shape shape;
   };
-  // The parts stacked along their first dimension into one device tensor in the backend's
-  // weight format, each converted straight from its stored bytes; undefined when a part is
-  // absent and !required.
-  auto load = [&](const std::vector<Part>& parts, bool required) {
-    std::vector<StoredTensor> stored;
-    for (const Part& p : parts) {
-      std::optional<StoredTensor> w = weights(p.name);
-      if (!w) {
-        INFLIGHT_CHECK_CODE(!required, ErrorCode::kNotFound, "weight '{}' is missing", p.name);
-        return Tensor();
-      }
-      INFLIGHT_CHECK_CODE(w->shape == p.shape, ErrorCode::kInvalidFile,
-                          "weight '{}' has shape {}, expected {} for this config", p.name,
-                          shape_str(w->shape), shape_str(p.shape));
-      stored.push_back(std::move(*w));
-    }
-    Shape shape = parts.front().shape;
-    shape[0] = 0;
-    for (const Part& p : parts) shape[0] += p.shape[0];
-    Tensor t = backend_.alloc(shape, backend_.weight_dtype(stored.front()));
-    int64_t row = 0;
-    for (const StoredTensor& w : stored) {
-      backend_.load_weight(w, t.rows(row, row + w.shape[0]));
-      release_pages(w);
-      row += w.shape[0];
-    }
-    return t;
+  struct Planned {
+    Slot slot;
+    int64_t layer;
+    PlannedWeight weight;
   };
-  auto one = [&](const std::string& name, const Shape& shape) {
-    return load({{name, shape}}, true);
+  // Pass 1, nothing allocated: every stored tensor looked up and shape-checked, so that a
+  // config the files do not back fails here, naming the field and the first missing tensor.
+  std::vector<Planned> plan;
+  // The parts stacked along their first dimension into one device tensor; skipped when a part
+  // is absent and !required.
+  auto add = [&](Slot slot, int64_t layer, const std::vector<Part>& parts, bool required) {
+    PlannedWeight w;
+    for (const Part& p : parts) {
+      std::optional<StoredTensor> t = weights(p.name);
+      if (!t) {
+        if (!required) return;
+        INFLIGHT_THROW(ErrorCode::kNotFound, "weight '{}' is missing", p.name);
+      }
+      INFLIGHT_CHECK_CODE(t->shape == p.shape, ErrorCode::kInvalidFile,
+                          "weight '{}' has shape {}, expected {} for this config", p.name,
+                          shape_str(t->shape), shape_str(p.shape));
+      w.parts.push_back(std::move(*t));
+    }
+    w.shape = parts.front().shape;
+    w.shape[0] = 0;
+    for (const Part& p : parts) w.shape[0] += p.shape[0];
+    w.dtype = backend_.weight_dtype(w.parts.front());
+    plan.push_back(Planned{slot, layer, std::move(w)});
+  };
+  auto one = [&](Slot slot, int64_t layer, const std::string& name, const Shape& shape) {
+    add(slot, layer, {{name, shape}}, true);
   };
 
-  embed_ = one("model.embed_tokens.weight", {c.vocab_size, hidden});
-  final_norm_ = one("model.norm.weight", {hidden});
+  one(Slot::kEmbed, -1, "model.embed_tokens.weight", {c.vocab_size, hidden});
+  one(Slot::kFinalNorm, -1, "model.norm.weight", {hidden});
   // Tied: the LM head is the embedding itself, one device copy.
-  lm_head_.weight = c.tie_word_embeddings ? embed_ : one("lm_head.weight", {c.vocab_size, hidden});
+  if (!c.tie_word_embeddings) one(Slot::kLmHead, -1, "lm_head.weight", {c.vocab_size, hidden});
   // Llama 3.1 GGUF files carry their rope scaling as per-pair frequency divisors instead of
   // config keys (formats/model_files.h).
-  if (std::optional<StoredTensor> divisors = weights("rope_freqs.weight")) {
+  std::optional<StoredTensor> divisors = weights("rope_freqs.weight");
+  if (divisors) {
     INFLIGHT_CHECK_CODE(divisors->numel() == c.head_dim / 2, ErrorCode::kInvalidFile,
                         "weight 'rope_freqs.weight' has shape {}, expected [{}]",
                         shape_str(divisors->shape), c.head_dim / 2);
+  }
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    auto name = [l](const char* suffix) { return layer_name(l, suffix); };
+    // A layer without its first tensor is one the config counts and the files do not hold
+    // (num_hidden_layers: 10^9 over 30 layers of tensors); a tensor missing inside a layer is
+    // just missing (below).
+    INFLIGHT_CHECK_CODE(l == 0 || weights(name("input_layernorm.weight")).has_value(),
+                        ErrorCode::kInvalidFile,
+                        "model config: num_layers (num_hidden_layers) is {}, but the weights "
+                        "hold layers 0..{} only: '{}' is missing",
+                        c.num_layers, l - 1, name("input_layernorm.weight"));
+    one(Slot::kInputNorm, l, name("input_layernorm.weight"), {hidden});
+    one(Slot::kPostNorm, l, name("post_attention_layernorm.weight"), {hidden});
+    add(Slot::kQkv, l,
+        {{name("self_attn.q_proj.weight"), {q_dim, hidden}},
+         {name("self_attn.k_proj.weight"), {kv_dim, hidden}},
+         {name("self_attn.v_proj.weight"), {kv_dim, hidden}}},
+        true);
+    if (has_qkv_bias()) {
+      add(Slot::kQkvBias, l,
+          {{name("self_attn.q_proj.bias"), {q_dim}},
+           {name("self_attn.k_proj.bias"), {kv_dim}},
+           {name("self_attn.v_proj.bias"), {kv_dim}}},
+          true);
+    }
+    one(Slot::kO, l, name("self_attn.o_proj.weight"), {hidden, q_dim});
+    if (c.o_proj_bias) add(Slot::kOBias, l, {{name("self_attn.o_proj.bias"), {hidden}}}, false);
+    add(Slot::kGateUp, l,
+        {{name("mlp.gate_proj.weight"), {inter, hidden}},
+         {name("mlp.up_proj.weight"), {inter, hidden}}},
+        true);
+    one(Slot::kDown, l, name("mlp.down_proj.weight"), {hidden, inter});
+  }
+
+  // Pass 2: the device must hold them all; then allocate and load.
+  int64_t bytes = 0;
+  for (const Planned& p : plan) bytes += p.weight.bytes();
+  check_weights_fit(backend_, bytes, "the model's weights");
+  layers_.resize(static_cast<size_t>(c.num_layers));
+  for (const Planned& p : plan) slot(p.slot, p.layer) = load_planned(backend_, p.weight);
+  if (c.tie_word_embeddings) lm_head_.weight = embed_;
+  if (divisors) {
     const Tensor host = to_host_f32(*divisors);
     set_inv_freq(&host);
   } else {
     set_inv_freq(nullptr);
   }
+}
 
-  layers_.resize(static_cast<size_t>(c.num_layers));
-  for (int64_t l = 0; l < c.num_layers; ++l) {
-    Layer& layer = layers_[static_cast<size_t>(l)];
-    auto name = [l](const char* suffix) { return layer_name(l, suffix); };
-    layer.input_norm = one(name("input_layernorm.weight"), {hidden});
-    layer.post_norm = one(name("post_attention_layernorm.weight"), {hidden});
-    layer.qkv.weight = load({{name("self_attn.q_proj.weight"), {q_dim, hidden}},
-                             {name("self_attn.k_proj.weight"), {kv_dim, hidden}},
-                             {name("self_attn.v_proj.weight"), {kv_dim, hidden}}},
-                            true);
-    if (has_qkv_bias()) {
-      layer.qkv.bias = load({{name("self_attn.q_proj.bias"), {q_dim}},
-                             {name("self_attn.k_proj.bias"), {kv_dim}},
-                             {name("self_attn.v_proj.bias"), {kv_dim}}},
-                            true);
-    }
-    layer.o.weight = one(name("self_attn.o_proj.weight"), {hidden, q_dim});
-    if (c.o_proj_bias) layer.o.bias = load({{name("self_attn.o_proj.bias"), {hidden}}}, false);
-    layer.gate_up.weight = load({{name("mlp.gate_proj.weight"), {inter, hidden}},
-                                 {name("mlp.up_proj.weight"), {inter, hidden}}},
-                                true);
-    layer.down.weight = one(name("mlp.down_proj.weight"), {hidden, inter});
-  }
+int64_t LlamaModel::num_dummy_weight_elements() const {
+  // Bounded by ModelConfig::num_weight_elements (validated), so nothing here overflows.
+  const ModelConfig& c = config_;
+  const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
+  const int64_t qkv_rows = q_dim + 2 * c.num_kv_heads * c.head_dim;
+  int64_t layer =
+      2 * hidden + qkv_rows * hidden + hidden * q_dim + 3 * c.intermediate_size * hidden;
+  if (has_qkv_bias()) layer += qkv_rows;
+  const int64_t embed = c.vocab_size * hidden;
+  return c.num_layers * layer + embed * (c.tie_word_embeddings ? 1 : 2) + hidden;
 }
 
 void LlamaModel::init_random_weights(uint64_t seed) {
@@ -170,6 +237,8 @@ void LlamaModel::init_random_weights(uint64_t seed) {
   const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
   const int64_t kv_dim = c.num_kv_heads * c.head_dim, inter = c.intermediate_size;
   const DType dt = backend_.compute_dtype();
+  check_weights_fit(backend_, num_dummy_weight_elements() * static_cast<int64_t>(dtype_size(dt)),
+                    "the model's dummy weights");
   uint64_t index = 0;
   // Each tensor gets its own stream of the generator: seed and running index mixed.
   auto make = [&](const Shape& shape, float scale, float offset) {

@@ -78,8 +78,27 @@ class LlamaModel final : public Model {
   std::vector<Buffer> token_buffers(int64_t capacity) const;
   std::vector<Buffer> logits_buffers(int64_t capacity) const;
 
+  // Where a planned weight goes (model/weight_plan.h): a model tensor or one of a layer's.
+  enum class Slot {
+    kEmbed,
+    kFinalNorm,
+    kLmHead,
+    kInputNorm,
+    kPostNorm,
+    kQkv,
+    kQkvBias,
+    kO,
+    kOBias,
+    kGateUp,
+    kDown
+  };
+  Tensor& slot(Slot slot, int64_t layer);
+
   void check_config() const;
+  // Plans every weight (lookup and shape check), checks that they fit the device, then
+  // allocates and loads.
   void load_weights(const WeightSource& weights);
+  int64_t num_dummy_weight_elements() const;
   void init_random_weights(uint64_t seed);
   // inv_freq [D / 2] f32 on the device, each divided by `divisors[i]` when given.
   void set_inv_freq(const Tensor* divisors);

@@ -44,6 +44,47 @@ TEST(LlamaModel, RejectsMissingAndMisshapenWeights) {
   EXPECT_EQ(code_of([&] { LlamaModel m(qwen, weights_of(no_bias), backend); }), ErrorCode::kNotFound);
 }
 
+// A config that counts more layers than the files hold is refused by the field's name before
+// anything is allocated (10^9 layers used to end in std::bad_alloc).
+TEST(LlamaModel, RejectsMoreLayersThanTheWeightsHold) {
+  CpuBackend backend;
+  const ModelConfig c = testing::tiny_config("llama");
+  const auto weights = testing::random_weights(c, 1);
+  ModelConfig absurd = c;
+  absurd.num_layers = 1'000'000'000;
+  try {
+    LlamaModel m(absurd, weights_of(weights), backend);
+    ADD_FAILURE() << "accepted 10^9 layers over " << c.num_layers;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidFile);
+    EXPECT_EQ(e.message(),
+              "model config: num_layers (num_hidden_layers) is 1000000000, but the weights hold "
+              "layers 0..1 only: 'model.layers.2.input_layernorm.weight' is missing");
+  }
+}
+
+// Weights that cannot fit the device are refused with their size and the device's memory
+// before any allocation, dummy weights too.
+TEST(LlamaModel, RefusesWeightsLargerThanTheDevice) {
+  CpuBackend backend;
+  ModelConfig c = testing::tiny_config("llama");
+  c.num_layers = 100'000;
+  c.hidden_size = 8192;
+  c.num_heads = 64;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.intermediate_size = 28672;  // ~3.5 * 10^14 f32 bytes
+  try {
+    LlamaModel m(c, backend, 1);
+    ADD_FAILURE() << "allocated dummy weights of " << c.num_weight_elements() << " elements";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
+    const std::string what = e.message();
+    EXPECT_NE(what.find("the model's dummy weights need "), std::string::npos) << what;
+    EXPECT_NE(what.find(" GiB are free"), std::string::npos) << what;
+  }
+}
+
 TEST(LlamaModel, RejectsUnsupportedArchitecture) {
   CpuBackend backend;
   ModelConfig c = testing::tiny_config("llama");

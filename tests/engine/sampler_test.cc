@@ -44,6 +44,30 @@ TEST(Sampler, GreedyTakesTheArgmaxAndBreaksTiesToTheLowestId) {
   EXPECT_EQ(sampler.sample(row, ctx, nullptr), 4);
 }
 
+// A model whose numbers broke (NaN weights) must fail the request, greedy or not, whole row or
+// candidates: an argmax over NaN picks some token as if nothing were wrong.
+TEST(Sampler, NonFiniteLogitsAreAnErrorNotAToken) {
+  Sampler sampler(4);
+  for (const float bad : {NAN, INFINITY}) {
+    for (const float t : {0.0f, 1.0f}) {
+      SamplingParams p;
+      p.temperature = t;
+      SamplingContext ctx{&p, {}, {}, 42, 0, {}};
+      std::vector<float> row = {0.5f, bad, -1.0f, 2.0f};
+      EXPECT_THROW(sampler.sample(row, ctx, nullptr), Error) << bad << " at temperature " << t;
+      const std::vector<int32_t> ids = {3, 0};
+      const std::vector<float> top = {2.0f, 0.5f};
+      const LogitsView candidates{{}, ids, top, bad};  // the row's sum carries the NaN
+      EXPECT_THROW(sampler.sample(candidates, ctx, nullptr), Error);
+    }
+  }
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  SamplingContext ctx{&greedy, {}, {}, 42, 0, {}};
+  std::vector<float> masked = {-INFINITY, 1.0f, -INFINITY, 0.0f};
+  EXPECT_EQ(sampler.sample(masked, ctx, nullptr), 1) << "-inf is a masked token, not an error";
+}
+
 TEST(Sampler, TemperatureOneFollowsTheSoftmax) {
   const auto logits = log_probs({0.1, 0.2, 0.3, 0.4});
   SamplingParams p;

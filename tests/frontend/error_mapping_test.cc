@@ -77,6 +77,33 @@ TEST(ErrorMapping, InternalDetailsStayInTheLog) {
   }
 }
 
+// Error::what() ends with the source location of the check, for the log; a client sees only
+// message(), on every class a client is told about.
+TEST(ErrorMapping, ClientMessagesCarryNoSourceLocation) {
+  try {
+    INFLIGHT_THROW(ErrorCode::kInvalidArgument, "bad value {}", 7);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message(), "bad value 7");
+    EXPECT_NE(std::string(e.what()).find("error_mapping_test.cc:"), std::string::npos) << e.what();
+  }
+  for (ErrorCode code : {ErrorCode::kInvalidArgument, ErrorCode::kInvalidFile,
+                         ErrorCode::kUnsupported, ErrorCode::kOutOfMemory, ErrorCode::kNotFound}) {
+    const ApiError e = caught([code] { INFLIGHT_THROW(code, "the value is wrong"); });
+    EXPECT_STREQ(e.what(), "the value is wrong") << static_cast<int>(code);
+  }
+}
+
+// A request that failed inside the engine (FinishReason::kError) answers a 500 whose detail
+// (the engine's error, with its source location) goes to the log only.
+TEST(ErrorMapping, EngineFailuresAreInternalErrors) {
+  const ApiError e =
+      engine_failure_error("the model computed a non-finite logit (src/engine/sampler.cc:50)");
+  EXPECT_EQ(e.status(), 500);
+  EXPECT_STREQ(e.type(), "InternalServerError");
+  EXPECT_STREQ(e.what(), "internal server error");
+  EXPECT_EQ(engine_failure_error("").status(), 500);
+}
+
 TEST(ErrorMapping, ApiErrorPassesThrough) {
   const ApiError e = caught([] { throw ApiError(429, "busy", "n"); });
   EXPECT_EQ(e.status(), 429);
@@ -112,6 +139,7 @@ TEST_F(PromptErrors, TokenizerErrorInPromptBuildingAnswersAsTheEngineStatus) {
       api_error_from(Status(StatusCode::kInvalidArgument, "cannot tokenize the prompt: ..."));
   EXPECT_NE(std::string(thrown.what()).find("outside the vocabulary"), std::string::npos)
       << thrown.what();
+  EXPECT_EQ(std::string(thrown.what()).find(".cc:"), std::string::npos) << thrown.what();
   EXPECT_EQ(thrown.status(), 400);
   EXPECT_EQ(thrown.status(), returned.status());
   EXPECT_STREQ(thrown.type(), returned.type());

@@ -378,6 +378,39 @@ TEST(GgufHostile, BadTensorInfos) {
   expect_error(dup.build(), ErrorCode::kInvalidFile, "tensor 't' appears twice");
 }
 
+// A header whose type or shape changed no longer matches the bytes laid out for the tensor:
+// F32 -> F16 leaves half of them to no tensor, F16 -> F32 reads into the next tensor.
+TEST(GgufHostile, DeclaredSizesMustTileTheData) {
+  using Spec = GgufBuilder::TensorSpec;
+  const Bytes f32_64 = testing::f32_bytes(std::vector<float>(64, 1.5f));  // 256 bytes
+  const auto file = [&](uint32_t type_a, uint32_t type_b) {
+    GgufBuilder g;
+    g.kv_u32("x", 1);
+    g.tensor_raw(Spec{"blk.0.attn_q.weight", type_a, {64}, f32_64, std::nullopt});
+    g.tensor_raw(Spec{"output_norm.weight", type_b, {64}, f32_64, std::nullopt});
+    return g.build();
+  };
+  Bytes keep;
+  EXPECT_NO_THROW(parse_copy(file(0, 0), &keep));
+  expect_error(file(1, 0), ErrorCode::kInvalidFile,
+               "tensor 'blk.0.attn_q.weight': its type f16 and shape [64] make 128 bytes, but "
+               "its data spans 256 bytes up to tensor 'output_norm.weight'");
+  expect_error(file(0, 1), ErrorCode::kInvalidFile,
+               "tensor 'output_norm.weight': its type f16 and shape [64] make 128 bytes, but its "
+               "data spans 256 bytes up to the end of the file");
+  // Declared larger than its slot: it would overlap the next tensor.
+  GgufBuilder wide;
+  wide.tensor_raw(Spec{"a", 0, {128}, f32_64, std::nullopt});
+  wide.tensor_raw(Spec{"b", 0, {64}, f32_64, std::nullopt});
+  expect_error(wide.build(), ErrorCode::kInvalidFile, "make 512 bytes, but its data spans 256");
+  // Padding after the last tensor stays under the alignment; more is data nobody describes.
+  Bytes padded = file(0, 0);
+  padded.resize(padded.size() + 31, 0);
+  EXPECT_NO_THROW(parse_copy(padded, &keep));
+  padded.resize(padded.size() + 1, 0);
+  expect_error(padded, ErrorCode::kInvalidFile, "spans 288 bytes up to the end of the file");
+}
+
 TEST(GgufHostile, BoolMustBeZeroOrOne) {
   Bytes keep;
   auto f = parse_copy(GgufBuilder()

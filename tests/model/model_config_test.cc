@@ -215,5 +215,39 @@ TEST(ModelConfig, ValidateNamesTheField) {
   EXPECT_NO_THROW(good.validate());
 }
 
+// Sizes no real model has are refused by name before anything is allocated from them (they
+// used to reach the allocator and print only std::bad_alloc).
+TEST(ModelConfig, AbsurdSizesAreRefusedByName) {
+  const auto expect_refused = [](const char* key, int64_t value, const std::string& needle) {
+    json j = json::parse(kLlama31);
+    j[key] = value;
+    expect_hf_error(j, ErrorCode::kInvalidFile, needle);
+  };
+  expect_refused("num_hidden_layers", 1'000'000'000'000,
+                 "num_layers (num_hidden_layers) is "
+                 "1000000000000, more than 2^31 - 1");
+  expect_refused("hidden_size", int64_t{1} << 40, "hidden_size is 1099511627776");
+  expect_refused("vocab_size", int64_t{1} << 33, "vocab_size is 8589934592");
+  expect_refused("intermediate_size", int64_t{1} << 31, "intermediate_size is 2147483648");
+  expect_refused("num_key_value_heads", int64_t{1} << 32, "num_kv_heads (num_key_value_heads)");
+  expect_refused("max_position_embeddings", int64_t{1} << 50, "max_position_embeddings");
+  // Every dimension allowed, their products not: named by what they multiply to.
+  json j = json::parse(kLlama31);
+  j["num_hidden_layers"] = 1'000'000'000;
+  j["intermediate_size"] = 2'000'000'000;
+  expect_hf_error(j, ErrorCode::kInvalidFile, "num_hidden_layers x one layer's weights");
+  j = json::parse(kLlama31);
+  j["head_dim"] = 128;
+  j["hidden_size"] = INT32_MAX;
+  j["intermediate_size"] = INT32_MAX;
+  expect_hf_error(j, ErrorCode::kInvalidFile, "MLP: 3 x intermediate_size x hidden_size");
+  j = json::parse(kLlama31);
+  j["num_hidden_layers"] = 2'000'000'000;
+  j["intermediate_size"] = 100'000;
+  expect_hf_error(j, ErrorCode::kInvalidFile, "is more than 2^60");
+  j["num_hidden_layers"] = 200'000;  // representable; the device check refuses it at load
+  EXPECT_GT(parse(j).num_weight_elements(), int64_t{1} << 40);
+}
+
 }  // namespace
 }  // namespace inflight

@@ -148,5 +148,37 @@ TEST(SafetensorsHostile, BadTensorEntries) {
                ErrorCode::kInvalidFile, "overlap");
 }
 
+// The format requires the data section to be covered exactly: no gaps, no overlaps, nothing
+// after the last tensor (as the reference implementation checks).
+TEST(SafetensorsHostile, TensorsMustCoverTheDataExactly) {
+  const auto two = [](const char* b_offsets, size_t data_bytes) {
+    return testing::safetensors_bytes(
+        std::string(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                         "b": {"dtype": "F32", "shape": [2], "data_offsets": )") +
+            b_offsets + "}}",
+        Bytes(data_bytes, 0));
+  };
+  Bytes keep;
+  EXPECT_NO_THROW(parse_copy(two("[8, 16]", 16), &keep));
+  expect_error(two("[12, 20]", 20), ErrorCode::kInvalidFile,
+               "4 bytes of the data section before tensor 'b' (at 12) belong to no tensor");
+  expect_error(two("[8, 16]", 24), ErrorCode::kInvalidFile,
+               "the tensors fill 16 bytes of the 24-byte data section (the last, 'b', ends at "
+               "16)");
+  expect_error(one_tensor(R"({"dtype": "F32", "shape": [4], "data_offsets": [4, 20]})", 20),
+               ErrorCode::kInvalidFile, "4 bytes of the data section before tensor 't'");
+  expect_error(two("[4, 12]", 16), ErrorCode::kInvalidFile,
+               "tensors 'a' and 'b' overlap (bytes [0, 8) and [4, 12))");
+  // A header that changed F32 to F16 without its offsets fails on the size already.
+  expect_error(one_tensor(R"({"dtype": "F16", "shape": [4], "data_offsets": [0, 16]})"),
+               ErrorCode::kInvalidFile, "hold 16 bytes but shape [4] of F16 needs 8");
+  // Empty tensors take no bytes anywhere.
+  EXPECT_NO_THROW(parse_copy(testing::safetensors_bytes(
+                                 R"({"e": {"dtype": "F32", "shape": [0], "data_offsets": [3, 3]},
+              "t": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})",
+                                 Bytes(4, 0)),
+                             &keep));
+}
+
 }  // namespace
 }  // namespace inflight
