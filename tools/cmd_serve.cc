@@ -47,6 +47,7 @@ struct Options {
   std::string served_model_name;
   std::string chat_template;
   std::string tool_call_parser;  // --tool-call-parser: hermes | llama3_json
+  std::string chat_content_special_tokens = "parse";  // parse | text
   std::string kv_cache_memory = "auto";
   std::string device = "auto";
   bool dummy_weights = false;
@@ -130,6 +131,7 @@ std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path)
   // n choices run side by side: no more than one step holds.
   model->limits.max_n =
       std::clamp<int32_t>(model->engine->config().max_num_seqs, 1, model->limits.max_n);
+  model->content_special_tokens_as_text = opts.chat_content_special_tokens == "text";
   return model;
 }
 
@@ -196,6 +198,12 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--chat-template", opts.chat_template,
                  "Jinja chat template file (or text) replacing the model's");
+  app.add_option("--chat-content-special-tokens", opts.chat_content_special_tokens,
+                 "Special-token text inside chat messages ('<|im_end|>'): parse (as Hugging "
+                 "Face's apply_chat_template does) or text (tokenized literally, so users cannot "
+                 "forge role boundaries; the template's own markers stay special)")
+      ->check(CLI::IsMember({"parse", "text"}))
+      ->capture_default_str();
   app.add_option("--max-concurrent-requests", front.max_concurrent_requests,
                  "Generation requests in flight; more get 429")
       ->capture_default_str();
@@ -267,6 +275,10 @@ int run() {
       model = load_model(path);
       server.load(model);
       INFLIGHT_LOG_INFO("model loaded: max_model_len {}, ready", model->max_model_len);
+    } catch (const Error& e) {
+      // What the operator can act on; the source location only for a bug of ours.
+      load_error = e.code() == ErrorCode::kInternal ? e.what() : e.message();
+      server.stop();
     } catch (const std::exception& e) {
       load_error = e.what();
       server.stop();

@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
       if (sub->parsed()) return cmd->run();
     }
   } catch (const inflight::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    // What the user can act on; the source location only for a bug of ours.
+    const bool internal = e.code() == inflight::ErrorCode::kInternal;
+    std::fprintf(stderr, "error: %s\n", internal ? e.what() : e.message().c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -25,6 +25,11 @@ struct LoadedModel {
   std::string eos_token;
   int32_t max_model_len = 0;
   ProtocolLimits limits;
+  // Special-token text written inside chat message contents ("<|im_end|>") is tokenized as
+  // text, not as the special token, so a user cannot forge role boundaries; the template's own
+  // markers stay special (--chat-content-special-tokens text). Off: the whole rendered prompt is
+  // tokenized with special tokens parsed, as Hugging Face's apply_chat_template does.
+  bool content_special_tokens_as_text = false;
 };
 
 }  // namespace inflight::frontend

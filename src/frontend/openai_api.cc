@@ -63,7 +63,7 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   frontend.check_model(req.options.model);
   ChatPromptOptions options{req.add_generation_prompt, req.continue_final_message, req.tools,
                             req.chat_template_kwargs};
-  PromptInput prompt{render_chat_prompt(model, req.messages, options), {}};
+  const PromptInput prompt{{}, tokenize_chat(model, req.messages, options, req.add_special_tokens)};
   Request r = build_engine_request(model, prompt, req.add_special_tokens, req.options.sampling);
 
   ChatFormat format;

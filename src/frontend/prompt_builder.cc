@@ -53,6 +53,70 @@ std::vector<int32_t> tokenize(const LoadedModel& model, const std::string& text,
 
 namespace {
 
+// Whether `text` holds special-token text (it tokenizes differently with specials parsed).
+bool has_special_text(const Tokenizer& tok, const std::string& text) {
+  return tok.encode(text, false, true) != tok.encode(text, false, false);
+}
+
+// A marker no template writes: U+E000, the content's index, U+E001 (private use characters).
+std::string content_marker(size_t index) {
+  return "\xEE\x80\x80" + std::to_string(index) + "\xEE\x80\x81";
+}
+
+}  // namespace
+
+std::vector<int32_t> tokenize_chat(const LoadedModel& model, const json& messages,
+                                   const ChatPromptOptions& options, bool add_special_tokens) {
+  const Tokenizer& tok = *model.tokenizer;
+  bool literal = false;
+  if (model.content_special_tokens_as_text) {
+    for (const json& m : messages) {
+      const auto c = m.find("content");
+      literal = literal || (c != m.end() && c->is_string() &&
+                            has_special_text(tok, c->get_ref<const std::string&>()));
+    }
+  }
+  if (!literal) {
+    return tokenize(model, render_chat_prompt(model, messages, options), add_special_tokens);
+  }
+  // Render with each content replaced by a marker, then tokenize the template's text with
+  // special tokens parsed and each content, spliced back at its marker, as plain text.
+  json marked = messages;
+  std::vector<std::string> contents;
+  for (json& m : marked) {
+    const auto c = m.find("content");
+    if (c == m.end() || !c->is_string()) continue;
+    contents.push_back(c->get<std::string>());
+    *c = content_marker(contents.size() - 1);
+  }
+  const std::string text = render_chat_prompt(model, marked, options);
+  std::vector<int32_t> ids;
+  // What add_special_tokens adds (BOS) comes with the first part only.
+  bool first = true;
+  const auto append = [&](std::string_view part, bool parse_special) {
+    const std::vector<int32_t> more = tok.encode(part, add_special_tokens && first, parse_special);
+    ids.insert(ids.end(), more.begin(), more.end());
+    first = false;
+  };
+  size_t at = 0;
+  for (size_t i = 0; i < contents.size(); ++i) {
+    const std::string marker = content_marker(i);
+    const size_t pos = text.find(marker, at);
+    if (pos == std::string::npos || text.find(marker, pos + marker.size()) != std::string::npos) {
+      throw_bad_request("the chat template changes or repeats message contents, so special-token "
+                        "text in them cannot be kept literal (--chat-content-special-tokens text)",
+                        "messages");
+    }
+    append(std::string_view(text).substr(at, pos - at), true);
+    append(contents[i], false);
+    at = pos + marker.size();
+  }
+  append(std::string_view(text).substr(at), true);
+  return ids;
+}
+
+namespace {
+
 void check_context_length(const LoadedModel& model, size_t prompt_len,
                           std::optional<int32_t> max_tokens) {
   auto limit = static_cast<size_t>(model.max_model_len);

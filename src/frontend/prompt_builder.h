@@ -28,6 +28,13 @@ struct ChatPromptOptions {
 std::string render_chat_prompt(const LoadedModel& model, const nlohmann::ordered_json& messages,
                                const ChatPromptOptions& options);
 
+// The token ids of a chat prompt: render_chat_prompt, then tokenize. With
+// LoadedModel::content_special_tokens_as_text, message contents that contain special-token text
+// are tokenized with it taken literally while the template's markers stay special; ApiError 400
+// when the template changes or repeats a content (it cannot be told apart from the template).
+std::vector<int32_t> tokenize_chat(const LoadedModel& model, const nlohmann::ordered_json& messages,
+                                   const ChatPromptOptions& options, bool add_special_tokens);
+
 // Text -> ids; special tokens written in the text are recognised (as Hugging Face tokenizers
 // do), `add_special_tokens` adds BOS/EOS as the tokenizer is configured to.
 std::vector<int32_t> tokenize(const LoadedModel& model, const std::string& text,

@@ -20,8 +20,7 @@ json tokenize_request(const Frontend& frontend, std::string_view body_text) {
     ChatCompletionRequest chat = parse_chat_completion_request(body, model.limits);
     ChatPromptOptions options{chat.add_generation_prompt, chat.continue_final_message,
                               chat.tools, chat.chat_template_kwargs};
-    ids = tokenize(model, render_chat_prompt(model, chat.messages, options),
-                   chat.add_special_tokens);
+    ids = tokenize_chat(model, chat.messages, options, chat.add_special_tokens);
   } else {
     std::optional<std::string> prompt = r.string("prompt");
     if (!prompt) throw_bad_request("'prompt' or 'messages' is required", "prompt");
