@@ -98,7 +98,7 @@ std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, Backend& back
   return find_architecture(resolved.architecture).build(resolved, nullptr, backend, seed);
 }
 
-std::unique_ptr<DeviceRunner> make_runner(std::unique_ptr<Backend> backend,
+std::unique_ptr<DeviceRunner> make_runner(std::shared_ptr<Backend> backend,
                                           const ModelConfig& config, const WeightSource* weights,
                                           uint64_t seed, const RunnerOptions& options) {
   INFLIGHT_CHECK_CODE(backend != nullptr, ErrorCode::kInvalidArgument, "no backend given");

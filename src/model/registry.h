@@ -49,7 +49,7 @@ std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, Backend& back
 
 // A runner that owns `backend` and the model built on it: weights from `weights`, or dummy
 // weights from `seed` when `weights` is null (model/registry.h builders).
-std::unique_ptr<DeviceRunner> make_runner(std::unique_ptr<Backend> backend,
+std::unique_ptr<DeviceRunner> make_runner(std::shared_ptr<Backend> backend,
                                           const ModelConfig& config, const WeightSource* weights,
                                           uint64_t seed = 0, const RunnerOptions& options = {});
 

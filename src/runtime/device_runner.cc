@@ -8,7 +8,7 @@
 
 namespace inflight {
 
-DeviceRunner::DeviceRunner(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
+DeviceRunner::DeviceRunner(std::shared_ptr<Backend> backend, std::unique_ptr<Model> model,
                            const RunnerOptions& options)
     : backend_(std::move(backend)), model_(std::move(model)) {
   INFLIGHT_CHECK_CODE(

@@ -32,8 +32,9 @@ struct RunnerOptions {
 
 class DeviceRunner final : public ModelRunner {
  public:
-  // `model` must live on `backend`.
-  DeviceRunner(std::unique_ptr<Backend> backend, std::unique_ptr<Model> model,
+  // `model` must live on `backend`. Several runners may share one backend (models served side
+  // by side on one device; their steps then share its streams and GEMM plans).
+  DeviceRunner(std::shared_ptr<Backend> backend, std::unique_ptr<Model> model,
                const RunnerOptions& options = {});
 
   const ModelConfig& model_config() const override { return model_->config(); }
@@ -78,7 +79,7 @@ class DeviceRunner final : public ModelRunner {
   static Tensor host_view(Tensor& storage, const Shape& shape, DType dtype);
 
   // NOTE: declared first so that it is destroyed last: the model and the cache live on it.
-  std::unique_ptr<Backend> backend_;
+  std::shared_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Communicator> communicator_;
   std::optional<KvCache> cache_;

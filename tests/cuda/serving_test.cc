@@ -375,7 +375,6 @@ TEST(CudaServingTest, GemmTimesAtLlama8BShapes) {
 // over decode steps whose batch sizes and block-table widths move within and across buckets.
 TEST(CudaServingTest, DecodeGraphReplaysAreBitwiseThePaddedSteps) {
   INFLIGHT_REQUIRE_CUDA();
-  Backend& gpu = cuda_backend();
   ModelConfig c = testing::tiny_config("llama");
   c.vocab_size = 1000;
   c.hidden_size = 256;
@@ -386,8 +385,10 @@ TEST(CudaServingTest, DecodeGraphReplaysAreBitwiseThePaddedSteps) {
   c.head_dim = 32;
   const auto weights = testing::random_weights(c, 7);
   const WeightSource source = weights_of(weights);
-  auto padded = make_runner(make_cuda_backend(0), c, &source, 0, {GraphMode::kPadOnly});
-  auto captured = make_runner(make_cuda_backend(0), c, &source, 0, {GraphMode::kCapture});
+  // One backend for both, so that both take the same GEMM plans (timed choices included).
+  const std::shared_ptr<Backend> gpu = make_cuda_backend(0);
+  auto padded = make_runner(gpu, c, &source, 0, {GraphMode::kPadOnly});
+  auto captured = make_runner(gpu, c, &source, 0, {GraphMode::kCapture});
   padded->reserve_workspace(512, 64);
   captured->reserve_workspace(512, 64);
   constexpr int32_t kBlock = 16;
