@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <numbers>
 #include <optional>
 #include <string>
@@ -84,41 +85,6 @@ void LlamaModel::set_inv_freq(const Tensor* divisors) {
   inv_freq_ = backend_.upload(host, DType::kF32);
 }
 
-Tensor& LlamaModel::slot(Slot slot, int64_t layer) {
-  switch (slot) {
-    case Slot::kEmbed:
-      return embed_;
-    case Slot::kFinalNorm:
-      return final_norm_;
-    case Slot::kLmHead:
-      return lm_head_.weight;
-    default:
-      break;
-  }
-  Layer& l = layers_.at(static_cast<size_t>(layer));
-  switch (slot) {
-    case Slot::kInputNorm:
-      return l.input_norm;
-    case Slot::kPostNorm:
-      return l.post_norm;
-    case Slot::kQkv:
-      return l.qkv.weight;
-    case Slot::kQkvBias:
-      return l.qkv.bias;
-    case Slot::kO:
-      return l.o.weight;
-    case Slot::kOBias:
-      return l.o.bias;
-    case Slot::kGateUp:
-      return l.gate_up.weight;
-    case Slot::kDown:
-      return l.down.weight;
-    default:
-      break;
-  }
-  INFLIGHT_FAIL("no weight slot {}", static_cast<int>(slot));
-}
-
 void LlamaModel::load_weights(const WeightSource& weights) {
   const ModelConfig& c = config_;
   const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
@@ -127,9 +93,10 @@ void LlamaModel::load_weights(const WeightSource& weights) {
     std::string name;
     Shape shape;
   };
+  // A planned weight and where it goes, resolved once the layers exist (they are allocated
+  // only after the plan has passed).
   struct Planned {
-    Slot slot;
-    int64_t layer;
+    std::function<Tensor&()> destination;
     PlannedWeight weight;
   };
   // Pass 1, nothing allocated: every stored tensor looked up and shape-checked, so that a
@@ -137,7 +104,8 @@ void LlamaModel::load_weights(const WeightSource& weights) {
   std::vector<Planned> plan;
   // The parts stacked along their first dimension into one device tensor; skipped when a part
   // is absent and !required.
-  auto add = [&](Slot slot, int64_t layer, const std::vector<Part>& parts, bool required) {
+  auto add = [&](std::function<Tensor&()> destination, const std::vector<Part>& parts,
+                 bool required) {
     PlannedWeight w;
     for (const Part& p : parts) {
       std::optional<StoredTensor> t = weights(p.name);
@@ -154,16 +122,23 @@ void LlamaModel::load_weights(const WeightSource& weights) {
     w.shape[0] = 0;
     for (const Part& p : parts) w.shape[0] += p.shape[0];
     w.dtype = backend_.weight_dtype(w.parts.front());
-    plan.push_back(Planned{slot, layer, std::move(w)});
+    plan.push_back(Planned{std::move(destination), std::move(w)});
   };
-  auto one = [&](Slot slot, int64_t layer, const std::string& name, const Shape& shape) {
-    add(slot, layer, {{name, shape}}, true);
+  auto one = [&](std::function<Tensor&()> destination, const std::string& name,
+                 const Shape& shape) {
+    add(std::move(destination), {{name, shape}}, true);
+  };
+  // The tensor `member` picks out of layer `l`.
+  auto in_layer = [this](int64_t l, auto member) -> std::function<Tensor&()> {
+    return [this, l, member]() -> Tensor& { return member(layers_[static_cast<size_t>(l)]); };
   };
 
-  one(Slot::kEmbed, -1, "model.embed_tokens.weight", {c.vocab_size, hidden});
-  one(Slot::kFinalNorm, -1, "model.norm.weight", {hidden});
+  one([this]() -> Tensor& { return embed_; }, "model.embed_tokens.weight", {c.vocab_size, hidden});
+  one([this]() -> Tensor& { return final_norm_; }, "model.norm.weight", {hidden});
   // Tied: the LM head is the embedding itself, one device copy.
-  if (!c.tie_word_embeddings) one(Slot::kLmHead, -1, "lm_head.weight", {c.vocab_size, hidden});
+  if (!c.tie_word_embeddings) {
+    one([this]() -> Tensor& { return lm_head_.weight; }, "lm_head.weight", {c.vocab_size, hidden});
+  }
   // Llama 3.1 GGUF files carry their rope scaling as per-pair frequency divisors instead of
   // config keys (formats/model_files.h).
   std::optional<StoredTensor> divisors = weights("rope_freqs.weight");
@@ -182,27 +157,33 @@ void LlamaModel::load_weights(const WeightSource& weights) {
                         "model config: num_layers (num_hidden_layers) is {}, but the weights "
                         "hold layers 0..{} only: '{}' is missing",
                         c.num_layers, l - 1, name("input_layernorm.weight"));
-    one(Slot::kInputNorm, l, name("input_layernorm.weight"), {hidden});
-    one(Slot::kPostNorm, l, name("post_attention_layernorm.weight"), {hidden});
-    add(Slot::kQkv, l,
+    one(in_layer(l, [](Layer& x) -> Tensor& { return x.input_norm; }),
+        name("input_layernorm.weight"), {hidden});
+    one(in_layer(l, [](Layer& x) -> Tensor& { return x.post_norm; }),
+        name("post_attention_layernorm.weight"), {hidden});
+    add(in_layer(l, [](Layer& x) -> Tensor& { return x.qkv.weight; }),
         {{name("self_attn.q_proj.weight"), {q_dim, hidden}},
          {name("self_attn.k_proj.weight"), {kv_dim, hidden}},
          {name("self_attn.v_proj.weight"), {kv_dim, hidden}}},
         true);
     if (has_qkv_bias()) {
-      add(Slot::kQkvBias, l,
+      add(in_layer(l, [](Layer& x) -> Tensor& { return x.qkv.bias; }),
           {{name("self_attn.q_proj.bias"), {q_dim}},
            {name("self_attn.k_proj.bias"), {kv_dim}},
            {name("self_attn.v_proj.bias"), {kv_dim}}},
           true);
     }
-    one(Slot::kO, l, name("self_attn.o_proj.weight"), {hidden, q_dim});
-    if (c.o_proj_bias) add(Slot::kOBias, l, {{name("self_attn.o_proj.bias"), {hidden}}}, false);
-    add(Slot::kGateUp, l,
+    one(in_layer(l, [](Layer& x) -> Tensor& { return x.o.weight; }),
+        name("self_attn.o_proj.weight"), {hidden, q_dim});
+    if (c.o_proj_bias)
+      add(in_layer(l, [](Layer& x) -> Tensor& { return x.o.bias; }),
+          {{name("self_attn.o_proj.bias"), {hidden}}}, false);
+    add(in_layer(l, [](Layer& x) -> Tensor& { return x.gate_up.weight; }),
         {{name("mlp.gate_proj.weight"), {inter, hidden}},
          {name("mlp.up_proj.weight"), {inter, hidden}}},
         true);
-    one(Slot::kDown, l, name("mlp.down_proj.weight"), {hidden, inter});
+    one(in_layer(l, [](Layer& x) -> Tensor& { return x.down.weight; }),
+        name("mlp.down_proj.weight"), {hidden, inter});
   }
 
   // Pass 2: the device must hold them all; then allocate and load.
@@ -210,7 +191,7 @@ void LlamaModel::load_weights(const WeightSource& weights) {
   for (const Planned& p : plan) bytes += p.weight.bytes();
   check_weights_fit(backend_, bytes, "the model's weights");
   layers_.resize(static_cast<size_t>(c.num_layers));
-  for (const Planned& p : plan) slot(p.slot, p.layer) = load_planned(backend_, p.weight);
+  for (const Planned& p : plan) p.destination() = load_planned(backend_, p.weight);
   if (c.tie_word_embeddings) lm_head_.weight = embed_;
   if (divisors) {
     const Tensor host = to_host_f32(*divisors);

@@ -78,22 +78,6 @@ class LlamaModel final : public Model {
   std::vector<Buffer> token_buffers(int64_t capacity) const;
   std::vector<Buffer> logits_buffers(int64_t capacity) const;
 
-  // Where a planned weight goes (model/weight_plan.h): a model tensor or one of a layer's.
-  enum class Slot {
-    kEmbed,
-    kFinalNorm,
-    kLmHead,
-    kInputNorm,
-    kPostNorm,
-    kQkv,
-    kQkvBias,
-    kO,
-    kOBias,
-    kGateUp,
-    kDown
-  };
-  Tensor& slot(Slot slot, int64_t layer);
-
   void check_config() const;
   // Plans every weight (lookup and shape check), checks that they fit the device, then
   // allocates and loads.

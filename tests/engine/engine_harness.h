@@ -75,6 +75,30 @@ inline std::unique_ptr<ModelRunner> tiny_runner(const ModelConfig& c,
   return make_runner(test_backend(device), c, &weights, 0, options);
 }
 
+// A ModelRunner that forwards every call to a real one: tests derive from it and override the
+// calls they change (a step that fails, a step that waits).
+class ForwardingRunner : public ModelRunner {
+ public:
+  explicit ForwardingRunner(std::unique_ptr<ModelRunner> real) : real_(std::move(real)) {}
+
+  const ModelConfig& model_config() const override { return real_->model_config(); }
+  std::string_view device_name() const override { return real_->device_name(); }
+  void reserve_workspace(int32_t tokens, int32_t seqs) override {
+    real_->reserve_workspace(tokens, seqs);
+  }
+  RunnerMemory memory() const override { return real_->memory(); }
+  int64_t kv_bytes_per_block(int32_t bs) const override { return real_->kv_bytes_per_block(bs); }
+  void init_kv_cache(int64_t n, int32_t bs) override { real_->init_kv_cache(n, bs); }
+  bool asynchronous() const override { return real_->asynchronous(); }
+  void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override {
+    real_->begin_step(batch, request);
+  }
+  StepLogits& end_step() override { return real_->end_step(); }
+
+ private:
+  std::unique_ptr<ModelRunner> real_;
+};
+
 inline std::unique_ptr<Engine> make_engine(const EngineConfig& config,
                                            std::unique_ptr<ModelRunner> runner,
                                            std::shared_ptr<const Tokenizer> tokenizer = nullptr) {

@@ -11,9 +11,9 @@ namespace inflight::testing {
 namespace {
 
 // The real runner, whose steps wait in begin_step until the test lets them go.
-class GatedRunner final : public ModelRunner {
+class GatedRunner final : public ForwardingRunner {
  public:
-  explicit GatedRunner(std::unique_ptr<ModelRunner> real) : real_(std::move(real)) {}
+  using ForwardingRunner::ForwardingRunner;
 
   // Waits until `n` steps have begun (each then waits for release()).
   void wait_for_steps(int n) {
@@ -28,14 +28,6 @@ class GatedRunner final : public ModelRunner {
     cv_.notify_all();
   }
 
-  const ModelConfig& model_config() const override { return real_->model_config(); }
-  std::string_view device_name() const override { return real_->device_name(); }
-  void reserve_workspace(int32_t tokens, int32_t seqs) override {
-    real_->reserve_workspace(tokens, seqs);
-  }
-  RunnerMemory memory() const override { return real_->memory(); }
-  int64_t kv_bytes_per_block(int32_t bs) const override { return real_->kv_bytes_per_block(bs); }
-  void init_kv_cache(int64_t n, int32_t bs) override { real_->init_kv_cache(n, bs); }
   void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override {
     {
       std::unique_lock lock(mutex_);
@@ -43,13 +35,10 @@ class GatedRunner final : public ModelRunner {
       cv_.notify_all();
       cv_.wait(lock, [&] { return allowed_ >= step; });
     }
-    real_->begin_step(batch, request);
+    ForwardingRunner::begin_step(batch, request);
   }
-  StepLogits& end_step() override { return real_->end_step(); }
-  bool asynchronous() const override { return real_->asynchronous(); }
 
  private:
-  std::unique_ptr<ModelRunner> real_;
   std::mutex mutex_;
   std::condition_variable cv_;
   int begun_ = 0;    // steps that reached begin_step

@@ -354,31 +354,18 @@ TEST(Engine, CancelRightAfterEnqueue) {
 }
 
 // The real runner with a failure injected into chosen steps (a device error, say).
-class FailingRunner final : public ModelRunner {
+class FailingRunner final : public ForwardingRunner {
  public:
-  explicit FailingRunner(std::unique_ptr<ModelRunner> real) : real_(std::move(real)) {}
+  using ForwardingRunner::ForwardingRunner;
   std::atomic<int> fail_next{0};
 
-  const ModelConfig& model_config() const override { return real_->model_config(); }
-  std::string_view device_name() const override { return real_->device_name(); }
-  void reserve_workspace(int32_t tokens, int32_t seqs) override {
-    real_->reserve_workspace(tokens, seqs);
-  }
-  RunnerMemory memory() const override { return real_->memory(); }
-  int64_t kv_bytes_per_block(int32_t bs) const override { return real_->kv_bytes_per_block(bs); }
-  void init_kv_cache(int64_t n, int32_t bs) override { real_->init_kv_cache(n, bs); }
   void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override {
     if (fail_next > 0) {
       --fail_next;
       INFLIGHT_THROW(ErrorCode::kInternal, "injected device fault");
     }
-    real_->begin_step(batch, request);
+    ForwardingRunner::begin_step(batch, request);
   }
-  StepLogits& end_step() override { return real_->end_step(); }
-  bool asynchronous() const override { return real_->asynchronous(); }
-
- private:
-  std::unique_ptr<ModelRunner> real_;
 };
 
 TEST(Engine, AFailedStepFailsItsRequestsAndTheEngineGoesOn) {
