@@ -10,6 +10,7 @@ std::string_view dtype_name(DType t) {
     case DType::kI32: return "i32";
     case DType::kI64: return "i64";
     case DType::kU8: return "u8";
+    case DType::kF8E4M3: return "f8_e4m3";
   }
   return "?";
 }

@@ -8,7 +8,8 @@
 
 namespace inflight {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kI32, kI64, kU8 };
+// kF8E4M3: OCP e4m3fn (no infinities, 0x7f/0xff NaN, largest finite 448), core/fp8.h.
+enum class DType : uint8_t { kF32, kF16, kBF16, kI32, kI64, kU8, kF8E4M3 };
 
 constexpr size_t dtype_size(DType t) {
   switch (t) {
@@ -18,6 +19,7 @@ constexpr size_t dtype_size(DType t) {
     case DType::kI32: return 4;
     case DType::kI64: return 8;
     case DType::kU8: return 1;
+    case DType::kF8E4M3: return 1;
   }
   return 0;
 }

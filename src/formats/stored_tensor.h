@@ -29,7 +29,7 @@ enum class StoredType : uint8_t {
   kF8E4M3,  // with `scale`
   kF8E5M2,  // with `scale`
   kI8,      // with `scale`
-  kI4,      // two per byte, low nibble first, with `scale` and `group_size`
+  kI4,      // two per byte, low nibble first, with `scale` in groups (block_cols)
   kGgml,    // a GGUF block type: `ggml_type`
 };
 
@@ -47,9 +47,16 @@ struct StoredTensor {
   // > 0: llama.cpp stored the rows of each of these heads interleaved for its RoPE (GGUF q/k of
   // Llama and Mistral); row r of the logical tensor is stored row source_row(r).
   int64_t interleaved_heads = 0;
-  // Quantized types: the dequantisation scales and the elements each scale covers along a row.
+  // Quantized types: the dequantisation scales (an f32, bf16 or f16 tensor): value = stored *
+  // scale, with scale of shape [] or [1] (the whole tensor), [rows()] or [rows(), 1] (per row),
+  // or [ceil(rows() / block_rows), ceil(cols() / block_cols)] (blocks; block_rows 1: groups of
+  // block_cols along each row). block_rows = block_cols = 0 unless the scales are blocks.
   std::shared_ptr<const StoredTensor> scale;
-  int64_t group_size = 0;
+  int64_t block_rows = 0;
+  int64_t block_cols = 0;
+  // A quantized linear weight with static activation scaling: the activations' per-tensor
+  // scale (1 element, f32/bf16/f16) the checkpoint was calibrated with; null otherwise.
+  std::shared_ptr<const StoredTensor> input_scale;
 
   int64_t numel() const;
   // The outermost dimension; a 1-D tensor is one row, unless its elements are interleaved.
