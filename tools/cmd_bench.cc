@@ -59,6 +59,7 @@ struct EngineArgs {
   std::string arch;
   std::string config;
   std::string device = "auto";
+  std::string quantization;
   std::string kv_cache_memory = "auto";
   int32_t max_model_len = 0;
   int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
@@ -96,6 +97,9 @@ void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, 
   app.add_option("--config", g_engine.config, "Hugging Face config.json for --dummy-weights");
   app.add_option("--device", g_engine.device, "Backend device: auto | cpu | cuda | cuda:N")
       ->capture_default_str();
+  app.add_option("--quantization", g_engine.quantization,
+                 "fp8: quantize an unquantized checkpoint (or dummy weights) to FP8 while loading: e4m3 linear layers, a scale per output channel, activations scaled per token (FP8 checkpoints are detected without it)")
+      ->check(CLI::IsMember({"fp8"}));
   app.add_option("--kv-cache-memory", g_engine.kv_cache_memory,
                  "Engine: KV cache as auto (0.9 of the free memory on a GPU, 512 MiB on the "
                  "CPU), bytes (512MiB, 2G) or a fraction of the free memory")
@@ -273,6 +277,7 @@ EngineSetupOptions engine_options() {
     e.source.path = g_engine.model.empty() ? find_default_model() : g_engine.model;
   }
   e.source.device = g_engine.device;
+  e.source.quantization = g_engine.quantization;
   e.kv_cache_memory = g_engine.kv_cache_memory;
   e.config.max_model_len = g_engine.max_model_len;
   e.config.max_num_seqs = g_engine.max_num_seqs;

@@ -46,6 +46,7 @@ struct Options {
   std::string kv_cache_memory = "auto";
   int32_t max_model_len = 0;
   std::string device = "auto";
+  std::string quantization;
   bool dummy_weights = false;
   std::string arch;
   std::string config;
@@ -65,6 +66,7 @@ std::unique_ptr<Engine> start_engine() {
   }
   source.tokenizer = opts.tokenizer;
   source.device = opts.device;
+  source.quantization = opts.quantization;
   EngineConfig config;
   config.max_num_seqs = opts.max_num_seqs;
   config.max_num_batched_tokens = opts.max_num_batched_tokens;
@@ -327,6 +329,9 @@ void setup(CLI::App& app) {
   app.add_option("--max-model-len", opts.max_model_len,
                  "Longest prompt + output (default: the model's context length)");
   app.add_option("--device", opts.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
+  app.add_option("--quantization", opts.quantization,
+                 "fp8: quantize an unquantized checkpoint (or dummy weights) to FP8 while loading: e4m3 linear layers, a scale per output channel, activations scaled per token (FP8 checkpoints are detected without it)")
+      ->check(CLI::IsMember({"fp8"}));
   auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
                              "Random weights made on the device (needs --arch or --config)");
   app.add_option("--arch", opts.arch,

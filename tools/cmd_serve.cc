@@ -4,7 +4,7 @@
 //                  [--allowed-hosts a,b] [--allowed-origins https://app.example] ...
 //                  [--served-model-name NAME] [--max-model-len N] [--max-num-seqs N]
 //                  [--max-num-batched-tokens N] [--kv-cache-memory auto|512MiB|0.9]
-//                  [--chat-template FILE] [--device auto|cpu|cuda[:N]]
+//                  [--chat-template FILE] [--device auto|cpu|cuda[:N]] [--quantization fp8]
 //                  [--dummy-weights --arch llama-3.1-8b --tokenizer FILE] ...
 //
 // The socket is bound first (GET /health answers 503 while the model loads), then the model
@@ -50,6 +50,7 @@ struct Options {
   std::string chat_content_special_tokens = "parse";  // parse | text
   std::string kv_cache_memory = "auto";
   std::string device = "auto";
+  std::string quantization;
   bool dummy_weights = false;
   std::string arch;
   std::string config;
@@ -97,6 +98,7 @@ std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path)
   }
   source.tokenizer = opts.tokenizer;
   source.device = opts.device;
+  source.quantization = opts.quantization;
   EngineConfig config;
   config.max_model_len = opts.max_model_len;
   config.max_num_seqs = opts.max_num_seqs;
@@ -180,6 +182,9 @@ void setup(CLI::App& app) {
                  "fraction (0.9) of the memory free after weights and workspace")
       ->capture_default_str();
   app.add_option("--device", opts.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
+  app.add_option("--quantization", opts.quantization,
+                 "fp8: quantize an unquantized checkpoint (or dummy weights) to FP8 while loading: e4m3 linear layers, a scale per output channel, activations scaled per token (FP8 checkpoints are detected without it)")
+      ->check(CLI::IsMember({"fp8"}));
   auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
                              "Random weights made on the device (needs --arch or --config, and "
                              "--tokenizer)");

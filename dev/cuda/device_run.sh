@@ -27,7 +27,7 @@
 # OFFLINE_PROMPTS (default 1024), SERVE_PROMPTS (768), MAX_NUM_SEQS (256);
 # perf: PROMPTS_128 (4096), PROMPTS_1000 (2048), PROMPTS_2048 (2048), MAX_BATCHED (8192, the
 # offline runs' --max-num-batched-tokens), KV_MEMORY (0.9, their --kv-cache-memory), PERF_ONLY (a regex of figure names to run: roofline
-# b1 prefill idle o128 o1000 o2048 ttft).
+# b1 prefill idle o128 o1000 o2048 ttft), QUANT (e.g. fp8: --quantization for every figure).
 set -u -o pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -145,6 +145,7 @@ perf_step() {
 run_perf() {
   local inflight="$stage_dir/bin/inflight" vocab="$OUT/llama-bpe.gguf"
   local common=(--dummy-weights --arch llama-3.1-8b --device cuda)
+  [[ -n "${QUANT:-}" ]] && common+=(--quantization "$QUANT")
   xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
   perf_step roofline 120 "$inflight" bench roofline --device cuda --arch llama-3.1-8b \
     --result-json "$OUT/roofline.json"

@@ -75,6 +75,10 @@ struct ModelSource {
   std::string tokenizer;
   // auto (CUDA device 0 when there is one, else the CPU) | cpu | cuda | cuda:N
   std::string device = "auto";
+  // "" (the checkpoint's own format: FP8 checkpoints are detected) | "fp8": an unquantized
+  // checkpoint (or dummy weights) quantized while loading: FP8 e4m3 linear layers with one scale
+  // per output channel, activations scaled per token (docs/quantization.md).
+  std::string quantization;
 };
 
 }  // namespace inflight

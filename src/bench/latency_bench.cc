@@ -109,6 +109,7 @@ nlohmann::json latency_result_json(const LatencyBenchResult& r, const LatencyBen
   add_run_info(j, info);
   j["model"] = r.model;
   j["backend"] = o.engine.source.device;
+  j["quantization"] = o.engine.source.quantization.empty() ? "as stored" : o.engine.source.quantization;
   j["batch_size"] = o.batch_size;
   j["input_len"] = o.input_len;
   j["output_len"] = o.output_len;

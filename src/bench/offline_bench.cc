@@ -103,6 +103,7 @@ nlohmann::json offline_result_json(const OfflineBenchResult& r, const OfflineBen
   add_run_info(j, info);
   j["model"] = r.model;
   j["backend"] = o.engine.source.device;
+  j["quantization"] = o.engine.source.quantization.empty() ? "as stored" : o.engine.source.quantization;
   j["num_prompts"] = o.num_prompts;
   j["input_len"] = o.input_len;
   j["output_len"] = o.output_len;

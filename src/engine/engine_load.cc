@@ -20,6 +20,19 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// The model's quantization as `source` asks: the checkpoint's own, or online FP8.
+void apply_quantization(const ModelSource& source, ModelConfig& config) {
+  INFLIGHT_CHECK_CODE(source.quantization.empty() || source.quantization == "fp8",
+                      ErrorCode::kInvalidArgument,
+                      "quantization '{}' is not supported (supported: fp8)", source.quantization);
+  if (source.quantization == "fp8" && !config.quantization.enabled()) {
+    config.quantization = Quantization::online_fp8();
+  }
+  if (config.quantization.enabled()) {
+    INFLIGHT_LOG_INFO("quantization: {}", config.quantization.describe());
+  }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::load(const ModelSource& source,
@@ -38,8 +51,9 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelSource& source,
     if (dummy) {
       info.name = source.dummy_arch.empty() ? source.dummy_config : source.dummy_arch;
       if (!source.tokenizer.empty()) tokenizer = Tokenizer::from_path(source.tokenizer);
-      model = make_dummy_model(dummy_model_config(source.dummy_arch, source.dummy_config), *backend,
-                               source.dummy_seed);
+      ModelConfig config = dummy_model_config(source.dummy_arch, source.dummy_config);
+      apply_quantization(source, config);
+      model = make_dummy_model(config, *backend, source.dummy_seed);
     } else {
       info.name = source.path;
       const std::unique_ptr<ModelFiles> files = ModelFiles::open(source.path);
@@ -48,7 +62,9 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelSource& source,
       info.chat_template = files->chat_template();
       const double opened = seconds_since(begin);
       const auto weights_begin = std::chrono::steady_clock::now();
-      model = load_model(*files, *backend);
+      ModelConfig config = files->config();
+      apply_quantization(source, config);
+      model = make_model(config, weights_of(*files), *backend);
       backend->synchronize();  // the last copies of the weights
       const double loaded = seconds_since(weights_begin);
       INFLIGHT_LOG_INFO(

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "formats/quantization.h"
+
 namespace inflight {
 
 // RoPE frequency scaling (HF `rope_scaling`).
@@ -60,6 +62,10 @@ struct ModelConfig {
   Norm norm = Norm::kRms;
   bool norm_bias = false;
   bool qk_norm = false;  // per-head RMSNorm of q and k before RoPE (Qwen3)
+
+  // How the linear layers are quantized (formats/quantization.h): as the checkpoint says, or
+  // online FP8 when asked for at load.
+  Quantization quantization;
 
   int64_t bos_token_id = -1;
   std::vector<int64_t> eos_token_ids;  // generation stops at any of these

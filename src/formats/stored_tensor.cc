@@ -111,6 +111,13 @@ StoredTensor StoredTensor::from_host(std::string name, const Tensor& t) {
 void convert_rows(const StoredTensor& t, int64_t begin, int64_t end, DType dtype, void* dst) {
   INFLIGHT_CHECK_CODE(0 <= begin && begin <= end && end <= t.rows(), ErrorCode::kInvalidArgument,
                       "tensor '{}': rows [{}, {}) outside [0, {})", t.name, begin, end, t.rows());
+  if (dtype == DType::kF8E4M3) {  // e4m3 kept as stored: its scales travel separately
+    INFLIGHT_CHECK_CODE(t.type == StoredType::kF8E4M3 && t.interleaved_heads == 0,
+                        ErrorCode::kUnsupported, "tensor '{}': {} cannot be kept as f8_e4m3",
+                        t.name, stored_type_name(t.type));
+    std::memcpy(dst, t.data + begin * t.row_bytes(), static_cast<size_t>((end - begin) * t.row_bytes()));
+    return;
+  }
   INFLIGHT_CHECK_CODE(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,
                       ErrorCode::kUnsupported, "tensor '{}': cannot convert to {}", t.name,
                       dtype_name(dtype));

@@ -75,7 +75,7 @@ struct StoredTensor {
 };
 
 // Rows [begin, end) of `t` converted (dequantised, un-interleaved) to `dtype` (f32, f16 or
-// bf16) into dst, (end - begin) * cols() elements, on ThreadPool::global(). Throws
+// bf16; or f8_e4m3 for an e4m3 tensor: its bytes, without the scales) into dst, (end - begin) * cols() elements, on ThreadPool::global(). Throws
 // Error(kUnsupported) naming the tensor for a type that cannot be converted.
 // NOTE: not from inside a ThreadPool::global() parallel_for.
 void convert_rows(const StoredTensor& t, int64_t begin, int64_t end, DType dtype, void* dst);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "model/linear_loader.h"
 #include "model/weight_plan.h"
 
 namespace inflight {
@@ -93,24 +94,23 @@ void LlamaModel::load_weights(const WeightSource& weights) {
     std::string name;
     Shape shape;
   };
-  // A planned weight and where it goes, resolved once the layers exist (they are allocated
-  // only after the plan has passed).
+  // A planned weight: its device bytes, and how it is loaded once the layers exist (they are
+  // allocated only after the plan has passed).
   struct Planned {
-    std::function<Tensor&()> destination;
-    PlannedWeight weight;
+    int64_t bytes;
+    std::function<void()> load;
   };
   // Pass 1, nothing allocated: every stored tensor looked up and shape-checked, so that a
   // config the files do not back fails here, naming the field and the first missing tensor.
   std::vector<Planned> plan;
-  // The parts stacked along their first dimension into one device tensor; skipped when a part
+  // The parts stacked along their first dimension into one device tensor; nullopt when a part
   // is absent and !required.
-  auto add = [&](std::function<Tensor&()> destination, const std::vector<Part>& parts,
-                 bool required) {
+  auto stack = [&](const std::vector<Part>& parts, bool required) -> std::optional<PlannedWeight> {
     PlannedWeight w;
     for (const Part& p : parts) {
       std::optional<StoredTensor> t = weights(p.name);
       if (!t) {
-        if (!required) return;
+        if (!required) return std::nullopt;
         INFLIGHT_THROW(ErrorCode::kNotFound, "weight '{}' is missing", p.name);
       }
       INFLIGHT_CHECK_CODE(t->shape == p.shape, ErrorCode::kInvalidFile,
@@ -122,15 +122,34 @@ void LlamaModel::load_weights(const WeightSource& weights) {
     w.shape[0] = 0;
     for (const Part& p : parts) w.shape[0] += p.shape[0];
     w.dtype = backend_.weight_dtype(w.parts.front());
-    plan.push_back(Planned{std::move(destination), std::move(w)});
+    return w;
+  };
+  auto add = [&](std::function<Tensor&()> destination, const std::vector<Part>& parts,
+                 bool required) {
+    std::optional<PlannedWeight> w = stack(parts, required);
+    if (!w) return;
+    const int64_t bytes = w->bytes();
+    plan.push_back(Planned{bytes, [this, destination, w = std::move(*w)] {
+                             destination() = load_planned(backend_, w);
+                           }});
   };
   auto one = [&](std::function<Tensor&()> destination, const std::string& name,
                  const Shape& shape) {
     add(std::move(destination), {{name, shape}}, true);
   };
-  // The tensor `member` picks out of layer `l`.
-  auto in_layer = [this](int64_t l, auto member) -> std::function<Tensor&()> {
-    return [this, l, member]() -> Tensor& { return member(layers_[static_cast<size_t>(l)]); };
+  // A linear layer's weight (quantized or not: model/linear_loader.h); its bias is planned
+  // separately.
+  auto linear = [&](std::function<Linear&()> destination, const std::vector<Part>& parts) {
+    PlannedLinear w = plan_linear(backend_, c.quantization, parts.front().name,
+                                  std::move(*stack(parts, true)));
+    const int64_t bytes = w.bytes();
+    plan.push_back(Planned{bytes, [this, destination, w = std::move(w)] {
+                             load_linear(backend_, w, destination());
+                           }});
+  };
+  // The tensor (linear layer) `member` picks out of layer `l`.
+  auto in_layer = [this](int64_t l, auto member) {
+    return [this, l, member]() -> decltype(auto) { return member(layers_[static_cast<size_t>(l)]); };
   };
 
   one([this]() -> Tensor& { return embed_; }, "model.embed_tokens.weight", {c.vocab_size, hidden});
@@ -161,11 +180,10 @@ void LlamaModel::load_weights(const WeightSource& weights) {
         name("input_layernorm.weight"), {hidden});
     one(in_layer(l, [](Layer& x) -> Tensor& { return x.post_norm; }),
         name("post_attention_layernorm.weight"), {hidden});
-    add(in_layer(l, [](Layer& x) -> Tensor& { return x.qkv.weight; }),
-        {{name("self_attn.q_proj.weight"), {q_dim, hidden}},
-         {name("self_attn.k_proj.weight"), {kv_dim, hidden}},
-         {name("self_attn.v_proj.weight"), {kv_dim, hidden}}},
-        true);
+    linear(in_layer(l, [](Layer& x) -> Linear& { return x.qkv; }),
+           {{name("self_attn.q_proj.weight"), {q_dim, hidden}},
+            {name("self_attn.k_proj.weight"), {kv_dim, hidden}},
+            {name("self_attn.v_proj.weight"), {kv_dim, hidden}}});
     if (has_qkv_bias()) {
       add(in_layer(l, [](Layer& x) -> Tensor& { return x.qkv.bias; }),
           {{name("self_attn.q_proj.bias"), {q_dim}},
@@ -173,26 +191,29 @@ void LlamaModel::load_weights(const WeightSource& weights) {
            {name("self_attn.v_proj.bias"), {kv_dim}}},
           true);
     }
-    one(in_layer(l, [](Layer& x) -> Tensor& { return x.o.weight; }),
-        name("self_attn.o_proj.weight"), {hidden, q_dim});
+    linear(in_layer(l, [](Layer& x) -> Linear& { return x.o; }),
+           {{name("self_attn.o_proj.weight"), {hidden, q_dim}}});
     if (c.o_proj_bias)
       add(in_layer(l, [](Layer& x) -> Tensor& { return x.o.bias; }),
           {{name("self_attn.o_proj.bias"), {hidden}}}, false);
-    add(in_layer(l, [](Layer& x) -> Tensor& { return x.gate_up.weight; }),
-        {{name("mlp.gate_proj.weight"), {inter, hidden}},
-         {name("mlp.up_proj.weight"), {inter, hidden}}},
-        true);
-    one(in_layer(l, [](Layer& x) -> Tensor& { return x.down.weight; }),
-        name("mlp.down_proj.weight"), {hidden, inter});
+    linear(in_layer(l, [](Layer& x) -> Linear& { return x.gate_up; }),
+           {{name("mlp.gate_proj.weight"), {inter, hidden}},
+            {name("mlp.up_proj.weight"), {inter, hidden}}});
+    linear(in_layer(l, [](Layer& x) -> Linear& { return x.down; }),
+           {{name("mlp.down_proj.weight"), {hidden, inter}}});
   }
 
   // Pass 2: the device must hold them all; then allocate and load.
   int64_t bytes = 0;
-  for (const Planned& p : plan) bytes += p.weight.bytes();
+  for (const Planned& p : plan) bytes += p.bytes;
   check_weights_fit(backend_, bytes, "the model's weights");
   layers_.resize(static_cast<size_t>(c.num_layers));
-  for (const Planned& p : plan) p.destination() = load_planned(backend_, p.weight);
+  // (load_linear leaves a layer's bias alone, whichever is loaded first.)
+  for (const Planned& p : plan) p.load();
   if (c.tie_word_embeddings) lm_head_.weight = embed_;
+  fp8_ = std::any_of(layers_.begin(), layers_.end(), [](const Layer& l) {
+    return l.qkv.quantized() || l.o.quantized() || l.gate_up.quantized() || l.down.quantized();
+  });
   if (divisors) {
     const Tensor host = to_host_f32(*divisors);
     set_inv_freq(&host);
@@ -201,16 +222,36 @@ void LlamaModel::load_weights(const WeightSource& weights) {
   }
 }
 
-int64_t LlamaModel::num_dummy_weight_elements() const {
+bool LlamaModel::quantizes_dummy_linears() const {
+  const Quantization& q = config_.quantization;
+  if (!q.enabled()) return false;
+  INFLIGHT_CHECK_CODE(q.source == "online", ErrorCode::kInvalidArgument,
+                      "dummy weights can only be quantized online (--quantization fp8), not as "
+                      "{} checkpoints are",
+                      q.source);
+  INFLIGHT_CHECK_CODE(backend_.supports_fp8(), ErrorCode::kUnsupported,
+                      "--quantization fp8: the {} backend has no FP8 GEMMs (CUDA needs compute "
+                      "capability 8.9 or newer)",
+                      backend_.name());
+  return true;
+}
+
+int64_t LlamaModel::dummy_weight_bytes() const {
   // Bounded by ModelConfig::num_weight_elements (validated), so nothing here overflows.
   const ModelConfig& c = config_;
   const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
   const int64_t qkv_rows = q_dim + 2 * c.num_kv_heads * c.head_dim;
-  int64_t layer =
-      2 * hidden + qkv_rows * hidden + hidden * q_dim + 3 * c.intermediate_size * hidden;
-  if (has_qkv_bias()) layer += qkv_rows;
+  const auto dt = static_cast<int64_t>(dtype_size(backend_.compute_dtype()));
+  // FP8 linear layers: one byte per weight and an f32 scale per row; the largest is made in the
+  // compute dtype first.
+  const bool fp8 = quantizes_dummy_linears();
+  const int64_t linear_rows = qkv_rows + hidden + 3 * c.intermediate_size;
+  const int64_t linear = qkv_rows * hidden + hidden * q_dim + 3 * c.intermediate_size * hidden;
+  int64_t layer = 2 * hidden * dt + (fp8 ? linear + 4 * linear_rows : linear * dt);
+  if (has_qkv_bias()) layer += qkv_rows * dt;
   const int64_t embed = c.vocab_size * hidden;
-  return c.num_layers * layer + embed * (c.tie_word_embeddings ? 1 : 2) + hidden;
+  const int64_t staging = fp8 ? 2 * c.intermediate_size * hidden * dt : 0;
+  return c.num_layers * layer + (embed * (c.tie_word_embeddings ? 1 : 2) + hidden) * dt + staging;
 }
 
 void LlamaModel::init_random_weights(uint64_t seed) {
@@ -218,8 +259,7 @@ void LlamaModel::init_random_weights(uint64_t seed) {
   const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
   const int64_t kv_dim = c.num_kv_heads * c.head_dim, inter = c.intermediate_size;
   const DType dt = backend_.compute_dtype();
-  check_weights_fit(backend_, num_dummy_weight_elements() * static_cast<int64_t>(dtype_size(dt)),
-                    "the model's dummy weights");
+  check_weights_fit(backend_, dummy_weight_bytes(), "the model's dummy weights");
   uint64_t index = 0;
   // Each tensor gets its own stream of the generator: seed and running index mixed.
   auto make = [&](const Shape& shape, float scale, float offset) {
@@ -227,26 +267,33 @@ void LlamaModel::init_random_weights(uint64_t seed) {
     backend_.fill_random(t, seed * 0x9e3779b97f4a7c15ULL + ++index, scale, offset);
     return t;
   };
+  // --quantization fp8 quantizes each linear layer as it is made (model/linear_loader.h).
+  const bool fp8 = quantizes_dummy_linears();
   auto linear = [&](int64_t out, int64_t in) {
+    const Tensor w = make({out, in}, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f);
+    return fp8 ? quantize_linear_online(backend_, w) : Linear{w};
+  };
+  auto weight = [&](int64_t out, int64_t in) {  // an unquantized linear weight (the LM head)
     return make({out, in}, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f);
   };
   auto norm = [&]() { return make({hidden}, 0.1f, 1.0f); };
 
   embed_ = make({c.vocab_size, hidden}, 1.0f, 0.0f);
   final_norm_ = norm();
-  lm_head_.weight = c.tie_word_embeddings ? embed_ : linear(c.vocab_size, hidden);
+  lm_head_.weight = c.tie_word_embeddings ? embed_ : weight(c.vocab_size, hidden);
   set_inv_freq(nullptr);
 
   layers_.resize(static_cast<size_t>(c.num_layers));
   for (Layer& layer : layers_) {
     layer.input_norm = norm();
     layer.post_norm = norm();
-    layer.qkv.weight = linear(q_dim + 2 * kv_dim, hidden);
+    layer.qkv = linear(q_dim + 2 * kv_dim, hidden);
     if (has_qkv_bias()) layer.qkv.bias = make({q_dim + 2 * kv_dim}, 0.1f, 0.0f);
-    layer.o.weight = linear(hidden, q_dim);
-    layer.gate_up.weight = linear(2 * inter, hidden);
-    layer.down.weight = linear(hidden, inter);
+    layer.o = linear(hidden, q_dim);
+    layer.gate_up = linear(2 * inter, hidden);
+    layer.down = linear(hidden, inter);
   }
+  fp8_ = fp8;
 }
 
 int64_t LlamaModel::weight_bytes() const {
@@ -270,7 +317,41 @@ std::vector<LlamaModel::Buffer> LlamaModel::token_buffers(int64_t cap) const {
           {&Workspace::attn, {cap, c.num_heads, c.head_dim}, dt},
           {&Workspace::sublayer_out, {cap, c.hidden_size}, dt},
           {&Workspace::gate_up, {cap, 2 * c.intermediate_size}, dt},
-          {&Workspace::act, {cap, c.intermediate_size}, dt}};
+          {&Workspace::act, {cap, c.intermediate_size}, dt},
+          // FP8 layers' inputs, quantized (runtime/linear.h): any layer's [t, K] fits.
+          {&Workspace::xq, {fp8_ ? cap * max_in_features() : 1}, DType::kF8E4M3},
+          {&Workspace::xq_scales, {fp8_ ? cap * max_scale_groups() : 1}, DType::kF32}};
+}
+
+int64_t LlamaModel::max_in_features() const {
+  const ModelConfig& c = config_;
+  return std::max({c.hidden_size, c.num_heads * c.head_dim, c.intermediate_size});
+}
+
+int64_t LlamaModel::max_scale_groups() const {
+  int64_t groups = 1;
+  for (const Layer& l : layers_) {
+    for (const Linear* w : {&l.qkv, &l.o, &l.gate_up, &l.down}) {
+      if (w->block_cols > 0) {
+        groups = std::max(groups, (w->in_features() + w->block_cols - 1) / w->block_cols);
+      }
+    }
+  }
+  return groups;
+}
+
+void LlamaModel::project(const Tensor& x, const Linear& w, const Tensor& y) {
+  if (!w.quantized()) {
+    backend_.gemm(x, w, y);
+    return;
+  }
+  const int64_t t = x.size(0), k = x.size(1);
+  const int64_t groups = w.block_cols > 0 ? (k + w.block_cols - 1) / w.block_cols : 1;
+  const Tensor scales = ws_.xq_scales.rows(0, groups * t);
+  const QuantizedActivations q{ws_.xq.rows(0, t * k).reshape({t, k}),
+                               w.block_cols > 0 ? scales.reshape({groups, t}) : scales};
+  quantize_for(backend_, x, w, q);
+  backend_.gemm(q, w, y);
 }
 
 std::vector<LlamaModel::Buffer> LlamaModel::logits_buffers(int64_t cap) const {
@@ -348,14 +429,14 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
     // Layer 0 normalises the embeddings; later layers first add the previous MLP output.
     backend_.rms_norm(l == 0 ? nullptr : &sublayer_out, residual, layer.input_norm, c.rms_norm_eps,
                       normed);
-    backend_.gemm(normed, layer.qkv, qkv);
+    project(normed, layer.qkv, qkv);
     backend_.rope_kv_write(qkv, in, inv_freq_, q, cache.key(l), cache.value(l));
     backend_.paged_attention(q, cache.key(l), cache.value(l), in, scale, window, attn);
-    backend_.gemm(attn_2d, layer.o, sublayer_out);
+    project(attn_2d, layer.o, sublayer_out);
     backend_.rms_norm(&sublayer_out, residual, layer.post_norm, c.rms_norm_eps, normed);
-    backend_.gemm(normed, layer.gate_up, gate_up);
+    project(normed, layer.gate_up, gate_up);
     backend_.swiglu(gate_up, act);
-    backend_.gemm(act, layer.down, sublayer_out);
+    project(act, layer.down, sublayer_out);
   }
   const Tensor logits = ws_.logits.rows(0, num_logits);
   if (num_logits > 0) {

@@ -65,6 +65,8 @@ class LlamaModel final : public Model {
     Tensor sublayer_out;  // [cap, hidden]: o_proj, then down_proj output
     Tensor gate_up;       // [cap, 2 I]
     Tensor act;           // [cap, I]
+    Tensor xq;            // [cap * max K] f8_e4m3: an FP8 layer's input (empty without FP8)
+    Tensor xq_scales;     // [cap * max groups] f32: its scales
     Tensor picked;        // [logits_cap, hidden]
     Tensor logits;        // [logits_cap, vocab] f32
   };
@@ -82,11 +84,19 @@ class LlamaModel final : public Model {
   // Plans every weight (lookup and shape check), checks that they fit the device, then
   // allocates and loads.
   void load_weights(const WeightSource& weights);
-  int64_t num_dummy_weight_elements() const;
+  // Whether dummy linear layers are quantized (config().quantization online FP8); throws when
+  // that cannot be done.
+  bool quantizes_dummy_linears() const;
+  int64_t dummy_weight_bytes() const;
   void init_random_weights(uint64_t seed);
   // inv_freq [D / 2] f32 on the device, each divided by `divisors[i]` when given.
   void set_inv_freq(const Tensor* divisors);
   bool has_qkv_bias() const { return config_.attention_bias; }
+  // y = x W^T through the layer's format: a plain GEMM, or x quantized into the workspace and
+  // the FP8 GEMM (runtime/linear.h).
+  void project(const Tensor& x, const Linear& w, const Tensor& y);
+  int64_t max_in_features() const;
+  int64_t max_scale_groups() const;  // activation scales per token of any FP8 layer
 
   ModelConfig config_;
   Tensor embed_;       // [vocab, hidden]
@@ -94,6 +104,7 @@ class LlamaModel final : public Model {
   Tensor final_norm_;  // [hidden]
   Tensor inv_freq_;    // [D / 2] f32
   std::vector<Layer> layers_;
+  bool fp8_ = false;  // some linear layer is FP8
   Workspace ws_;
 };
 

@@ -21,8 +21,10 @@
 #include "ops/gather_rows.h"
 #include "ops/gemm.h"
 #include "ops/paged_attention.h"
+#include "ops/quantize_fp8.h"
 #include "ops/rms_norm.h"
 #include "ops/rope_kv_write.h"
+#include "ops/scaled_gemm.h"
 #include "ops/swiglu.h"
 #include "ops/top_k_logits.h"
 
@@ -64,5 +66,12 @@ void gemv_cuda(const GemmParams& p, cudaStream_t stream);
 // cuBLASLt has no algorithm for, and a second opinion in tests. cuBLASLt does the real work
 // (backend/cuda/cublaslt_gemm.h).
 void gemm_cuda(const GemmParams& p, cudaStream_t stream);
+
+// bf16 x -> e4m3 values + f32 scales (ops/quantize_fp8.h).
+void quantize_fp8_cuda(const QuantizeFp8Params& p, cudaStream_t stream);
+
+// The plain CUDA-core FP8 GEMM: the fallback of the cuBLASLt FP8 path and the batch-invariant
+// kernel (group a multiple of 16 or 0). y bf16 (bias bf16) or f32 (bias f32).
+void scaled_gemm_cuda(const ScaledGemmParams& p, cudaStream_t stream);
 
 }  // namespace inflight

@@ -67,9 +67,14 @@ class Backend {
   // A device copy of a host f32 tensor, converted to `dtype`. The host tensor may be freed as
   // soon as this returns.
   virtual Tensor upload(const Tensor& host_f32, DType dtype) = 0;
-  // The weight-format policy: the dtype a stored weight is kept in on this device (today the
-  // compute dtype for every stored type: f32 on the CPU, bf16 on CUDA).
-  virtual DType weight_dtype(const StoredTensor& /*w*/) const { return compute_dtype(); }
+  // Whether the backend runs FP8 (e4m3) GEMMs: quantize_fp8 and the scaled gemm below.
+  virtual bool supports_fp8() const { return false; }
+  // The weight-format policy: the dtype a stored weight is kept in on this device: e4m3 stays
+  // e4m3 (with its scales) where FP8 runs, everything else (and e4m3 elsewhere, dequantised)
+  // becomes the compute dtype: f32 on the CPU, bf16 on CUDA.
+  virtual DType weight_dtype(const StoredTensor& w) const {
+    return w.type == StoredType::kF8E4M3 && supports_fp8() ? DType::kF8E4M3 : compute_dtype();
+  }
   // Writes the stored weight `w`, converted to dst's dtype, into dst: a device tensor (or a row
   // range of one, for fused weights) of w's element count. Conversion and staging happen on the
   // host before this returns, so `w`'s bytes may be released right after; the device copy may
@@ -148,6 +153,16 @@ class Backend {
                                const Tensor& out) = 0;
   // out = silu(gate) * up for gate_up [R, 2I] = [gate | up], out [R, I].
   virtual void swiglu(const Tensor& gate_up, const Tensor& out) = 0;
+
+  // ---- FP8 (runtime/linear.h; backends without it throw Error(kUnsupported)) -----------------
+  // x [M, K] -> e4m3 values [M, K] and f32 scales (ops/quantize_fp8.h): per row (group 0),
+  // per group of `group` columns ([ceil(K / group), M]), or with the static scale [1]. Quantizes
+  // activations for a scaled GEMM (quantize_for below) and weights at load (one scale per row).
+  virtual void quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,
+                            const Tensor& values, const Tensor& scales);
+  // y = the scaled product of e4m3 activations and an e4m3 weight (ops/scaled_gemm.h): y of the
+  // compute dtype or f32, w.bias of y's dtype.
+  virtual void gemm(const QuantizedActivations& x, const Linear& w, const Tensor& y);
   // t[i] = offset + scale * u(seed, i), u uniform in [-1, 1): the same values (before rounding
   // to the tensor's dtype) on every backend (ops/fill_random.h). Dummy weights.
   virtual void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) = 0;
@@ -169,6 +184,24 @@ inline void Backend::set_stream(int32_t index) {
                       "{} backend: stream {} outside [0, {})", name(), index, num_streams());
   if (index != current_stream_) on_stream_change(index);
   current_stream_ = index;
+}
+
+inline void Backend::quantize_fp8(const Tensor&, const Tensor*, int64_t, const Tensor&,
+                                  const Tensor&) {
+  INFLIGHT_THROW(ErrorCode::kUnsupported, "{} backend: FP8 is not supported", name());
+}
+inline void Backend::gemm(const QuantizedActivations&, const Linear&, const Tensor&) {
+  INFLIGHT_THROW(ErrorCode::kUnsupported, "{} backend: FP8 GEMMs are not supported", name());
+}
+
+// Quantizes x [M, K] as the scaled GEMM of `w` reads it (w.activations) into `out`, views of
+// the right shapes (runtime/linear.h).
+inline void quantize_for(Backend& backend, const Tensor& x, const Linear& w,
+                         const QuantizedActivations& out) {
+  using ActivationScales = Linear::ActivationScales;
+  const bool is_static = w.activations == ActivationScales::kStaticTensor;
+  const int64_t group = w.activations == ActivationScales::kDynamicGroup ? w.block_cols : 0;
+  backend.quantize_fp8(x, is_static ? &w.input_scale : nullptr, group, out.values, out.scales);
 }
 
 inline void Backend::begin_capture() {

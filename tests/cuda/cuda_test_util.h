@@ -27,6 +27,9 @@ namespace inflight::test {
 
 // Bars of the guide: bf16 GPU against the fp32 reference.
 constexpr double kBf16Tolerance = 2e-2;
+// FP8 (W8A8) GPU against the CPU's exact emulation: the same e4m3 weights, activations quantized
+// from bf16 on one side and f32 on the other (a flipped rounding moves an element by 1/16).
+constexpr double kFp8Tolerance = 5e-2;
 
 // One process-wide backend of each kind (creating a CUDA backend costs a cuBLASLt handle).
 Backend& cuda_backend();

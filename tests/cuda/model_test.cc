@@ -69,7 +69,7 @@ int32_t argmax(const float* row, int64_t n) {
 // runs append the CPU's greedy token; otherwise each appends its own.
 GenerationResult generate(BackendRun& cpu, BackendRun& gpu, const std::vector<Prompt>& prompts,
                           int num_generate, int32_t block_size, bool teacher_forced,
-                          const std::string& label) {
+                          const std::string& label, double tolerance = kBf16Tolerance) {
   const int64_t vocab = cpu.model->config().vocab_size;
   for (BackendRun* r : {&cpu, &gpu}) {
     r->seqs.clear();
@@ -145,7 +145,7 @@ GenerationResult generate(BackendRun& cpu, BackendRun& gpu, const std::vector<Pr
         const ErrorStats e =
             expect_close(label + ".logits",
                          fmt::format("step {} seq {} token {}", step, s, cpu.seqs[s].generated),
-                         got_row, ref_row);
+                         got_row, ref_row, tolerance);
         ++result.compared_rows;
         if (e.rel_l2 >= result.worst.rel_l2) result.worst.rel_l2 = e.rel_l2;
         result.worst.rel_max = std::max(result.worst.rel_max, e.rel_max);
@@ -331,9 +331,14 @@ class CoreGemmBackend final : public Backend {
   Backend& inner_;
 };
 
-void run_tiny_configs(Backend& gpu_backend, const std::string& suffix) {
-  for (const TinyConfig& tc : {tiny_llama(), tiny_qwen2_window()}) {
+// quantization: applied to both models (online FP8: the same e4m3 weights and scales on both,
+// since the weights are bf16-exact; activations are quantized from f32 on the CPU and from
+// bf16 on the GPU, hence the looser bar).
+void run_tiny_configs(Backend& gpu_backend, const std::string& suffix,
+                      const Quantization& quantization = {}, double tolerance = kBf16Tolerance) {
+  for (TinyConfig tc : {tiny_llama(), tiny_qwen2_window()}) {
     SCOPED_TRACE(tc.label);
+    tc.config.quantization = quantization;
     std::mt19937 rng(21);
     const WeightMap weights = random_weights(tc.config, rng);
     LlamaModel cpu_model(tc.config, weights_of(weights), cpu_backend());
@@ -349,13 +354,19 @@ void run_tiny_configs(Backend& gpu_backend, const std::string& suffix) {
     BackendRun cpu{&cpu_model, &cpu_cache, {}};
     BackendRun gpu{&gpu_model, &gpu_cache, {}};
     generate(cpu, gpu, prompts, /*num_generate=*/20, block_size, /*teacher_forced=*/true,
-             tc.label + suffix);
+             tc.label + suffix, tolerance);
   }
 }
 
 TEST(CudaModelTest, TinyRandomConfigsMatchCpu) {
   INFLIGHT_REQUIRE_CUDA();
   run_tiny_configs(cuda_backend(), "");
+}
+
+TEST(CudaModelTest, TinyRandomConfigsMatchCpuFp8) {
+  INFLIGHT_REQUIRE_CUDA();
+  if (!cuda_backend().supports_fp8()) GTEST_SKIP() << "no FP8 tensor cores";
+  run_tiny_configs(cuda_backend(), ".fp8", Quantization::online_fp8(), kFp8Tolerance);
 }
 
 TEST(CudaModelTest, TinyRandomConfigsMatchCpuWithCoreGemm) {

@@ -10,8 +10,10 @@
 #include "ops/gather_rows.h"
 #include "ops/gemm.h"
 #include "ops/paged_attention.h"
+#include "ops/quantize_fp8.h"
 #include "ops/rms_norm.h"
 #include "ops/rope_kv_write.h"
+#include "ops/scaled_gemm.h"
 #include "ops/swiglu.h"
 #include "ops/top_k_logits.h"
 
@@ -126,6 +128,15 @@ void CpuBackend::paged_attention(const Tensor& q, const Tensor& k_cache, const T
 
 void CpuBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
   swiglu_cpu(make_swiglu_params(gate_up, out));
+}
+
+void CpuBackend::quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,
+                              const Tensor& values, const Tensor& scales) {
+  quantize_fp8_cpu(make_quantize_fp8_params(x, static_scale, group, values, scales));
+}
+
+void CpuBackend::gemm(const QuantizedActivations& x, const Linear& w, const Tensor& y) {
+  scaled_gemm_cpu(make_scaled_gemm_params(x, w, y));
 }
 
 }  // namespace inflight

@@ -14,6 +14,7 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   Device device() const override { return Device::kCpu; }
   DType compute_dtype() const override { return DType::kF32; }
+  bool supports_fp8() const override { return true; }  // emulated exactly (ops/scaled_gemm.h)
   bool asynchronous() const override { return false; }
 
   Tensor alloc(const Shape& shape, DType dtype) override;
@@ -38,6 +39,9 @@ class CpuBackend final : public Backend {
                        const StepInputs& in, float scale, int32_t sliding_window,
                        const Tensor& out) override;
   void swiglu(const Tensor& gate_up, const Tensor& out) override;
+  void quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,
+                    const Tensor& values, const Tensor& scales) override;
+  void gemm(const QuantizedActivations& x, const Linear& w, const Tensor& y) override;
   void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) override;
   void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
                     const Tensor& top_ids, const Tensor& top_logits) override;

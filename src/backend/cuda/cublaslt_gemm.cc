@@ -49,7 +49,7 @@ size_t CublasLtGemm::KeyHash::operator()(const Key& key) const {
   mix(static_cast<uint64_t>(key.k));
   mix((static_cast<uint64_t>(key.align_x) << 48) | (static_cast<uint64_t>(key.align_w) << 32) |
       (static_cast<uint64_t>(key.align_y) << 16) | key.align_bias);
-  mix((key.bias ? 1 : 0) | (key.f32_out ? 2 : 0));
+  mix((key.bias ? 1 : 0) | (key.f32_out ? 2 : 0) | (static_cast<uint64_t>(key.scaling) << 2));
   return h;
 }
 
@@ -90,9 +90,29 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key) {
                                                        &trans_a, sizeof(trans_a)));
   INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB,
                                                        &trans_b, sizeof(trans_b)));
+  const bool fp8 = key.scaling != Scaling::kNone;
+  if (fp8) {
+    // A = w, B = x (see the header): their scale modes.
+    cublasLtMatmulMatrixScale_t a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    cublasLtMatmulMatrixScale_t b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    switch (key.scaling) {
+      case Scaling::kOuter:
+        a_mode = b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        break;
+      case Scaling::kBlocks:
+        a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+        b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+        break;
+      default: break;
+    }
+    INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+                                                         &a_mode, sizeof(a_mode)));
+    INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+                                                         &b_mode, sizeof(b_mode)));
+  }
   if (key.bias) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-    const cudaDataType_t bias_type = CUDA_R_16BF;
+    const cudaDataType_t bias_type = key.f32_out ? CUDA_R_32F : CUDA_R_16BF;
     INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                          &epilogue, sizeof(epilogue)));
     INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
@@ -100,10 +120,11 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key) {
   }
   const auto m = static_cast<uint64_t>(key.m), n = static_cast<uint64_t>(key.n);
   const auto k = static_cast<uint64_t>(key.k);
+  const cudaDataType_t operand_type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
   INFLIGHT_CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, k, n, static_cast<int64_t>(k)));
+      cublasLtMatrixLayoutCreate(&plan->a, operand_type, k, n, static_cast<int64_t>(k)));
   INFLIGHT_CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, k, m, static_cast<int64_t>(k)));
+      cublasLtMatrixLayoutCreate(&plan->b, operand_type, k, m, static_cast<int64_t>(k)));
   INFLIGHT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->d, key.f32_out ? CUDA_R_32F : CUDA_R_16BF,
                                                    n, m, static_cast<int64_t>(n)));
 
@@ -134,9 +155,9 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key) {
     plan->has_algo = true;
   } else {
     INFLIGHT_LOG_WARN(
-        "cuBLASLt has no algorithm for gemm m={} n={} k={} bias={} ({}): using the CUDA-core "
+        "cuBLASLt has no algorithm for {} gemm m={} n={} k={} bias={} ({}): using the CUDA-core "
         "kernel",
-        key.m, key.n, key.k, key.bias, cublasLtGetStatusName(status));
+        fp8 ? "fp8" : "bf16", key.m, key.n, key.k, key.bias, cublasLtGetStatusName(status));
   }
   return *plans_.emplace(key, std::move(plan)).first->second;
 }
@@ -156,6 +177,7 @@ void CublasLtGemm::run(const GemmParams& p, cudaStream_t stream) {
   const Key key{p.m,
                 p.n,
                 p.k,
+                Scaling::kNone,
                 p.bias != nullptr,
                 f32_out,
                 alignment_of(p.x, p.k),
@@ -193,6 +215,69 @@ void CublasLtGemm::matmul(Plan& plan, const GemmParams& p, cudaStream_t stream) 
     return;
   }
   INFLIGHT_CUBLAS_CHECK(status);
+}
+
+void CublasLtGemm::run(const ScaledGemmParams& p, cudaStream_t stream) {
+  INFLIGHT_CHECK_CODE(p.y_dtype == DType::kBF16 || p.y_dtype == DType::kF32,
+                      ErrorCode::kUnsupported, "cublaslt fp8 gemm: bf16 or f32 output only, got {}",
+                      dtype_name(p.y_dtype));
+  if (p.m == 0 || p.n == 0) return;
+  // What cuBLASLt's e4m3 kernels take on sm_90 (TN, f32 scales): k % 16 == 0; per-tensor x
+  // per-tensor, per-channel x per-token (both vectors), or 128 x 128 weight blocks x 1 x 128
+  // activation groups (token-contiguous scales, m % 4 == 0; decode's m < 4 is not). The rest
+  // (1 x 128 weight groups, odd shapes) runs on the CUDA-core kernel.
+  const bool blocks = p.group != 0;
+  const bool lt_shape = p.k % 16 == 0 &&
+                        (!blocks || (p.group == 128 && p.w_scale_rows == 128 && p.m % 4 == 0));
+  if (batch_invariant_ || !lt_shape) {
+    scaled_gemm_cuda(p, stream);
+    return;
+  }
+  Scaling scaling = Scaling::kOuter;
+  if (blocks) {
+    scaling = Scaling::kBlocks;
+  } else if (p.w_scale_rows == 0 && p.static_x_scale) {
+    scaling = Scaling::kScalar;
+  }
+  INFLIGHT_CHECK(scaling != Scaling::kOuter || p.w_scale_rows == 1,
+                 "cublaslt fp8 gemm: a per-tensor weight scale needs static activations "
+                 "(dynamic ones take per-channel scales)");
+  const bool f32_out = p.y_dtype == DType::kF32;
+  const Key key{p.m,
+                p.n,
+                p.k,
+                scaling,
+                p.bias != nullptr,
+                f32_out,
+                alignment_of(p.x, p.k, 1),
+                alignment_of(p.w, p.k, 1),
+                alignment_of(p.y, p.n, f32_out ? 4 : 2),
+                alignment_of(p.bias, 0)};
+  Plan& plan = plan_for(key);
+  if (!plan.has_algo || !matmul(plan, p, stream)) scaled_gemm_cuda(p, stream);
+}
+
+bool CublasLtGemm::matmul(Plan& plan, const ScaledGemmParams& p, cudaStream_t stream) {
+  auto set = [&](cublasLtMatmulDescAttributes_t attr, const void* ptr) {
+    INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, attr, &ptr, sizeof(ptr)));
+  };
+  if (p.bias != nullptr) set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias);
+  set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, p.w_scales);
+  set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+      p.static_x_scale && p.group == 0 && p.w_scale_rows == 0 ? p.static_x_scale_ptr
+                                                              : p.x_scales);
+  const float alpha = 1.0f, beta = 0.0f;
+  const cublasStatus_t status =
+      cublasLtMatmul(handle_, plan.op, &alpha, p.w, plan.a, p.x, plan.b, &beta, p.y, plan.d, p.y,
+                     plan.d, &plan.algo, workspace_, workspace_bytes_, stream);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+    INFLIGHT_LOG_WARN("cuBLASLt refused fp8 gemm m={} n={} k={}: using the CUDA-core kernel", p.m,
+                      p.n, p.k);
+    plan.has_algo = false;
+    return false;
+  }
+  INFLIGHT_CUBLAS_CHECK(status);
+  return true;
 }
 
 void CublasLtGemm::tune(Plan& plan, const GemmParams& p, cudaStream_t stream) {

@@ -31,6 +31,7 @@
 #include <unordered_map>
 
 #include "ops/gemm.h"
+#include "ops/scaled_gemm.h"
 
 namespace inflight {
 
@@ -45,6 +46,10 @@ class CublasLtGemm {
 
   // Enqueues the product on `stream`. p comes from make_gemm_params; bf16 only.
   void run(const GemmParams& p, cudaStream_t stream);
+  // Enqueues the FP8 product (ops/scaled_gemm.h) on `stream`: cuBLASLt's e4m3 kernels with the
+  // scale modes of the weight's format (Scaling below), or the CUDA-core kernel where cuBLASLt
+  // has none (and in batch-invariant mode).
+  void run(const ScaledGemmParams& p, cudaStream_t stream);
 
   // Shapes seen so far, and how many of them use the fallback kernel or the GEMV.
   size_t num_plans() const { return plans_.size(); }
@@ -52,8 +57,16 @@ class CublasLtGemm {
   size_t num_gemv_plans() const;
 
  private:
+  // The operands' format and cuBLASLt scale modes (A = w, B = x).
+  enum class Scaling : uint8_t {
+    kNone,       // bf16 x bf16
+    kScalar,     // e4m3: one scale each (per-tensor weight, static activations)
+    kOuter,      // e4m3: w per output channel [n] x activations per token [m]
+    kBlocks,     // e4m3: w 128 x 128 blocks x activations 1 x 128 groups
+  };
   struct Key {
     int64_t m, n, k;
+    Scaling scaling;
     bool bias;
     bool f32_out;
     uint16_t align_x, align_w, align_y, align_bias;  // bytes of every row, powers of 2 <= 256
@@ -68,6 +81,8 @@ class CublasLtGemm {
   // Chooses between cuBLASLt and the GEMV for a small-m plan by timing both on `stream`.
   void tune(Plan& plan, const GemmParams& p, cudaStream_t stream);
   void matmul(Plan& plan, const GemmParams& p, cudaStream_t stream);
+  // The FP8 product through cuBLASLt; false when cuBLASLt refused it (the caller falls back).
+  bool matmul(Plan& plan, const ScaledGemmParams& p, cudaStream_t stream);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_;

@@ -143,6 +143,11 @@ class CudaBackend final : public Backend {
                        const StepInputs& in, float scale, int32_t sliding_window,
                        const Tensor& out) override;
   void swiglu(const Tensor& gate_up, const Tensor& out) override;
+  // FP8 tensor cores: compute capability 8.9 and up.
+  bool supports_fp8() const override { return fp8_; }
+  void quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,
+                    const Tensor& values, const Tensor& scales) override;
+  void gemm(const QuantizedActivations& x, const Linear& w, const Tensor& y) override;
   void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) override;
   void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
                     const Tensor& top_ids, const Tensor& top_logits) override;
@@ -167,6 +172,7 @@ class CudaBackend final : public Backend {
 
   const int device_;
   const CudaBackendOptions options_;
+  bool fp8_ = false;  // the device has FP8 tensor cores
   bool capturing_ = false;
   std::vector<cudaStream_t> streams_;        // options_.num_streams, non-blocking
   std::vector<cudaEvent_t> stream_marks_;    // [i]: recorded on streams_[i] by join_stream
@@ -219,6 +225,9 @@ CudaBackend::CudaBackend(int device, const CudaBackendOptions& options)
     INFLIGHT_CUDA_CHECK(cudaEventCreate(&step_begin_[i]));
     INFLIGHT_CUDA_CHECK(cudaEventCreate(&step_end_[i]));
   }
+  cudaDeviceProp prop{};
+  INFLIGHT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  fp8_ = prop.major * 10 + prop.minor >= 89;
   allocator_ = CudaAllocator::create(device);
   gemm_workspace_ = allocator_->allocate(kGemmWorkspaceBytes);
   top_k_workspace_ = allocator_->allocate(kTopKLogitsCudaWorkspaceBytes);
@@ -318,7 +327,7 @@ Tensor CudaBackend::upload(const Tensor& host_f32, DType dtype) {
 
 void CudaBackend::load_weight(const StoredTensor& w, const Tensor& dst) {
   INFLIGHT_CHECK_CODE(dst.defined() && dst.device() == device() && dst.numel() == w.numel() &&
-                          is_float(dst.dtype()),
+                          (is_float(dst.dtype()) || dst.dtype() == DType::kF8E4M3),
                       ErrorCode::kInvalidArgument,
                       "cuda load_weight: '{}' {} does not fit a float destination of {} elements",
                       w.name, shape_str(w.shape), dst.defined() ? dst.numel() : 0);
@@ -537,6 +546,15 @@ void CudaBackend::paged_attention(const Tensor& q, const Tensor& k_cache, const 
 
 void CudaBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
   swiglu_cuda(make_swiglu_params(gate_up, out), stream_);
+}
+
+void CudaBackend::quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,
+                               const Tensor& values, const Tensor& scales) {
+  quantize_fp8_cuda(make_quantize_fp8_params(x, static_scale, group, values, scales), stream_);
+}
+
+void CudaBackend::gemm(const QuantizedActivations& x, const Linear& w, const Tensor& y) {
+  gemm_->run(make_scaled_gemm_params(x, w, y), stream_);
 }
 
 void CudaBackend::fill_random(const Tensor& t, uint64_t seed, float scale, float offset) {

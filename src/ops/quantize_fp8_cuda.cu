@@ -1,0 +1,81 @@
+// quantize_fp8 on CUDA (ops/quantize_fp8.h): bf16 x -> e4m3 values + f32 scales, the same
+// arithmetic as the CPU reference (scale = amax / 448, value = e4m3_satfinite(x * (1 / scale))).
+//
+// One block of 256 threads per row. Per-row scales: a block-wide max, then a second pass over
+// the row (it is in L1/L2 by then). Groups: each warp owns whole groups, a warp max per group.
+#include <cuda_fp8.h>
+
+#include "ops/cuda_common.cuh"
+#include "ops/ops_cuda.cuh"
+
+namespace inflight {
+
+namespace {
+
+using cuda::bf16;
+
+constexpr int kThreads = 256;
+constexpr float kE4M3Max = 448.0f;
+
+__device__ __forceinline__ uint8_t to_e4m3(float v) {
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3));
+}
+
+__device__ __forceinline__ float block_max(float v) {
+  __shared__ float partial[kThreads / 32];
+  v = cuda::warp_max(v);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+  __syncthreads();
+  float m = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kThreads / 32; ++w) m = fmaxf(m, partial[w]);
+  return m;
+}
+
+__global__ void __launch_bounds__(kThreads) quantize_fp8_kernel(QuantizeFp8Params p) {
+  cuda::pdl_launch_dependents();
+  cuda::pdl_wait();
+  const int64_t r = blockIdx.x;
+  const bf16* x = static_cast<const bf16*>(p.x) + r * p.k;
+  uint8_t* out = p.values + r * p.k;
+  if (p.group == 0) {
+    float scale;
+    if (p.static_scale != nullptr) {
+      scale = *p.static_scale;
+    } else {
+      float amax = 0.0f;
+      for (int64_t c = threadIdx.x; c < p.k; c += kThreads) amax = fmaxf(amax, fabsf(cuda::to_f32(x[c])));
+      amax = block_max(amax);
+      scale = amax > 0.0f ? amax / kE4M3Max : 1.0f;
+    }
+    const float inv = 1.0f / scale;
+    for (int64_t c = threadIdx.x; c < p.k; c += kThreads) out[c] = to_e4m3(cuda::to_f32(x[c]) * inv);
+    if (threadIdx.x == 0) p.scales[r] = scale;
+    return;
+  }
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t groups = (p.k + p.group - 1) / p.group;
+  for (int64_t j = warp; j < groups; j += kThreads / 32) {
+    const int64_t c0 = j * p.group, c1 = min(p.k, c0 + p.group);
+    float amax = 0.0f;
+    for (int64_t c = c0 + lane; c < c1; c += 32) amax = fmaxf(amax, fabsf(cuda::to_f32(x[c])));
+    amax = cuda::warp_max(amax);
+    const float scale = amax > 0.0f ? amax / kE4M3Max : 1.0f;
+    const float inv = 1.0f / scale;
+    for (int64_t c = c0 + lane; c < c1; c += 32) out[c] = to_e4m3(cuda::to_f32(x[c]) * inv);
+    if (lane == 0) p.scales[j * p.m + r] = scale;
+  }
+}
+
+}  // namespace
+
+void quantize_fp8_cuda(const QuantizeFp8Params& p, cudaStream_t stream) {
+  INFLIGHT_CHECK_CODE(p.dtype == DType::kBF16, ErrorCode::kUnsupported,
+                      "quantize_fp8_cuda: bf16 only, got {}", dtype_name(p.dtype));
+  if (p.m == 0 || p.k == 0) return;
+  INFLIGHT_CHECK(p.m <= cuda::kMaxGridX, "quantize_fp8_cuda: {} rows exceed the grid", p.m);
+  cuda::launch_pdl(quantize_fp8_kernel, static_cast<unsigned>(p.m), kThreads, 0, stream, p);
+  INFLIGHT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace inflight
