@@ -8,6 +8,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "formats/quantization.h"
+
 namespace inflight {
 
 // RoPE frequency scaling (HF `rope_scaling`).
@@ -61,6 +63,10 @@ struct ModelConfig {
   bool norm_bias = false;
   bool qk_norm = false;  // per-head RMSNorm of q and k before RoPE (Qwen3)
 
+  // How the checkpoint's linear layers are quantized (config.json quantization_config, or
+  // hf_quant_config.json: formats/quantization.h); kNone for GGUF files and plain checkpoints.
+  Quantization quantization;
+
   int64_t bos_token_id = -1;
   std::vector<int64_t> eos_token_ids;  // generation stops at any of these
 
@@ -74,7 +80,8 @@ struct ModelConfig {
   // Throws Error(kInvalidFile) naming the product that overflows int64 or passes 2^60.
   int64_t num_weight_elements() const;
 
-  // From a Hugging Face config.json object. Throws naming the key on a wrong type/value.
+  // From a Hugging Face config.json object (its quantization_config included; HfModelFiles adds
+  // hf_quant_config.json). Throws naming the key on a wrong type/value.
   static ModelConfig from_hf_json(const nlohmann::json& j);
 };
 
