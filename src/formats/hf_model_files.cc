@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/weight_scales.h"
+
 namespace inflight {
 namespace {
 
@@ -60,7 +62,14 @@ std::unique_ptr<HfModelFiles> HfModelFiles::open(const std::string& dir_str) {
   INFLIGHT_CHECK_CODE(fs::exists(config_path), ErrorCode::kNotFound,
                       "'{}' has no config.json: not a Hugging Face model directory", dir_str);
   try {
-    m->config_ = ModelConfig::from_hf_json(read_json(config_path));
+    const json config = read_json(config_path);
+    m->config_ = ModelConfig::from_hf_json(config);
+    // ModelOpt states its quantization here; it counts where config.json has none.
+    const fs::path quant_path = dir / "hf_quant_config.json";
+    if (fs::exists(quant_path)) {
+      const json quant = read_json(quant_path);
+      m->config_.quantization = Quantization::from_hf(config, &quant);
+    }
   } catch (const Error& e) {
     INFLIGHT_THROW(e.code(), "{}: {}", dir_str, e.message());
   }
@@ -143,7 +152,17 @@ Shape HfModelFiles::tensor_shape(const std::string& name) const {
 
 StoredTensor HfModelFiles::load_raw(const std::string& name) const {
   const Located& l = locate(name);
-  return l.file->load_raw(*l.tensor, l.owner);
+  StoredTensor t = l.file->load_raw(*l.tensor, l.owner);
+  // FP8 weights come with their scales (weight_scales.h).
+  attach_weight_scales(
+      t, config_.quantization,
+      [this](const std::string& scale_name) -> std::optional<StoredTensor> {
+        const auto it = by_name_.find(scale_name);
+        if (it == by_name_.end()) return std::nullopt;
+        return it->second.file->load_raw(*it->second.tensor, it->second.owner);
+      },
+      dir_);
+  return t;
 }
 
 }  // namespace inflight

@@ -1,11 +1,13 @@
 // HfModelFiles: a ModelFiles over a Hugging Face model directory:
 //   config.json                         -> ModelConfig::from_hf_json
+//   hf_quant_config.json                (ModelOpt, optional) -> ModelConfig::quantization
 //   model.safetensors                   one file, or
 //   model.safetensors.index.json        {"weight_map": {tensor: shard file}} + the shards
 //   tokenizer.json                      -> tokenizer_path()
 //   tokenizer_config.json               "chat_template" (a string, or a list of {name, template}
 //                                       of which "default" is taken); else chat_template.jinja
-// Tensor names in these checkpoints are already the canonical ones of model_files.h.
+// Tensor names in these checkpoints are already the canonical ones of model_files.h. An FP8
+// weight comes out of load_raw with its scale tensors attached (weight_scales.h).
 #pragma once
 
 #include <filesystem>

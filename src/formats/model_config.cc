@@ -170,6 +170,7 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j) {
   c.norm_topk_prob = r.get_bool_or("norm_topk_prob", true);
   c.bos_token_id = r.get_int_or("bos_token_id", -1);
   c.eos_token_ids = eos_from_json(j);
+  c.quantization = Quantization::from_hf(j, nullptr);
   c.validate();
   return c;
 }

@@ -63,8 +63,9 @@ struct ModelConfig {
   bool norm_bias = false;
   bool qk_norm = false;  // per-head RMSNorm of q and k before RoPE (Qwen3)
 
-  // How the linear layers are quantized (formats/quantization.h): as the checkpoint says, or
-  // online FP8 when asked for at load.
+  // How the checkpoint's linear layers are quantized (config.json quantization_config, or
+  // hf_quant_config.json: formats/quantization.h); kNone for GGUF files and plain checkpoints;
+  // online FP8 when asked for at load (Quantization::online_fp8).
   Quantization quantization;
 
   int64_t bos_token_id = -1;
@@ -80,7 +81,8 @@ struct ModelConfig {
   // Throws Error(kInvalidFile) naming the product that overflows int64 or passes 2^60.
   int64_t num_weight_elements() const;
 
-  // From a Hugging Face config.json object. Throws naming the key on a wrong type/value.
+  // From a Hugging Face config.json object (its quantization_config included; HfModelFiles adds
+  // hf_quant_config.json). Throws naming the key on a wrong type/value.
   static ModelConfig from_hf_json(const nlohmann::json& j);
 };
 

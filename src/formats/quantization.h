@@ -8,7 +8,8 @@
 //       format "float-quantized" (or "naive-quantized" with float 8-bit types), one config group
 //       targeting Linear: weights {type float, num_bits 8, strategy tensor | channel | block
 //       (block_structure [128, 128])}, input_activations {dynamic true: strategy token (or
-//       tensor: run per token) | group (group_size 128, with block weights); dynamic false:
+//       tensor: run per token, kDynamicToken, which is finer and never less accurate than one
+//       scale for the whole tensor) | group (group_size 128, with block weights); dynamic false:
 //       strategy tensor (static `input_scale`)}, "ignore" (names or "re:" patterns),
 //       kv_cache_scheme (static per-tensor k_scale / v_scale);
 //     native FP8: quant_method "fp8", fmt "e4m3", weight_block_size [128, 128] (scales
@@ -57,8 +58,9 @@ struct Quantization {
   int64_t block_cols = 0;
   ActivationScales activations = ActivationScales::kDynamicToken;
   // Linear modules left unquantized: exact names ("lm_head", "model.layers.0.mlp.down_proj"),
-  // "re:<ECMAScript regex>" matched against the whole name, or a name's last component
-  // ("down_proj" excludes every down_proj), as the three formats write them.
+  // "re:<ECMAScript regex>" matched against the whole name, a name's last component
+  // ("down_proj" excludes every down_proj), or a shell glob ("model.layers.*.mlp.gate", as
+  // ModelOpt's exclude_modules write them; '*' crosses dots), as the three formats write them.
   std::vector<std::string> ignore;
   // The checkpoint stores per-layer KV-cache scales (k_scale / v_scale) for an FP8 KV cache.
   bool kv_cache_scales = false;

@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/dtype.h"
+#include "core/fp8.h"
 #include "core/mmap_file.h"
 #include "core/thread_pool.h"
 
@@ -30,6 +31,76 @@ GgmlType as_ggml(const StoredTensor& t) {
 
 // Elements per parallel chunk: large enough that scheduling is noise.
 constexpr int64_t kChunkElements = int64_t{1} << 16;
+
+// The scales of an FP8 tensor as f32 over a grid of blocks: stored row r, column c is scaled by
+// values[(r / block_rows) * grid_cols + c / block_cols]. One scale for the tensor is one block
+// of rows() x cols(); one per row is blocks of 1 x cols().
+struct ScaleGrid {
+  std::vector<float> values;
+  int64_t block_rows = 1, block_cols = 1, grid_cols = 1;
+};
+
+// Element i of a f32, bf16 or f16 tensor (file bytes need not be aligned).
+float float_at(const StoredTensor& s, int64_t i) {
+  uint32_t f32 = 0;
+  uint16_t half = 0;
+  switch (s.type) {
+    case StoredType::kF32: {
+      std::memcpy(&f32, s.data + i * 4, 4);
+      float v;
+      std::memcpy(&v, &f32, 4);
+      return v;
+    }
+    case StoredType::kBF16: std::memcpy(&half, s.data + i * 2, 2); return bf16_to_f32(half);
+    case StoredType::kF16: std::memcpy(&half, s.data + i * 2, 2); return f16_to_f32(half);
+    default: break;
+  }
+  INFLIGHT_THROW(ErrorCode::kInvalidArgument, "scale '{}' is {}; scales must be f32, bf16 or f16",
+                 s.name, stored_type_name(s.type));
+}
+
+ScaleGrid scale_grid(const StoredTensor& t) {
+  INFLIGHT_CHECK_CODE(t.scale != nullptr, ErrorCode::kInvalidArgument,
+                      "tensor '{}': {} weights need a scale tensor", t.name,
+                      stored_type_name(t.type));
+  const StoredTensor& s = *t.scale;
+  const int64_t rows = t.rows(), cols = t.cols(), n = s.numel();
+  ScaleGrid g;
+  if (t.block_rows > 0 || t.block_cols > 0) {
+    INFLIGHT_CHECK_CODE(t.block_rows > 0 && t.block_cols > 0, ErrorCode::kInvalidArgument,
+                        "tensor '{}': block sizes {}x{}", t.name, t.block_rows, t.block_cols);
+    g.block_rows = t.block_rows;
+    g.block_cols = t.block_cols;
+    g.grid_cols = (cols + t.block_cols - 1) / t.block_cols;
+    const int64_t grid_rows = (rows + t.block_rows - 1) / t.block_rows;
+    INFLIGHT_CHECK_CODE(s.shape == (Shape{grid_rows, g.grid_cols}), ErrorCode::kInvalidArgument,
+                        "tensor '{}': block scales '{}' must be [{}, {}] for {}x{} blocks",
+                        t.name, s.name, grid_rows, g.grid_cols, t.block_rows, t.block_cols);
+  } else if (n == 1) {
+    g.block_rows = std::max<int64_t>(rows, 1);
+    g.block_cols = std::max<int64_t>(cols, 1);
+  } else {
+    INFLIGHT_CHECK_CODE(n == rows, ErrorCode::kInvalidArgument,
+                        "tensor '{}': scale '{}' has {} elements; expected 1 or one per row ({})",
+                        t.name, s.name, n, rows);
+    g.block_cols = std::max<int64_t>(cols, 1);
+  }
+  g.values.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) g.values[static_cast<size_t>(i)] = float_at(s, i);
+  return g;
+}
+
+// Stored row `src` of an FP8 e4m3 tensor dequantised: out[c] = e4m3(byte c) * scale(row, c).
+void dequantize_e4m3_row(const uint8_t* src, int64_t row, int64_t cols, const ScaleGrid& g,
+                         float* out) {
+  const float* table = e4m3_table();
+  const float* scales = g.values.data() + (row / g.block_rows) * g.grid_cols;
+  for (int64_t c0 = 0, b = 0; c0 < cols; c0 += g.block_cols, ++b) {
+    const float scale = scales[b];
+    const int64_t c1 = std::min(cols, c0 + g.block_cols);
+    for (int64_t c = c0; c < c1; ++c) out[c] = table[src[c]] * scale;
+  }
+}
 
 }  // namespace
 
@@ -121,12 +192,34 @@ void convert_rows(const StoredTensor& t, int64_t begin, int64_t end, DType dtype
   INFLIGHT_CHECK_CODE(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,
                       ErrorCode::kUnsupported, "tensor '{}': cannot convert to {}", t.name,
                       dtype_name(dtype));
-  INFLIGHT_CHECK_CODE(t.scale == nullptr, ErrorCode::kUnsupported,
+  INFLIGHT_CHECK_CODE(t.scale == nullptr || t.type == StoredType::kF8E4M3,
+                      ErrorCode::kUnsupported,
                       "tensor '{}': scaled {} weights cannot be converted yet", t.name,
                       stored_type_name(t.type));
   const int64_t cols = t.cols(), row_bytes = t.row_bytes(), n = end - begin;
   const size_t out_size = dtype_size(dtype);
   auto* out = static_cast<uint8_t*>(dst);
+  if (t.type == StoredType::kF8E4M3) {
+    const ScaleGrid grid = scale_grid(t);
+    ThreadPool::global().parallel_for(
+        n,
+        [&](int64_t b, int64_t e) {
+          std::vector<float> row(dtype == DType::kF32 ? 0 : static_cast<size_t>(cols));
+          for (int64_t r = b; r < e; ++r) {
+            const int64_t src_row = t.source_row(begin + r);
+            uint8_t* o = out + r * cols * static_cast<int64_t>(out_size);
+            float* f = dtype == DType::kF32 ? reinterpret_cast<float*>(o) : row.data();
+            dequantize_e4m3_row(t.data + src_row * row_bytes, src_row, cols, grid, f);
+            if (dtype == DType::kF32) continue;
+            auto* o16 = reinterpret_cast<uint16_t*>(o);
+            for (int64_t i = 0; i < cols; ++i) {
+              o16[i] = dtype == DType::kBF16 ? f32_to_bf16(row[i]) : f32_to_f16(row[i]);
+            }
+          }
+        },
+        std::max<int64_t>(1, kChunkElements / std::max<int64_t>(cols, 1)));
+    return;
+  }
   if (t.is_plain(dtype)) {  // one contiguous copy
     const uint8_t* src = t.data + begin * row_bytes;
     const int64_t bytes = n * row_bytes;

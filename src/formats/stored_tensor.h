@@ -6,8 +6,9 @@
 // weights); `rows()` is the outermost dimension, each row `cols()` elements, stored in
 // `row_bytes()` contiguous bytes (block formats pack a row into whole blocks).
 //
-// Formats: f32, f16, bf16, GGUF block types (ggml_types.h), and room for the quantized
-// checkpoint formats (fp8 e4m3/e5m2, int8, packed int4) with their `scale` tensor and group size.
+// Formats: f32, f16, bf16, GGUF block types (ggml_types.h), fp8 e4m3 with its `scale` tensor
+// (per tensor, row or block; weight_scales.h attaches it), and room for the other quantized
+// checkpoint formats (fp8 e5m2, int8, packed int4) with their `scale` tensor and group size.
 #pragma once
 
 #include <cstdint>
@@ -75,8 +76,11 @@ struct StoredTensor {
 };
 
 // Rows [begin, end) of `t` converted (dequantised, un-interleaved) to `dtype` (f32, f16 or
-// bf16; or f8_e4m3 for an e4m3 tensor: its bytes, without the scales) into dst, (end - begin) * cols() elements, on ThreadPool::global(). Throws
-// Error(kUnsupported) naming the tensor for a type that cannot be converted.
+// bf16; or f8_e4m3 for an e4m3 tensor: its bytes as stored, without the scales) into dst,
+// (end - begin) * cols() elements, on ThreadPool::global(). FP8 e4m3 to a float type is
+// e4m3_to_f32(byte) * scale, the product rounded once to f32 (then to dtype). Throws
+// Error(kUnsupported) naming the tensor for a type that cannot be converted, and
+// Error(kInvalidArgument) for an FP8 tensor without a scale or with one of the wrong shape.
 // NOTE: not from inside a ThreadPool::global() parallel_for.
 void convert_rows(const StoredTensor& t, int64_t begin, int64_t end, DType dtype, void* dst);
 
