@@ -223,12 +223,8 @@ void LlamaModel::load_weights(const WeightSource& weights) {
 }
 
 bool LlamaModel::quantizes_dummy_linears() const {
-  const Quantization& q = config_.quantization;
-  if (!q.enabled()) return false;
-  INFLIGHT_CHECK_CODE(q.source == "online", ErrorCode::kInvalidArgument,
-                      "dummy weights can only be quantized online (--quantization fp8), not as "
-                      "{} checkpoints are",
-                      q.source);
+  // Dummy weights of any FP8 config are quantized as --quantization fp8 does (per channel).
+  if (!config_.quantization.enabled()) return false;
   INFLIGHT_CHECK_CODE(backend_.supports_fp8(), ErrorCode::kUnsupported,
                       "--quantization fp8: the {} backend has no FP8 GEMMs (CUDA needs compute "
                       "capability 8.9 or newer)",

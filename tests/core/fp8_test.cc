@@ -19,7 +19,10 @@ TEST(Fp8E4M3, DecodesTheFormat) {
   EXPECT_EQ(e4m3_to_f32(0xfe), -448.0f);
   EXPECT_TRUE(std::isnan(e4m3_to_f32(0x7f)));
   EXPECT_TRUE(std::isnan(e4m3_to_f32(0xff)));
-  for (int b = 0; b < 256; ++b) EXPECT_EQ(e4m3_table()[b], e4m3_to_f32(uint8_t(b))) << b;
+  for (int b = 0; b < 256; ++b) {
+    const float a = e4m3_table()[b], e = e4m3_to_f32(uint8_t(b));
+    EXPECT_TRUE(a == e || (std::isnan(a) && std::isnan(e))) << b;
+  }
 }
 
 TEST(Fp8E4M3, EveryValueRoundTrips) {
