@@ -79,7 +79,7 @@ size_t CublasLtGemm::num_fallback_plans() const {
   return n;
 }
 
-CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key) {
+CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key, const ScaledGemmParams* scaled) {
   const auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
 
@@ -118,6 +118,7 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key) {
     INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
         plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
   }
+  if (scaled != nullptr) set_pointers(*plan, *scaled);
   const auto m = static_cast<uint64_t>(key.m), n = static_cast<uint64_t>(key.n);
   const auto k = static_cast<uint64_t>(key.k);
   const cudaDataType_t operand_type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
@@ -253,11 +254,11 @@ void CublasLtGemm::run(const ScaledGemmParams& p, cudaStream_t stream) {
                 alignment_of(p.w, p.k, 1),
                 alignment_of(p.y, p.n, f32_out ? 4 : 2),
                 alignment_of(p.bias, 0)};
-  Plan& plan = plan_for(key);
+  Plan& plan = plan_for(key, &p);
   if (!plan.has_algo || !matmul(plan, p, stream)) scaled_gemm_cuda(p, stream);
 }
 
-bool CublasLtGemm::matmul(Plan& plan, const ScaledGemmParams& p, cudaStream_t stream) {
+void CublasLtGemm::set_pointers(Plan& plan, const ScaledGemmParams& p) {
   auto set = [&](cublasLtMatmulDescAttributes_t attr, const void* ptr) {
     INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, attr, &ptr, sizeof(ptr)));
   };
@@ -266,6 +267,10 @@ bool CublasLtGemm::matmul(Plan& plan, const ScaledGemmParams& p, cudaStream_t st
   set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
       p.static_x_scale && p.group == 0 && p.w_scale_rows == 0 ? p.static_x_scale_ptr
                                                               : p.x_scales);
+}
+
+bool CublasLtGemm::matmul(Plan& plan, const ScaledGemmParams& p, cudaStream_t stream) {
+  set_pointers(plan, p);
   const float alpha = 1.0f, beta = 0.0f;
   const cublasStatus_t status =
       cublasLtMatmul(handle_, plan.op, &alpha, p.w, plan.a, p.x, plan.b, &beta, p.y, plan.d, p.y,

@@ -77,7 +77,11 @@ class CublasLtGemm {
   };
   struct Plan;  // descriptors + algorithm, or none (use the fallback)
 
-  Plan& plan_for(const Key& key);
+  // The plan of `key`, made on first use. FP8 plans are asked of the heuristic with the scale
+  // pointers of that first call set (cuBLASLt refuses vector scale modes without them).
+  Plan& plan_for(const Key& key, const ScaledGemmParams* scaled = nullptr);
+  // Sets the bias and scale pointers of p on the plan's descriptor.
+  void set_pointers(Plan& plan, const ScaledGemmParams& p);
   // Chooses between cuBLASLt and the GEMV for a small-m plan by timing both on `stream`.
   void tune(Plan& plan, const GemmParams& p, cudaStream_t stream);
   void matmul(Plan& plan, const GemmParams& p, cudaStream_t stream);
