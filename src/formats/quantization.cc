@@ -260,6 +260,9 @@ std::string_view last_component(std::string_view module) {
   return dot == std::string_view::npos ? module : module.substr(dot + 1);
 }
 
+// NOTE: std::regex backtracks without a limit: a hostile pattern ("(.*)*x") can take time
+// exponential in the module name's length (tens of characters). Names are short and patterns
+// come from the checkpoint the user chose to load; PCRE2 with a match limit would bound it.
 bool ignore_matches(const std::string& entry, const std::string& module) {
   if (entry.rfind("re:", 0) == 0) {
     return std::regex_match(module, std::regex(entry.substr(3), std::regex::ECMAScript));
