@@ -15,80 +15,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "formats/json_key.h"
 
 namespace inflight {
 namespace {
 
 using json = nlohmann::json;
-
-// A key of a JSON file and where it is: "config.json: quantization_config.weights.num_bits".
-class JsonKey {
- public:
-  JsonKey(const json* value, std::string file, std::string path)
-      : value_(value), file_(std::move(file)), path_(std::move(path)) {}
-
-  // Absent keys and JSON null read alike.
-  bool absent() const { return value_ == nullptr || value_->is_null(); }
-  const json& value() const { return *value_; }
-  std::string where() const { return fmt::format("{}: {}", file_, path_); }
-  std::string shown() const { return absent() ? "null" : value_->dump(); }
-
-  JsonKey at(std::string_view key) const {
-    const json* child = nullptr;
-    if (!absent() && value_->is_object()) {
-      const auto it = value_->find(key);
-      if (it != value_->end()) child = &*it;
-    }
-    return {child, file_, path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key)};
-  }
-  JsonKey index(size_t i) const {
-    return {&value_->at(i), file_, fmt::format("{}[{}]", path_, i)};
-  }
-  const JsonKey& require() const {
-    INFLIGHT_CHECK_CODE(!absent(), ErrorCode::kInvalidFile, "{} is missing", where());
-    return *this;
-  }
-  const JsonKey& object() const {
-    INFLIGHT_CHECK_CODE(!absent() && value_->is_object(), ErrorCode::kInvalidFile,
-                        "{} must be an object, found {}", where(), shown());
-    return *this;
-  }
-  std::string str() const {
-    INFLIGHT_CHECK_CODE(!absent() && value_->is_string(), ErrorCode::kInvalidFile,
-                        "{} must be a string, found {}", where(), shown());
-    return value_->get<std::string>();
-  }
-  std::optional<std::string> str_or_null() const {
-    if (absent()) return std::nullopt;
-    return str();
-  }
-  int64_t integer() const {
-    INFLIGHT_CHECK_CODE(!absent() && value_->is_number_integer(), ErrorCode::kInvalidFile,
-                        "{} must be an integer, found {}", where(), shown());
-    return value_->get<int64_t>();
-  }
-  bool boolean() const {
-    INFLIGHT_CHECK_CODE(!absent() && value_->is_boolean(), ErrorCode::kInvalidFile,
-                        "{} must be true or false, found {}", where(), shown());
-    return value_->get<bool>();
-  }
-  // A list of strings; absent or null is empty.
-  std::vector<std::string> strings() const {
-    std::vector<std::string> out;
-    if (absent()) return out;
-    INFLIGHT_CHECK_CODE(value_->is_array(), ErrorCode::kInvalidFile,
-                        "{} must be a list of strings, found {}", where(), shown());
-    for (size_t i = 0; i < value_->size(); ++i) {
-      out.push_back(index(i).str());
-    }
-    return out;
-  }
-
- private:
-  const json* value_;
-  std::string file_;
-  std::string path_;
-};
 
 [[noreturn]] void refuse(const JsonKey& key, std::string_view why) {
   INFLIGHT_THROW(ErrorCode::kUnsupported, "{} is {}; {}", key.where(), key.shown(), why);
@@ -205,8 +137,9 @@ Quantization from_compressed_tensors(const JsonKey& qc) {
   // Activations: FP8 too. Dynamic per-tensor scaling runs per token (finer, never worse).
   const JsonKey a = group.at("input_activations");
   if (a.absent()) {
-    refuse(a, "weight-only FP8 (unquantized activations) is not supported; FP8 activations "
-              "(dynamic or static) are needed");
+    refuse(a,
+           "weight-only FP8 (unquantized activations) is not supported; FP8 activations "
+           "(dynamic or static) are needed");
   }
   a.object();
   if (a.at("type").require().str() != "float") {
@@ -230,8 +163,9 @@ Quantization from_compressed_tensors(const JsonKey& qc) {
       }
       q.activations = Quantization::ActivationScales::kDynamicGroup;
     } else {
-      refuse(a.at("strategy"), "dynamic FP8 activations can be per token or tensor (or per "
-                               "group with block weights)");
+      refuse(a.at("strategy"),
+             "dynamic FP8 activations can be per token or tensor (or per "
+             "group with block weights)");
     }
   } else if (as == "tensor") {
     q.activations = Quantization::ActivationScales::kStaticTensor;
@@ -300,8 +234,9 @@ Quantization from_modelopt(const JsonKey& qc) {
   q.source = "modelopt";
   const JsonKey algo = qc.at("quant_algo");
   if (algo.absent()) {
-    refuse(algo, "ModelOpt checkpoints are supported with quant_algo \"FP8\" (KV-cache-only "
-                 "quantization is not)");
+    refuse(algo,
+           "ModelOpt checkpoints are supported with quant_algo \"FP8\" (KV-cache-only "
+           "quantization is not)");
   }
   if (algo.str() != "FP8") refuse(algo, "only ModelOpt quant_algo \"FP8\" is supported");
   q.weights = Quantization::WeightScales::kTensor;
@@ -325,6 +260,9 @@ std::string_view last_component(std::string_view module) {
   return dot == std::string_view::npos ? module : module.substr(dot + 1);
 }
 
+// NOTE: std::regex backtracks without a limit: a hostile pattern ("(.*)*x") can take time
+// exponential in the module name's length (tens of characters). Names are short and patterns
+// come from the checkpoint the user chose to load; PCRE2 with a match limit would bound it.
 bool ignore_matches(const std::string& entry, const std::string& module) {
   if (entry.rfind("re:", 0) == 0) {
     return std::regex_match(module, std::regex(entry.substr(3), std::regex::ECMAScript));
@@ -338,9 +276,12 @@ bool ignore_matches(const std::string& entry, const std::string& module) {
 
 std::string_view weights_name(Quantization::WeightScales w) {
   switch (w) {
-    case Quantization::WeightScales::kTensor: return "per tensor";
-    case Quantization::WeightScales::kChannel: return "per channel";
-    case Quantization::WeightScales::kBlock: return "in blocks";
+    case Quantization::WeightScales::kTensor:
+      return "per tensor";
+    case Quantization::WeightScales::kChannel:
+      return "per channel";
+    case Quantization::WeightScales::kBlock:
+      return "in blocks";
   }
   return "?";
 }
@@ -363,11 +304,15 @@ std::string Quantization::describe() const {
   std::string out = fmt::format("fp8 ({}): weights {}", source, weights_name(weights));
   if (weights == WeightScales::kBlock) out += fmt::format(" of {}x{}", block_rows, block_cols);
   switch (activations) {
-    case ActivationScales::kDynamicToken: out += ", activations dynamic per token"; break;
+    case ActivationScales::kDynamicToken:
+      out += ", activations dynamic per token";
+      break;
     case ActivationScales::kDynamicGroup:
       out += fmt::format(", activations dynamic per token and {} columns", block_cols);
       break;
-    case ActivationScales::kStaticTensor: out += ", activations static per tensor"; break;
+    case ActivationScales::kStaticTensor:
+      out += ", activations static per tensor";
+      break;
   }
   if (kv_cache_scales) out += ", KV-cache scales";
   if (!ignore.empty()) out += fmt::format(", {} ignore entries", ignore.size());
@@ -394,8 +339,9 @@ Quantization Quantization::from_hf(const json& config, const json* hf_quant_conf
     if (name == "compressed-tensors") return from_compressed_tensors(qc);
     if (name == "fp8") return from_native_fp8(qc);
     if (name == "modelopt") return from_modelopt(qc);
-    refuse(method, "supported quantizations are FP8 checkpoints of compressed-tensors, fp8 and "
-                   "modelopt");
+    refuse(method,
+           "supported quantizations are FP8 checkpoints of compressed-tensors, fp8 and "
+           "modelopt");
   }
   if (hf_quant_config != nullptr && !hf_quant_config->is_null()) {
     const JsonKey root(hf_quant_config, "hf_quant_config.json", "");

@@ -13,8 +13,9 @@ bool is_float_scale(StoredType t) {
   return t == StoredType::kF32 || t == StoredType::kBF16 || t == StoredType::kF16;
 }
 
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // The scale tensor `name`, which must exist and be f32/bf16/f16.
 StoredTensor find_scale(const FindStoredTensor& find, const std::string& name,
@@ -35,10 +36,9 @@ void attach_weight_scales(StoredTensor& weight, const Quantization& q, const Fin
   if (weight.type != StoredType::kF8E4M3) return;
   constexpr std::string_view kSuffix = ".weight";
   const std::string& name = weight.name;
-  INFLIGHT_CHECK_CODE(name.size() > kSuffix.size() && name.ends_with(kSuffix),
-                      ErrorCode::kInvalidFile,
-                      "{}: tensor '{}' is F8_E4M3 but is not a linear weight ('<module>.weight')",
-                      where, name);
+  INFLIGHT_CHECK_CODE(
+      name.size() > kSuffix.size() && name.ends_with(kSuffix), ErrorCode::kInvalidFile,
+      "{}: tensor '{}' is F8_E4M3 but is not a linear weight ('<module>.weight')", where, name);
   const std::string module = name.substr(0, name.size() - kSuffix.size());
   INFLIGHT_CHECK_CODE(q.enabled(), ErrorCode::kInvalidFile,
                       "{}: tensor '{}' is F8_E4M3 but the config declares no quantization "

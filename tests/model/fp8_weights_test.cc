@@ -25,10 +25,10 @@ using testing::Bytes;
 // e4m3 bytes and their values worked out by hand from the bit layout (s eeee mmm, bias 7):
 // normal (8 + m) * 2^(e - 10), subnormal m * 2^-9.
 const std::vector<std::pair<uint8_t, float>> kE4M3 = {
-    {0x38, 1.0f},   {0x40, 2.0f},        {0x44, 3.0f},      {0xb8, -1.0f},
-    {0x30, 0.5f},   {0x3c, 1.5f},        {0x7e, 448.0f},    {0x01, 0.001953125f},
-    {0x00, 0.0f},   {0xfe, -448.0f},     {0x08, 0.015625f}, {0x8f, -0.029296875f},
-    {0x53, 11.0f},  {0x29, 0.28125f},    {0xc6, -3.5f},     {0x5f, 30.0f}};
+    {0x38, 1.0f},  {0x40, 2.0f},     {0x44, 3.0f},      {0xb8, -1.0f},
+    {0x30, 0.5f},  {0x3c, 1.5f},     {0x7e, 448.0f},    {0x01, 0.001953125f},
+    {0x00, 0.0f},  {0xfe, -448.0f},  {0x08, 0.015625f}, {0x8f, -0.029296875f},
+    {0x53, 11.0f}, {0x29, 0.28125f}, {0xc6, -3.5f},     {0x5f, 30.0f}};
 
 // n bytes cycling through kE4M3 (from `start`), and their hand values.
 std::pair<Bytes, std::vector<float>> fp8_values(size_t n, size_t start = 0) {
@@ -129,11 +129,11 @@ TEST(Fp8Table, MatchesHandValues) {
 // compressed-tensors FP8_DYNAMIC: per-channel bf16 scales [N, 1], no input scale.
 TEST(Fp8Weights, CompressedTensorsPerChannel) {
   const auto [w, hand] = fp8_values(8);  // [2, 4]
-  const fs::path dir = write_checkpoint(
-      "fp8_ct_channel", ct_config("channel", true),
-      {{kQ + ".weight", "F8_E4M3", {2, 4}, w},
-       {kQ + ".weight_scale", "BF16", {2, 1}, bf16_bytes({0.5f, 3.0f})},
-       {"lm_head.weight", "BF16", {1, 4}, bf16_bytes({1, 2, 3, 4})}});
+  const fs::path dir =
+      write_checkpoint("fp8_ct_channel", ct_config("channel", true),
+                       {{kQ + ".weight", "F8_E4M3", {2, 4}, w},
+                        {kQ + ".weight_scale", "BF16", {2, 1}, bf16_bytes({0.5f, 3.0f})},
+                        {"lm_head.weight", "BF16", {1, 4}, bf16_bytes({1, 2, 3, 4})}});
   auto m = HfModelFiles::open(dir.string());
   EXPECT_EQ(m->config().quantization.source, "compressed-tensors");
   const StoredTensor t = m->load_raw(kQ + ".weight");
@@ -156,11 +156,11 @@ TEST(Fp8Weights, CompressedTensorsPerChannel) {
 // compressed-tensors FP8 static: one f32 weight scale [1] and a static input_scale [1].
 TEST(Fp8Weights, CompressedTensorsPerTensorStatic) {
   const auto [w, hand] = fp8_values(12, 3);  // [3, 4]
-  const fs::path dir = write_checkpoint(
-      "fp8_ct_tensor", ct_config("tensor", false),
-      {{kQ + ".weight", "F8_E4M3", {3, 4}, w},
-       {kQ + ".weight_scale", "F32", {1}, testing::f32_bytes({0.25f})},
-       {kQ + ".input_scale", "F32", {1}, testing::f32_bytes({0.0625f})}});
+  const fs::path dir =
+      write_checkpoint("fp8_ct_tensor", ct_config("tensor", false),
+                       {{kQ + ".weight", "F8_E4M3", {3, 4}, w},
+                        {kQ + ".weight_scale", "F32", {1}, testing::f32_bytes({0.25f})},
+                        {kQ + ".input_scale", "F32", {1}, testing::f32_bytes({0.0625f})}});
   auto m = HfModelFiles::open(dir.string());
   const StoredTensor t = m->load_raw(kQ + ".weight");
   ASSERT_NE(t.scale, nullptr);
@@ -174,9 +174,8 @@ TEST(Fp8Weights, CompressedTensorsPerTensorStatic) {
 
 // Native block FP8 (weight_scale_inv): a [5, 7] weight in 2x4 blocks -> scales [3, 2], f16.
 TEST(Fp8Weights, NativeBlockScales) {
-  const json qc = {{"quant_method", "fp8"},
-                   {"activation_scheme", "dynamic"},
-                   {"weight_block_size", {2, 4}}};
+  const json qc = {
+      {"quant_method", "fp8"}, {"activation_scheme", "dynamic"}, {"weight_block_size", {2, 4}}};
   const auto [w, hand] = fp8_values(35, 5);
   const std::vector<float> s = {0.5f, 2.0f, 0.25f, 4.0f, 8.0f, 0.125f};  // [3, 2]
   const fs::path dir = write_checkpoint("fp8_native_block", qc,
@@ -205,11 +204,10 @@ TEST(Fp8Weights, NativeBlockScales) {
 
 // ModelOpt: hf_quant_config.json, scalar weight and input scales, k/v scales present.
 TEST(Fp8Weights, ModelOptDirectory) {
-  const json hq = {{"producer", {{"name", "modelopt"}}},
-                   {"quantization",
-                    {{"quant_algo", "FP8"},
-                     {"kv_cache_quant_algo", "FP8"},
-                     {"exclude_modules", {"lm_head"}}}}};
+  const json hq = {
+      {"producer", {{"name", "modelopt"}}},
+      {"quantization",
+       {{"quant_algo", "FP8"}, {"kv_cache_quant_algo", "FP8"}, {"exclude_modules", {"lm_head"}}}}};
   const auto [w, hand] = fp8_values(4, 9);
   const fs::path dir = write_checkpoint(
       "fp8_modelopt", nullptr,
@@ -226,8 +224,8 @@ TEST(Fp8Weights, ModelOptDirectory) {
   const StoredTensor t = m->load_raw(kQ + ".weight");
   ASSERT_NE(t.input_scale, nullptr);
   EXPECT_EQ(host_values(*t.input_scale), std::vector<float>{0.5f});
-  EXPECT_EQ(host_values(t), (std::vector<float>{hand[0] * 2, hand[1] * 2, hand[2] * 2,
-                                                hand[3] * 2}));
+  EXPECT_EQ(host_values(t),
+            (std::vector<float>{hand[0] * 2, hand[1] * 2, hand[2] * 2, hand[3] * 2}));
 }
 
 TEST(Fp8WeightsRefused, ScaleShapesAndTypes) {
@@ -241,18 +239,20 @@ TEST(Fp8WeightsRefused, ScaleShapesAndTypes) {
   const std::string scale = kQ + ".weight_scale";
   expect_load_error(with_scale("fp8_bad_channel", ct_config("channel", true),
                                {scale, "F32", {3}, testing::f32_bytes({1, 1, 1})}),
-                    kQ + ".weight", {"'" + scale + "'", "'" + kQ + ".weight'", "[2, 4]",
-                                     "has shape [3]", "expected [2] or [2, 1]"});
+                    kQ + ".weight",
+                    {"'" + scale + "'", "'" + kQ + ".weight'", "[2, 4]", "has shape [3]",
+                     "expected [2] or [2, 1]"});
   expect_load_error(with_scale("fp8_bad_tensor", ct_config("tensor", true),
                                {scale, "F32", {2}, testing::f32_bytes({1, 1})}),
                     kQ + ".weight", {"has shape [2]", "expected [] or [1]"});
   const json block = {{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}};
-  expect_load_error(with_scale("fp8_bad_block", block,
-                               {kQ + ".weight_scale_inv", "F32", {2, 1}, testing::f32_bytes({1, 1})}),
-                    kQ + ".weight", {".weight_scale_inv'", "has shape [2, 1]", "expected [1, 1]"});
-  expect_load_error(with_scale("fp8_block_named_scale", block,
-                               {scale, "F32", {1, 1}, testing::f32_bytes({1})}),
-                    kQ + ".weight", {"has no scale tensor '" + kQ + ".weight_scale_inv'"});
+  expect_load_error(
+      with_scale("fp8_bad_block", block,
+                 {kQ + ".weight_scale_inv", "F32", {2, 1}, testing::f32_bytes({1, 1})}),
+      kQ + ".weight", {".weight_scale_inv'", "has shape [2, 1]", "expected [1, 1]"});
+  expect_load_error(
+      with_scale("fp8_block_named_scale", block, {scale, "F32", {1, 1}, testing::f32_bytes({1})}),
+      kQ + ".weight", {"has no scale tensor '" + kQ + ".weight_scale_inv'"});
   expect_load_error(with_scale("fp8_i8_scale", ct_config("tensor", true), {scale, "I8", {1}, {1}}),
                     kQ + ".weight", {"'" + scale + "'", "is i8", "f32, bf16 or f16"});
   expect_load_error(with_scale("fp8_input_2", ct_config("tensor", false),
@@ -267,23 +267,23 @@ TEST(Fp8WeightsRefused, ScaleShapesAndTypes) {
 TEST(Fp8WeightsRefused, MissingScaleOrConfig) {
   const auto [w, hand] = fp8_values(8);
   const Entry weight = {kQ + ".weight", "F8_E4M3", {2, 4}, w};
-  expect_load_error(write_checkpoint("fp8_no_scale", ct_config("channel", true), {weight}),
-                    kQ + ".weight",
-                    {"FP8 weight '" + kQ + ".weight' has no scale tensor '" + kQ +
-                     ".weight_scale'"});
-  expect_load_error(write_checkpoint("fp8_no_config", nullptr,
-                                     {weight, {kQ + ".weight_scale", "F32", {1},
-                                               testing::f32_bytes({1})}}),
-                    kQ + ".weight", {"'" + kQ + ".weight' is F8_E4M3", "declares no quantization"});
+  expect_load_error(
+      write_checkpoint("fp8_no_scale", ct_config("channel", true), {weight}), kQ + ".weight",
+      {"FP8 weight '" + kQ + ".weight' has no scale tensor '" + kQ + ".weight_scale'"});
+  expect_load_error(
+      write_checkpoint("fp8_no_config", nullptr,
+                       {weight, {kQ + ".weight_scale", "F32", {1}, testing::f32_bytes({1})}}),
+      kQ + ".weight", {"'" + kQ + ".weight' is F8_E4M3", "declares no quantization"});
   json ignoring = ct_config("tensor", true);
   ignoring["ignore"] = {"q_proj"};
-  expect_load_error(write_checkpoint("fp8_ignored", ignoring,
-                                     {weight, {kQ + ".weight_scale", "F32", {1},
-                                               testing::f32_bytes({1})}}),
-                    kQ + ".weight", {"leaves '" + kQ + "' unquantized"});
-  expect_load_error(write_checkpoint("fp8_not_weight", ct_config("tensor", true),
-                                     {{"model.layers.0.self_attn.k_scale", "F8_E4M3", {1}, {0x38}}}),
-                    "model.layers.0.self_attn.k_scale", {"is not a linear weight"});
+  expect_load_error(
+      write_checkpoint("fp8_ignored", ignoring,
+                       {weight, {kQ + ".weight_scale", "F32", {1}, testing::f32_bytes({1})}}),
+      kQ + ".weight", {"leaves '" + kQ + "' unquantized"});
+  expect_load_error(
+      write_checkpoint("fp8_not_weight", ct_config("tensor", true),
+                       {{"model.layers.0.self_attn.k_scale", "F8_E4M3", {1}, {0x38}}}),
+      "model.layers.0.self_attn.k_scale", {"is not a linear weight"});
   expect_load_error(write_checkpoint("fp8_3d", ct_config("tensor", true),
                                      {{kQ + ".weight", "F8_E4M3", {2, 2, 2}, w},
                                       {kQ + ".weight_scale", "F32", {1}, testing::f32_bytes({1})}}),
