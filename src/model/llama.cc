@@ -267,7 +267,10 @@ void LlamaModel::init_random_weights(uint64_t seed) {
   const bool fp8 = quantizes_dummy_linears();
   auto linear = [&](int64_t out, int64_t in) {
     const Tensor w = make({out, in}, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f);
-    return fp8 ? quantize_linear_online(backend_, w) : Linear{w};
+    if (fp8) return quantize_linear_online(backend_, w);
+    Linear l;
+    l.weight = w;
+    return l;
   };
   auto weight = [&](int64_t out, int64_t in) {  // an unquantized linear weight (the LM head)
     return make({out, in}, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f);

@@ -4,26 +4,12 @@
 
 #include "core/thread_pool.h"
 #include "ops/cpu_dispatch.h"
+#include "ops/cpu_dot.h"
 #include "ops/paged_attention.h"
 
 namespace inflight {
 
 namespace {
-
-constexpr int kLanes = 8;
-
-// a . b over n elements with kLanes independent partial sums (vectorisable without
-// reassociation), summed in a fixed order.
-INFLIGHT_CPU_INLINE float dot(const float* __restrict a, const float* __restrict b, int32_t n) {
-  float acc[kLanes] = {};
-  const int32_t n_vec = n / kLanes * kLanes;
-  for (int32_t i = 0; i < n_vec; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
-  }
-  float tail = 0.0f;
-  for (int32_t i = n_vec; i < n; ++i) tail += a[i] * b[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
-}
 
 // The sequence that owns batch token t: the s with query_start[s] <= t < query_start[s + 1].
 inline int32_t owner_seq(const int32_t* query_start, int32_t num_seqs, int64_t t) {

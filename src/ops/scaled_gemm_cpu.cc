@@ -1,6 +1,6 @@
 // CPU reference of the FP8 GEMM (ops/scaled_gemm.h): the exact emulation the CUDA kernels are
 // tested against. e4m3 bytes are decoded to f32 by table (exact), dot products of a k-group run
-// in kLanes f32 partial sums summed in a fixed tree, each group's dot is scaled by sx * sw and
+// in f32 partial sums summed in a fixed tree (ops/cpu_dot.h), each group's dot is scaled by sx * sw and
 // the groups are summed in k order: y[i, j] depends only on row i of x, never on m.
 #include <algorithm>
 #include <vector>
@@ -8,26 +8,12 @@
 #include "core/fp8.h"
 #include "core/thread_pool.h"
 #include "ops/cpu_dispatch.h"
+#include "ops/cpu_dot.h"
 #include "ops/scaled_gemm.h"
 
 namespace inflight {
 
 namespace {
-
-constexpr int kLanes = 8;
-
-INFLIGHT_CPU_INLINE float dot(const float* __restrict a, const float* __restrict b, int64_t n) {
-  float lanes[kLanes] = {};
-  const int64_t n_vec = n / kLanes * kLanes;
-  for (int64_t c = 0; c < n_vec; c += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] += a[c + l] * b[c + l];
-  }
-  float tail = 0.0f;
-  for (int64_t c = n_vec; c < n; ++c) tail += a[c] * b[c];
-  const float s0 = (lanes[0] + lanes[4]) + (lanes[1] + lanes[5]);
-  const float s1 = (lanes[2] + lanes[6]) + (lanes[3] + lanes[7]);
-  return (s0 + s1) + tail;
-}
 
 INFLIGHT_CPU_CLONES void weight_rows(const ScaledGemmParams& p, const float* xf, int64_t j0,
                                      int64_t j1) {

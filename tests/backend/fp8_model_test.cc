@@ -11,22 +11,13 @@
 #include "backend/tiny_llama.h"
 #include "core/fp8.h"
 #include "model/linear_loader.h"
+#include "ops/op_test_util.h"
 
 namespace inflight {
 namespace {
 
 using WeightScales = Quantization::WeightScales;
 using ActivationScales = Quantization::ActivationScales;
-
-ErrorCode code_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.code();
-  }
-  ADD_FAILURE() << "expected an inflight::Error";
-  return ErrorCode::kInternal;
-}
 
 StoredTensor host_tensor(const std::string& name, const Shape& shape, std::vector<float> v) {
   Tensor t = Tensor::empty(shape, DType::kF32);
@@ -209,7 +200,7 @@ TEST(Fp8Model, RejectsHostileScales) {
   mixed.tensors["model.layers.0.self_attn.k_proj.weight"] =
       StoredTensor::from_host("model.layers.0.self_attn.k_proj.weight",
                               weights.at("model.layers.0.self_attn.k_proj.weight"));
-  EXPECT_EQ(code_of([&] { LlamaModel m(c, mixed.source(), backend); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(testing::error_code_of([&] { LlamaModel m(c, mixed.source(), backend); }), ErrorCode::kUnsupported);
 }
 
 }  // namespace
