@@ -28,6 +28,7 @@
 #include "formats/model_files.h"
 #include "model/arch_presets.h"
 #include "tools/command.h"
+#include "tools/precision_options.h"
 
 namespace inflight::tools {
 namespace {
@@ -60,6 +61,7 @@ struct EngineArgs {
   std::string config;
   std::string device = "auto";
   std::string quantization;
+  std::string kv_cache_dtype = "auto";
   std::string kv_cache_memory = "auto";
   int32_t max_model_len = 0;
   int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
@@ -97,9 +99,7 @@ void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, 
   app.add_option("--config", g_engine.config, "Hugging Face config.json for --dummy-weights");
   app.add_option("--device", g_engine.device, "Backend device: auto | cpu | cuda | cuda:N")
       ->capture_default_str();
-  app.add_option("--quantization", g_engine.quantization,
-                 "fp8: quantize an unquantized checkpoint (or dummy weights) to FP8 while loading: e4m3 linear layers, a scale per output channel, activations scaled per token (FP8 checkpoints are detected without it)")
-      ->check(CLI::IsMember({"fp8"}));
+  add_precision_options(app, g_engine.quantization, g_engine.kv_cache_dtype);
   app.add_option("--kv-cache-memory", g_engine.kv_cache_memory,
                  "Engine: KV cache as auto (0.9 of the free memory on a GPU, 512 MiB on the "
                  "CPU), bytes (512MiB, 2G) or a fraction of the free memory")
@@ -109,10 +109,11 @@ void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, 
   app.add_option("--input-len", input_len, "Prompt tokens per request")->capture_default_str();
   app.add_option("--output-len", output_len, "Generated tokens per request")->capture_default_str();
   app.add_option("--seed", seed, "Seed of the random prompts")->capture_default_str();
-  app.add_option("--max-num-seqs", g_engine.max_num_seqs, "Engine: sequences per step")
+  app.add_option("--max-num-seqs", g_engine.max_num_seqs,
+                 "Engine: sequences per step (0: from the memory plan)")
       ->capture_default_str();
   app.add_option("--max-num-batched-tokens", g_engine.max_num_batched_tokens,
-                 "Engine: tokens per step")
+                 "Engine: tokens per step (0: 8192 on a GPU, 2048 on the CPU)")
       ->capture_default_str();
   app.add_option("--percentiles", g_engine.percentiles, "Percentiles to report")
       ->capture_default_str();
@@ -278,6 +279,7 @@ EngineSetupOptions engine_options() {
   }
   e.source.device = g_engine.device;
   e.source.quantization = g_engine.quantization;
+  e.source.kv_cache_dtype = g_engine.kv_cache_dtype;
   e.kv_cache_memory = g_engine.kv_cache_memory;
   e.config.max_model_len = g_engine.max_model_len;
   e.config.max_num_seqs = g_engine.max_num_seqs;
@@ -339,8 +341,7 @@ int run() {
 
 const bool kRegistered = register_command(
     {"bench",
-     "Benchmarks: serve (HTTP load), offline (throughput), latency (fixed batch), roofline",
-     &setup,
+     "Benchmarks: serve (HTTP load), offline (throughput), latency (fixed batch), roofline", &setup,
      &run});
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "inflight/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
+#include "tools/precision_options.h"
 
 namespace inflight::tools {
 namespace {
@@ -47,6 +48,7 @@ struct Options {
   int32_t max_model_len = 0;
   std::string device = "auto";
   std::string quantization;
+  std::string kv_cache_dtype = "auto";
   bool dummy_weights = false;
   std::string arch;
   std::string config;
@@ -67,6 +69,7 @@ std::unique_ptr<Engine> start_engine() {
   source.tokenizer = opts.tokenizer;
   source.device = opts.device;
   source.quantization = opts.quantization;
+  source.kv_cache_dtype = opts.kv_cache_dtype;
   EngineConfig config;
   config.max_num_seqs = opts.max_num_seqs;
   config.max_num_batched_tokens = opts.max_num_batched_tokens;
@@ -319,8 +322,10 @@ void setup(CLI::App& app) {
   app.add_option("--top-k", opts.top_k, "Keep the k most likely tokens (0 = all)");
   app.add_option("--top-p", opts.top_p, "Nucleus sampling mass, (0, 1]");
   app.add_option("--seed", opts.seed, "Seed for reproducible sampling");
-  app.add_option("--max-num-seqs", opts.max_num_seqs, "Most sequences per step");
-  app.add_option("--max-num-batched-tokens", opts.max_num_batched_tokens, "Most tokens per step");
+  app.add_option("--max-num-seqs", opts.max_num_seqs,
+                 "Most sequences per step (0: from the memory plan)");
+  app.add_option("--max-num-batched-tokens", opts.max_num_batched_tokens,
+                 "Most tokens per step (0: 8192 on a GPU, 2048 on the CPU)");
   app.add_option("--block-size", opts.block_size, "Tokens per KV block");
   app.add_option("--kv-cache-memory", opts.kv_cache_memory,
                  "KV cache: auto, bytes (512MiB, 2G) or a fraction (0.9) of the memory free after "
@@ -329,9 +334,7 @@ void setup(CLI::App& app) {
   app.add_option("--max-model-len", opts.max_model_len,
                  "Longest prompt + output (default: the model's context length)");
   app.add_option("--device", opts.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
-  app.add_option("--quantization", opts.quantization,
-                 "fp8: quantize an unquantized checkpoint (or dummy weights) to FP8 while loading: e4m3 linear layers, a scale per output channel, activations scaled per token (FP8 checkpoints are detected without it)")
-      ->check(CLI::IsMember({"fp8"}));
+  add_precision_options(app, opts.quantization, opts.kv_cache_dtype);
   auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
                              "Random weights made on the device (needs --arch or --config)");
   app.add_option("--arch", opts.arch,

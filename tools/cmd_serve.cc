@@ -36,6 +36,7 @@
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
+#include "tools/precision_options.h"
 
 namespace inflight::tools {
 namespace {
@@ -46,11 +47,12 @@ struct Options {
   std::string model;
   std::string served_model_name;
   std::string chat_template;
-  std::string tool_call_parser;  // --tool-call-parser: hermes | llama3_json
+  std::string tool_call_parser;                       // --tool-call-parser: hermes | llama3_json
   std::string chat_content_special_tokens = "parse";  // parse | text
   std::string kv_cache_memory = "auto";
   std::string device = "auto";
   std::string quantization;
+  std::string kv_cache_dtype = "auto";
   bool dummy_weights = false;
   std::string arch;
   std::string config;
@@ -99,6 +101,7 @@ std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path)
   source.tokenizer = opts.tokenizer;
   source.device = opts.device;
   source.quantization = opts.quantization;
+  source.kv_cache_dtype = opts.kv_cache_dtype;
   EngineConfig config;
   config.max_model_len = opts.max_model_len;
   config.max_num_seqs = opts.max_num_seqs;
@@ -121,8 +124,9 @@ std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path)
   if (!tmpl.empty()) {
     model->chat_template = std::make_shared<ChatTemplate>(ChatTemplate::parse(tmpl));
   } else {
-    INFLIGHT_LOG_WARN("the model has no chat template: /v1/chat/completions will answer 400 "
-                      "(pass --chat-template)");
+    INFLIGHT_LOG_WARN(
+        "the model has no chat template: /v1/chat/completions will answer 400 "
+        "(pass --chat-template)");
   }
   model->bos_token = special_text(*model->tokenizer, model->tokenizer->bos_id());
   model->eos_token = special_text(*model->tokenizer, model->tokenizer->eos_id());
@@ -156,9 +160,9 @@ void setup(CLI::App& app) {
   app.add_option("--host", http.host, "Address to listen on")->capture_default_str();
   app.add_option("--port", http.port, "Port to listen on (0 = any free port)")
       ->capture_default_str();
-  opts.api_key = app.add_option(
-      "--api-key", server.api_key,
-      "Require 'Authorization: Bearer KEY' on /v1/* and the generation routes");
+  opts.api_key =
+      app.add_option("--api-key", server.api_key,
+                     "Require 'Authorization: Bearer KEY' on /v1/* and the generation routes");
   app.add_option("--allowed-hosts", http.allowed_hosts,
                  "Host header values served besides localhost, 127.0.0.1, [::1] and the --host "
                  "address (comma list; '*' = any). Checked always on a loopback --host, "
@@ -172,19 +176,18 @@ void setup(CLI::App& app) {
                  "Model name in the API (default: the model file's name)");
   app.add_option("--max-model-len", opts.max_model_len,
                  "Longest prompt + output in tokens (default: the model's context length)");
-  app.add_option("--max-num-seqs", opts.max_num_seqs, "Most sequences per engine step")
+  app.add_option("--max-num-seqs", opts.max_num_seqs,
+                 "Most sequences per engine step (0: from the memory plan, up to 1024 on a GPU)")
       ->capture_default_str();
   app.add_option("--max-num-batched-tokens", opts.max_num_batched_tokens,
-                 "Most tokens per engine step")
+                 "Most tokens per engine step (0: 8192 on a GPU, 2048 on the CPU)")
       ->capture_default_str();
   app.add_option("--kv-cache-memory", opts.kv_cache_memory,
                  "KV cache size: auto (0.9 on CUDA, 512MiB on the CPU), bytes (512MiB, 2G) or a "
                  "fraction (0.9) of the memory free after weights and workspace")
       ->capture_default_str();
   app.add_option("--device", opts.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
-  app.add_option("--quantization", opts.quantization,
-                 "fp8: quantize an unquantized checkpoint (or dummy weights) to FP8 while loading: e4m3 linear layers, a scale per output channel, activations scaled per token (FP8 checkpoints are detected without it)")
-      ->check(CLI::IsMember({"fp8"}));
+  add_precision_options(app, opts.quantization, opts.kv_cache_dtype);
   auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
                              "Random weights made on the device (needs --arch or --config, and "
                              "--tokenizer)");
@@ -243,16 +246,17 @@ void check_access() {
                       "--api-key is empty: give a key, or leave the option out to serve without "
                       "one");
   if (server.api_key.empty() && !server::is_loopback_host(opts.server.http.host)) {
-    INFLIGHT_LOG_WARN("listening on {} without --api-key: anyone who can reach this port can "
-                      "use the server (see docs/security.md)",
-                      opts.server.http.host);
+    INFLIGHT_LOG_WARN(
+        "listening on {} without --api-key: anyone who can reach this port can "
+        "use the server (see docs/security.md)",
+        opts.server.http.host);
   }
 }
 
 int run() {
   check_access();
   raise_fd_limit();
-  const std::string path = opts.dummy_weights ? std::string()
+  const std::string path = opts.dummy_weights   ? std::string()
                            : opts.model.empty() ? find_default_model()
                                                 : opts.model;
   auto& names = opts.server.frontend.served_model_name;
@@ -269,8 +273,7 @@ int run() {
   INFLIGHT_LOG_INFO("serving '{}' on http://{}:{} (loading {})", names, opts.server.http.host,
                     server.port(), opts.dummy_weights ? "dummy weights of " + names : path);
   // Tests and scripts that pass --port 0 read the port from this line.
-  std::printf("inflight serve: listening on %s:%d\n", opts.server.http.host.c_str(),
-              server.port());
+  std::printf("inflight serve: listening on %s:%d\n", opts.server.http.host.c_str(), server.port());
   std::fflush(stdout);
 
   std::shared_ptr<const frontend::LoadedModel> model;
@@ -300,8 +303,8 @@ int run() {
   return 0;
 }
 
-const bool kRegistered = register_command(
-    {"serve", "Serve the OpenAI- and TGI-compatible HTTP API", &setup, &run});
+const bool kRegistered =
+    register_command({"serve", "Serve the OpenAI- and TGI-compatible HTTP API", &setup, &run});
 
 }  // namespace
 }  // namespace inflight::tools

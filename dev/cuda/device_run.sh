@@ -25,9 +25,12 @@
 # transformers' own load of the same files onto the GPU for reference.
 # Environment: LABS (stage: lab programs to build into bin/, e.g. dev/cuda/gemm/algo_lab.cu),
 # OFFLINE_PROMPTS (default 1024), SERVE_PROMPTS (768), MAX_NUM_SEQS (256);
-# perf: PROMPTS_128 (4096), PROMPTS_1000 (2048), PROMPTS_2048 (2048), MAX_BATCHED (8192, the
-# offline runs' --max-num-batched-tokens), KV_MEMORY (0.9, their --kv-cache-memory), PERF_ONLY (a regex of figure names to run: roofline
-# b1 prefill idle o128 o1000 o2048 ttft), QUANT (e.g. fp8: --quantization for every figure).
+# perf: PROMPTS_128 (4096), PROMPTS_1000 (2048), PROMPTS_2048 (2048), MAX_NUM_SEQS and
+# MAX_BATCHED (0: the engine's defaults from the memory plan; the offline runs'
+# --max-num-seqs and --max-num-batched-tokens), KV_MEMORY (auto, their --kv-cache-memory),
+# PERF_ONLY (a regex of figure names to run: roofline
+# b1 prefill idle o128 o1000 o2048 ttft), QUANT (e.g. fp8: --quantization for every figure),
+# KV_DTYPE (e.g. fp8: --kv-cache-dtype for every figure).
 set -u -o pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -66,7 +69,7 @@ json.dump(items, sys.stdout)' | xz -c > "$stage_dir/data/prompts/prompts_sharegp
 run_tests() {
   local bin="$stage_dir/bin" model="$stage_dir/data/model.gguf"
   step serving 240 "$bin/cuda_serving_test"
-  step ops 90 "$bin/cuda_ops_test"
+  step ops 180 "$bin/cuda_ops_test"
   step model 120 env "INFLIGHT_CUDA_TEST_MODEL=$model" "$bin/cuda_model_test"
   step engine_cuda 180 "$bin/engine_test" '--gtest_filter=Devices/*'
   step batch_invariance_cuda 180 env "INFLIGHT_TEST_MODEL=$model" \
@@ -82,7 +85,7 @@ run_tests() {
       '--gtest_filter=*TopKLogitsMatchesTheCpu*'
     step initcheck_top_k 90 "${s[@]}" --tool initcheck "$bin/cuda_serving_test" \
       '--gtest_filter=*TopKLogitsMatchesTheCpu*:*FillRandom*'
-    step memcheck_ops 120 "${s[@]}" --tool memcheck "$bin/cuda_ops_test"
+    step memcheck_ops 240 "${s[@]}" --tool memcheck "$bin/cuda_ops_test"
     step racecheck_ops 60 "${s[@]}" --tool racecheck "$bin/cuda_ops_test" \
       '--gtest_filter=*RmsNorm*:*Swiglu*:*RopeKvWrite*:*PagedAttention*:*GatherRows*'
     step synccheck_ops 60 "${s[@]}" --tool synccheck "$bin/cuda_ops_test"
@@ -146,6 +149,7 @@ run_perf() {
   local inflight="$stage_dir/bin/inflight" vocab="$OUT/llama-bpe.gguf"
   local common=(--dummy-weights --arch llama-3.1-8b --device cuda)
   [[ -n "${QUANT:-}" ]] && common+=(--quantization "$QUANT")
+  [[ -n "${KV_DTYPE:-}" ]] && common+=(--kv-cache-dtype "$KV_DTYPE")
   xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
   perf_step roofline 120 "$inflight" bench roofline --device cuda --arch llama-3.1-8b \
     --result-json "$OUT/roofline.json"
@@ -159,9 +163,9 @@ run_perf() {
     --batch-size 256 --input-len 128 --output-len 128 --num-iters 3 --num-iters-warmup 1 \
     --max-num-seqs 256 --max-num-batched-tokens 8192 --kv-cache-memory 0.9 \
     --result-json "$OUT/latency_b256.json"
-  local -a offline=(bench offline "${common[@]}" --max-num-seqs "${MAX_NUM_SEQS:-256}"
-                    --max-num-batched-tokens "${MAX_BATCHED:-8192}"
-                    --kv-cache-memory "${KV_MEMORY:-0.9}")
+  local -a offline=(bench offline "${common[@]}" --max-num-seqs "${MAX_NUM_SEQS:-0}"
+                    --max-num-batched-tokens "${MAX_BATCHED:-0}"
+                    --kv-cache-memory "${KV_MEMORY:-auto}")
   perf_step o128 200 "$inflight" "${offline[@]}" --max-model-len 4096 \
     --num-prompts "${PROMPTS_128:-4096}" --input-len 128 --output-len 128 \
     --result-json "$OUT/offline_128_128.json"

@@ -30,10 +30,13 @@ struct EngineConfig {
   // ---- scheduling ------------------------------------------------------------------------
   // Longest sequence (prompt + output) served; 0 = the model's max_position_embeddings.
   int32_t max_model_len = 0;
-  // Most sequences in one step (a request with n choices counts n).
-  int32_t max_num_seqs = 256;
-  // Most tokens computed in one step, over all sequences (prefill chunks + decodes).
-  int32_t max_num_batched_tokens = 2048;
+  // Most sequences in one step (a request with n choices counts n); 0 = from the memory plan:
+  // 256 on the CPU; on a GPU as many as leave each about 256 tokens of the KV cache, between
+  // 64 and 1024 (a batch the cache cannot hold would only be preempted).
+  int32_t max_num_seqs = 0;
+  // Most tokens computed in one step, over all sequences (prefill chunks + decodes); 0 = 2048
+  // on the CPU, 8192 on a GPU.
+  int32_t max_num_batched_tokens = 0;
   // Split prompts longer than the step's remaining budget over several steps. When off, a
   // request longer than max_num_batched_tokens is rejected.
   bool enable_chunked_prefill = true;
@@ -79,6 +82,10 @@ struct ModelSource {
   // checkpoint (or dummy weights) quantized while loading: FP8 e4m3 linear layers with one scale
   // per output channel, activations scaled per token (docs/quantization.md).
   std::string quantization;
+  // The KV cache's storage: "auto" (e4m3 when the checkpoint declares an FP8 KV cache, else the
+  // compute dtype), "bf16" (the compute dtype) or "fp8" (e4m3 with a scale per token and kv
+  // head, docs/quantization.md); "bfloat16" and "fp8_e4m3" are accepted as aliases.
+  std::string kv_cache_dtype = "auto";
 };
 
 }  // namespace inflight

@@ -109,7 +109,9 @@ nlohmann::json latency_result_json(const LatencyBenchResult& r, const LatencyBen
   add_run_info(j, info);
   j["model"] = r.model;
   j["backend"] = o.engine.source.device;
-  j["quantization"] = o.engine.source.quantization.empty() ? "as stored" : o.engine.source.quantization;
+  j["quantization"] =
+      o.engine.source.quantization.empty() ? "as stored" : o.engine.source.quantization;
+  j["kv_cache_dtype"] = o.engine.source.kv_cache_dtype;
   j["batch_size"] = o.batch_size;
   j["input_len"] = o.input_len;
   j["output_len"] = o.output_len;

@@ -29,8 +29,8 @@ OfflineBenchResult run_offline_bench(const OfflineBenchOptions& o) {
   OfflineBenchResult r;
   r.model = loaded.model;
   r.load_seconds = loaded.load_seconds;
-  auto prompts = random_prompt_ids(loaded.tokenizer.get(), engine.vocab_size(),
-                                   o.num_prompts + 1, o.input_len, o.seed);
+  auto prompts = random_prompt_ids(loaded.tokenizer.get(), engine.vocab_size(), o.num_prompts + 1,
+                                   o.input_len, o.seed);
   for (int32_t w = 0; w < o.num_warmups; ++w) {
     std::vector<Request> warmup;
     warmup.push_back(fixed_length_request(prompts.back(), kWarmupOutputLen));
@@ -103,7 +103,9 @@ nlohmann::json offline_result_json(const OfflineBenchResult& r, const OfflineBen
   add_run_info(j, info);
   j["model"] = r.model;
   j["backend"] = o.engine.source.device;
-  j["quantization"] = o.engine.source.quantization.empty() ? "as stored" : o.engine.source.quantization;
+  j["quantization"] =
+      o.engine.source.quantization.empty() ? "as stored" : o.engine.source.quantization;
+  j["kv_cache_dtype"] = o.engine.source.kv_cache_dtype;
   j["num_prompts"] = o.num_prompts;
   j["input_len"] = o.input_len;
   j["output_len"] = o.output_len;

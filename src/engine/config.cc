@@ -29,19 +29,20 @@ Status EngineConfig::validate() const {
                                kv_cache_memory_fraction));
   }
   if (kv_cache_bytes < 0) {
-    return invalid(fmt::format("kv_cache_bytes must be >= 0 (0 = automatic), got {}",
-                               kv_cache_bytes));
+    return invalid(
+        fmt::format("kv_cache_bytes must be >= 0 (0 = automatic), got {}", kv_cache_bytes));
   }
   if (max_model_len < 0) {
     return invalid(
         fmt::format("max_model_len must be >= 0 (0 = the model's), got {}", max_model_len));
   }
-  if (max_num_seqs < 1) {
-    return invalid(fmt::format("max_num_seqs must be >= 1, got {}", max_num_seqs));
-  }
-  if (max_num_batched_tokens < 1) {
+  if (max_num_seqs < 0) {
     return invalid(
-        fmt::format("max_num_batched_tokens must be >= 1, got {}", max_num_batched_tokens));
+        fmt::format("max_num_seqs must be >= 0 (0 = from the memory plan), got {}", max_num_seqs));
+  }
+  if (max_num_batched_tokens < 0) {
+    return invalid(fmt::format("max_num_batched_tokens must be >= 0 (0 = automatic), got {}",
+                               max_num_batched_tokens));
   }
   if (long_prefill_token_threshold < 0) {
     return invalid(fmt::format("long_prefill_token_threshold must be >= 0, got {}",

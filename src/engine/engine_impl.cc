@@ -15,6 +15,56 @@ double gib(int64_t bytes) {
   return static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30);
 }
 
+// Makes the automatic KV cache size explicit when `c` sets none: a fraction of a GPU's free
+// memory, a fixed size on the host.
+void fill_auto_kv_memory(EngineConfig& c, bool host) {
+  if (c.num_kv_blocks != 0 || c.kv_cache_memory_fraction != 0.0 || c.kv_cache_bytes != 0) return;
+  if (host) {
+    c.kv_cache_bytes = EngineConfig::kAutoKvCacheHostBytes;
+  } else {
+    c.kv_cache_memory_fraction = EngineConfig::kAutoKvCacheFraction;
+  }
+}
+
+// The KV cache's bytes under `c`'s (explicit) memory settings, with `available` bytes free after
+// weights, workspace and reserve.
+int64_t planned_kv_bytes(const EngineConfig& c, int64_t per_block, int64_t available) {
+  if (c.num_kv_blocks > 0) return c.num_kv_blocks * per_block;
+  if (c.kv_cache_memory_fraction > 0.0) {
+    return static_cast<int64_t>(c.kv_cache_memory_fraction * static_cast<double>(available));
+  }
+  return c.kv_cache_bytes;
+}
+
+// Fills max_num_batched_tokens and max_num_seqs when left at 0 (see inflight/config.h), before
+// the workspace is sized for them: on a GPU the sequences follow the KV cache the memory plan
+// will leave (the workspace is small next to it and not counted).
+EngineConfig with_step_limits(const EngineConfig& config, const ModelRunner& runner) {
+  constexpr int64_t kTokensPerSeq = 256, kMinSeqs = 64, kMaxSeqs = 1024;
+  EngineConfig c = config;
+  if (c.max_num_seqs > 0 && c.max_num_batched_tokens > 0) return c;
+  const RunnerMemory m = runner.memory();
+  if (c.max_num_batched_tokens == 0) c.max_num_batched_tokens = m.host ? 2048 : 8192;
+  if (c.max_num_seqs == 0) {
+    int64_t seqs = 256;
+    if (!m.host) {
+      EngineConfig planned = c;
+      fill_auto_kv_memory(planned, m.host);
+      const int64_t per_block = runner.kv_bytes_per_block(c.block_size);
+      const int64_t available = std::max<int64_t>(0, m.free - m.reserve);
+      const int64_t kv_tokens =
+          per_block > 0 ? planned_kv_bytes(planned, per_block, available) / per_block * c.block_size
+                        : 0;
+      seqs = kMinSeqs;
+      while (seqs * 2 <= std::min(kMaxSeqs, kv_tokens / kTokensPerSeq)) seqs *= 2;
+    }
+    c.max_num_seqs = static_cast<int32_t>(seqs);
+  }
+  INFLIGHT_LOG_INFO("step limits from the memory plan: max_num_seqs {}, max_num_batched_tokens {}",
+                    c.max_num_seqs, c.max_num_batched_tokens);
+  return c;
+}
+
 // Fills max_model_len and num_kv_blocks from the model when left at 0. The KV cache gets what
 // the memory plan leaves: the runner's workspace is already reserved, so `runner.memory().free`
 // is what remains after weights and workspace; a reserve stays free for the runtime.
@@ -36,19 +86,9 @@ Result<EngineConfig> resolve(const EngineConfig& config, const ModelRunner& runn
   const int64_t per_block = runner.kv_bytes_per_block(c.block_size);
   const RunnerMemory m = runner.memory();
   const int64_t available = std::max<int64_t>(0, m.free - m.reserve);
-  int64_t kv_bytes = c.num_kv_blocks * per_block;
-  if (c.num_kv_blocks == 0 && c.kv_cache_memory_fraction == 0.0 && c.kv_cache_bytes == 0) {
-    if (m.host) {
-      c.kv_cache_bytes = EngineConfig::kAutoKvCacheHostBytes;
-    } else {
-      c.kv_cache_memory_fraction = EngineConfig::kAutoKvCacheFraction;
-    }
-  }
+  fill_auto_kv_memory(c, m.host);  // recorded in the resolved config
+  int64_t kv_bytes = planned_kv_bytes(c, per_block, available);
   if (c.num_kv_blocks == 0) {
-    kv_bytes =
-        c.kv_cache_memory_fraction > 0.0
-            ? static_cast<int64_t>(c.kv_cache_memory_fraction * static_cast<double>(available))
-            : c.kv_cache_bytes;
     c.num_kv_blocks = per_block > 0 ? kv_bytes / per_block : 0;
     if (c.num_kv_blocks < 1) {
       return Status(StatusCode::kResourceExhausted,
@@ -207,8 +247,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config,
   if (runner == nullptr) return Status(StatusCode::kInvalidArgument, "no model runner given");
   if (Status s = config.validate(); !s.ok()) return s;
   try {
-    runner->reserve_workspace(config.max_num_batched_tokens, config.max_num_seqs);
-    Result<EngineConfig> resolved = resolve(config, *runner);
+    const EngineConfig sized = with_step_limits(config, *runner);
+    runner->reserve_workspace(sized.max_num_batched_tokens, sized.max_num_seqs);
+    Result<EngineConfig> resolved = resolve(sized, *runner);
     if (!resolved.ok()) return resolved.status();
     const EngineConfig& c = resolved.value();
     runner->init_kv_cache(c.num_kv_blocks, c.block_size);

@@ -20,15 +20,27 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// The model's quantization as `source` asks: the checkpoint's own, or online FP8.
+// The model's quantization as `source` asks (the checkpoint's own, or online FP8) and its KV
+// cache's dtype.
 void apply_quantization(const ModelSource& source, ModelConfig& config) {
   INFLIGHT_CHECK_CODE(source.quantization.empty() || source.quantization == "fp8",
                       ErrorCode::kInvalidArgument,
                       "quantization '{}' is not supported (supported: fp8)", source.quantization);
   if (source.quantization == "fp8" && !config.quantization.enabled()) {
+    const bool fp8_kv_cache = config.quantization.fp8_kv_cache;
     config.quantization = Quantization::online_fp8();
+    config.quantization.fp8_kv_cache = fp8_kv_cache;
   }
-  if (config.quantization.enabled()) {
+  const std::string& kv = source.kv_cache_dtype;
+  if (kv == "fp8" || kv == "fp8_e4m3") {
+    config.quantization.fp8_kv_cache = true;
+  } else if (kv == "bf16" || kv == "bfloat16") {
+    config.quantization.fp8_kv_cache = false;
+  } else {
+    INFLIGHT_CHECK_CODE(kv == "auto" || kv.empty(), ErrorCode::kInvalidArgument,
+                        "kv_cache_dtype '{}' is not supported (supported: auto, bf16, fp8)", kv);
+  }
+  if (config.quantization.enabled() || config.quantization.fp8_kv_cache) {
     INFLIGHT_LOG_INFO("quantization: {}", config.quantization.describe());
   }
 }

@@ -189,6 +189,7 @@ Quantization from_compressed_tensors(const JsonKey& qc) {
     expect_if_present(kv.at("dynamic"), false, kKvWhy);
     expect_if_present(kv.at("symmetric"), true, kKvWhy);
     q.kv_cache_scales = true;
+    q.fp8_kv_cache = true;
   }
   return q;
 }
@@ -245,6 +246,7 @@ Quantization from_modelopt(const JsonKey& qc) {
   if (!kv.absent()) {
     if (kv.str() != "FP8") refuse(kv, "only kv_cache_quant_algo \"FP8\" (or null) is supported");
     q.kv_cache_scales = true;
+    q.fp8_kv_cache = true;
   }
   const JsonKey exclude = qc.at("exclude_modules").absent() && !qc.at("ignore").absent()
                               ? qc.at("ignore")
@@ -300,23 +302,26 @@ bool Quantization::quantizes(std::string_view module_view) const {
 }
 
 std::string Quantization::describe() const {
-  if (!enabled()) return "none";
-  std::string out = fmt::format("fp8 ({}): weights {}", source, weights_name(weights));
-  if (weights == WeightScales::kBlock) out += fmt::format(" of {}x{}", block_rows, block_cols);
-  switch (activations) {
-    case ActivationScales::kDynamicToken:
-      out += ", activations dynamic per token";
-      break;
-    case ActivationScales::kDynamicGroup:
-      out += fmt::format(", activations dynamic per token and {} columns", block_cols);
-      break;
-    case ActivationScales::kStaticTensor:
-      out += ", activations static per tensor";
-      break;
+  std::string out;
+  if (enabled()) {
+    out = fmt::format("fp8 ({}): weights {}", source, weights_name(weights));
+    if (weights == WeightScales::kBlock) out += fmt::format(" of {}x{}", block_rows, block_cols);
+    switch (activations) {
+      case ActivationScales::kDynamicToken:
+        out += ", activations dynamic per token";
+        break;
+      case ActivationScales::kDynamicGroup:
+        out += fmt::format(", activations dynamic per token and {} columns", block_cols);
+        break;
+      case ActivationScales::kStaticTensor:
+        out += ", activations static per tensor";
+        break;
+    }
+    if (kv_cache_scales) out += ", KV-cache scales";
+    if (!ignore.empty()) out += fmt::format(", {} ignore entries", ignore.size());
   }
-  if (kv_cache_scales) out += ", KV-cache scales";
-  if (!ignore.empty()) out += fmt::format(", {} ignore entries", ignore.size());
-  return out;
+  if (fp8_kv_cache) out += std::string(out.empty() ? "" : ", ") + "KV cache fp8 e4m3";
+  return out.empty() ? "none" : out;
 }
 
 Quantization Quantization::online_fp8() {

@@ -64,12 +64,17 @@ struct Quantization {
   std::vector<std::string> ignore;
   // The checkpoint stores per-layer KV-cache scales (k_scale / v_scale) for an FP8 KV cache.
   bool kv_cache_scales = false;
+  // The KV cache holds e4m3 values with a scale per token and kv head (ops/paged_kv.h) instead
+  // of the compute dtype: what a checkpoint with an FP8 KV-cache scheme asks for, or
+  // --kv-cache-dtype fp8. Independent of `method` (bf16 weights may use an FP8 cache).
+  bool fp8_kv_cache = false;
 
   bool enabled() const { return method != Method::kNone; }
   // Whether the linear module `module` (its weight's name without ".weight") is quantized.
   // The embedding and the LM head never are unless a format says so (none does today).
   bool quantizes(std::string_view module) const;
-  // "fp8 (compressed-tensors): weights per channel, activations dynamic per token", for logs.
+  // "fp8 (compressed-tensors): weights per channel, activations dynamic per token, KV cache
+  // fp8", for logs ("none" for neither).
   std::string describe() const;
 
   // From config.json and, when the directory has one, hf_quant_config.json (null otherwise).

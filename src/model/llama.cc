@@ -140,16 +140,16 @@ void LlamaModel::load_weights(const WeightSource& weights) {
   // A linear layer's weight (quantized or not: model/linear_loader.h); its bias is planned
   // separately.
   auto linear = [&](std::function<Linear&()> destination, const std::vector<Part>& parts) {
-    PlannedLinear w = plan_linear(backend_, c.quantization, parts.front().name,
-                                  std::move(*stack(parts, true)));
+    PlannedLinear w =
+        plan_linear(backend_, c.quantization, parts.front().name, std::move(*stack(parts, true)));
     const int64_t bytes = w.bytes();
-    plan.push_back(Planned{bytes, [this, destination, w = std::move(w)] {
-                             load_linear(backend_, w, destination());
-                           }});
+    plan.push_back(Planned{
+        bytes, [this, destination, w = std::move(w)] { load_linear(backend_, w, destination()); }});
   };
   // The tensor (linear layer) `member` picks out of layer `l`.
   auto in_layer = [this](int64_t l, auto member) {
-    return [this, l, member]() -> decltype(auto) { return member(layers_[static_cast<size_t>(l)]); };
+    return
+        [this, l, member]() -> decltype(auto) { return member(layers_[static_cast<size_t>(l)]); };
   };
 
   one([this]() -> Tensor& { return embed_; }, "model.embed_tokens.weight", {c.vocab_size, hidden});
@@ -429,8 +429,8 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
     backend_.rms_norm(l == 0 ? nullptr : &sublayer_out, residual, layer.input_norm, c.rms_norm_eps,
                       normed);
     project(normed, layer.qkv, qkv);
-    backend_.rope_kv_write(qkv, in, inv_freq_, q, cache.key(l), cache.value(l));
-    backend_.paged_attention(q, cache.key(l), cache.value(l), in, scale, window, attn);
+    backend_.rope_kv_write(qkv, in, inv_freq_, q, cache.layer(l));
+    backend_.paged_attention(q, cache.layer(l), in, scale, window, attn);
     project(attn_2d, layer.o, sublayer_out);
     backend_.rms_norm(&sublayer_out, residual, layer.post_norm, c.rms_norm_eps, normed);
     project(normed, layer.gate_up, gate_up);

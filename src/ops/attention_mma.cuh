@@ -53,6 +53,19 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool 
 #endif
 }
 
+// kBytes (4 or 8) global -> shared through L1; valid == false writes zeros (as cp_async_16).
+template <int kBytes>
+__device__ __forceinline__ void cp_async_small(uint32_t dst, const void* src, bool valid) {
+  static_assert(kBytes == 4 || kBytes == 8, "cp.async.ca copies 4, 8 or 16 bytes");
+#if INFLIGHT_ATTN_SM80
+  const int src_bytes = valid ? kBytes : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(kBytes),
+               "r"(src_bytes));
+#else
+  __trap();
+#endif
+}
+
 __device__ __forceinline__ void cp_async_commit() {
 #if INFLIGHT_ATTN_SM80
   asm volatile("cp.async.commit_group;\n" ::);

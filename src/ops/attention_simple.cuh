@@ -1,6 +1,7 @@
-// The simple paged-attention kernel: any even head_dim <= kPagedAttentionMaxHeadDim, bf16, no
-// tensor cores. paged_attention_cuda takes it where the tiles (attention_tile.cuh) do not apply;
-// the attention lab (dev/cuda/attention) times the tiles against it.
+// The simple paged-attention kernel: any even head_dim <= kPagedAttentionMaxHeadDim, bf16 q and
+// a bf16 or e4m3 cache, no tensor cores. paged_attention_cuda takes it where the tiles
+// (attention_tile.cuh) do not apply; the attention lab (dev/cuda/attention) times the tiles against
+// it.
 //
 // One block of kWarps warps per (query token, query head). Token t finds its sequence s by
 // binary search over query_start and its context position p = context_lens[s] -
@@ -9,8 +10,11 @@
 // split the head dimension in bf16 pairs (lane l holds pairs l, l + 32, ...), reduce the dot
 // product with shuffles, and fold the key into the warp's online softmax state (running max m,
 // sum l, accumulator acc[D]). The kWarps states are then merged through shared memory by
-// rescaling each with exp(m_w - max_w m_w).
+// rescaling each with exp(m_w - max_w m_w). An e4m3 cache's pairs are widened and scaled by
+// their row's scale as they are read.
 #pragma once
+
+#include <cuda_fp8.h>
 
 #include "ops/cuda_common.cuh"
 #include "ops/ops_cuda.cuh"
@@ -25,6 +29,18 @@ using cuda::bf16x2;
 constexpr int kBlockWarps = 4;
 // bf16 pairs per lane: head_dim <= 2 * 32 * kPairsPerLane.
 constexpr int kPairsPerLane = kPagedAttentionMaxHeadDim / 64;
+
+// Pair pi of the row at element offset `off` of a bf16 or e4m3 (times `scale`) cache, as f32.
+__device__ __forceinline__ float2 load_pair(const void* cache, int64_t off, int32_t pi, bool fp8,
+                                            float scale) {
+  if (!fp8)
+    return cuda::to_f32x2(
+        reinterpret_cast<const bf16x2*>(static_cast<const bf16*>(cache) + off)[pi]);
+  const auto bytes =
+      reinterpret_cast<const __nv_fp8x2_storage_t*>(static_cast<const uint8_t*>(cache) + off)[pi];
+  const float2 f = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(bytes, __NV_E4M3)));
+  return make_float2(f.x * scale, f.y * scale);
+}
 
 // A template, so that the library and the lab, which both include this header, share one
 // definition.
@@ -74,18 +90,17 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
   for (int i = 0; i < kPairsPerLane; ++i) acc[i] = make_float2(0.0f, 0.0f);
 
-  const auto* k_cache = static_cast<const bf16*>(p.kv.k);
-  const auto* v_cache = static_cast<const bf16*>(p.kv.v);
+  const bool fp8 = p.kv.fp8();
   for (int32_t j = first + warp; j <= pos; j += kWarps) {
-    const int64_t off = p.kv.offset(p.kv.slot(s, j), kv_head);
-    const auto* k2 = reinterpret_cast<const bf16x2*>(k_cache + off);
-    const auto* v2 = reinterpret_cast<const bf16x2*>(v_cache + off);
+    const int64_t slot = p.kv.slot(s, j), off = p.kv.offset(slot, kv_head);
+    const float k_scale = fp8 ? p.kv.k_scales[p.kv.scale_offset(slot, kv_head)] : 1.0f;
+    const float v_scale = fp8 ? p.kv.v_scales[p.kv.scale_offset(slot, kv_head)] : 1.0f;
     float score = 0.0f;
 #pragma unroll
     for (int i = 0; i < kPairsPerLane; ++i) {
       const int32_t pi = lane + 32 * i;
       if (pi < pairs) {
-        const float2 k = cuda::to_f32x2(k2[pi]);
+        const float2 k = load_pair(p.kv.k, off, pi, fp8, k_scale);
         score += q[i].x * k.x + q[i].y * k.y;
       }
     }
@@ -98,7 +113,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int i = 0; i < kPairsPerLane; ++i) {
       const int32_t pi = lane + 32 * i;
       if (pi < pairs) {
-        const float2 v = cuda::to_f32x2(v2[pi]);
+        const float2 v = load_pair(p.kv.v, off, pi, fp8, v_scale);
         acc[i].x = acc[i].x * correction + weight * v.x;
         acc[i].y = acc[i].y * correction + weight * v.y;
       }

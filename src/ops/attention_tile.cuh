@@ -17,10 +17,15 @@
 //    CTAs (split-KV) that leave (max, sum, unnormalised output) in a workspace; the last CTA
 //    of a tile to finish (a per-tile counter) merges the parts and resets the counter.
 // Per stage, K and V rows of the tile's keys are gathered through the block table with 16-byte
-// cp.async copies (any page size) into 128-byte-swizzled shared memory, kStages deep. Scores,
+// cp.async copies (any page size) into 128-byte-swizzled shared memory, kStages deep. An e4m3
+// cache (kFp8) is staged as e4m3 rows and their scales instead, kStages deep, and each block's
+// stage is widened into one bf16 K/V tile (value * scale, rounded to bf16) before its MMAs:
+// half the bytes from memory, the same tensor-core path after. Scores,
 // the online softmax (log2 domain) and the output accumulators are fp32 in registers; P goes
 // back into the tensor cores as bf16 straight from the score registers.
 #pragma once
+
+#include <cuda_fp8.h>
 
 #include <cstdint>
 #include <type_traits>
@@ -86,7 +91,7 @@ __device__ __forceinline__ int32_t part_length(const TileParams& tp, int32_t len
   return max(tp.part_len, (len + tp.max_parts - 1) / tp.max_parts);
 }
 
-template <int D, int kWarpsM, int kWarpsN, int kStages_>
+template <int D, int kWarpsM, int kWarpsN, int kStages_, bool kFp8_ = false>
 struct TileShape {
   static_assert(D == 64 || D == 128, "tiles are built for head_dim 64 and 128");
   static_assert(kWarpsM == 1 || kWarpsN == 1, "warps split either rows or keys");
@@ -100,7 +105,13 @@ struct TileShape {
   static constexpr int kQBytes = kRows * kRowBytes;
   static constexpr int kStageBytes = kKeys * kRowBytes;  // K (or V) of one stage
   static constexpr int kStages = kStages_;
-  static constexpr int kKvBytes = 2 * kStages * kStageBytes;
+  static constexpr bool kFp8 = kFp8_;
+  // bf16 K/V tiles: one per stage, or with an e4m3 cache one, widened from the e4m3 stages
+  // ([kStages][K, V] rows of D bytes, then [kStages][K, V] row scales) that follow them.
+  static constexpr int kTileStages = kFp8 ? 1 : kStages;
+  static constexpr int kFp8StageBytes = kKeys * D;  // e4m3 K (or V) of one stage
+  static constexpr int kFp8Bytes = kFp8 ? kStages * 2 * (kFp8StageBytes + kKeys * 4) : 0;
+  static constexpr int kKvBytes = 2 * kTileStages * kStageBytes + kFp8Bytes;
   static constexpr int kOStride = D + 4;  // floats per row of the cross-warp merge
   // Decode epilogue, over the K/V stages: the warps' states, then the split-KV merge weights.
   static constexpr int kStatesBytes = kWarpsN * 16 * (kOStride * 4 + 8);
@@ -134,10 +145,16 @@ struct KvCopy {
 };
 
 // This thread's view of the K/V rows of one (sequence, kv head), set up once per CTA: a key's
-// row is k + table[key / page] * page_elems + (key % page) * slot_elems, and likewise in v.
+// row is k + table[key / page] * page_elems + (key % page) * slot_elems, and likewise in v;
+// an e4m3 cache's row scale is k_scales[slot * KH] (slot = table[key / page] * page + key %
+// page), likewise in v_scales.
+template <class Elem>
 struct KvGather {
-  const bf16* k;  // cache base + kv head * D + this thread's first chunk
-  const bf16* v;
+  const Elem* k;  // cache base + kv head * D + this thread's first chunk
+  const Elem* v;
+  const float* k_scales;  // e4m3: scales + kv head
+  const float* v_scales;
+  int32_t num_kv_heads;
   const int32_t* table;  // the sequence's block table row
   uint32_t page_mul;
   int32_t page_shift, page_size;
@@ -146,13 +163,23 @@ struct KvGather {
 };
 
 template <class Shape>
-__device__ __forceinline__ KvGather kv_gather(const TileParams& tp, int32_t seq, int32_t kh) {
+using KvElem = std::conditional_t<Shape::kFp8, uint8_t, bf16>;
+
+template <class Shape>
+__device__ __forceinline__ KvGather<KvElem<Shape>> kv_gather(const TileParams& tp, int32_t seq,
+                                                             int32_t kh) {
+  using Elem = KvElem<Shape>;
   const PagedKv& kv = tp.p.kv;
   const int32_t slot_elems = kv.num_kv_heads * kv.head_dim;
+  // Per thread of a row: 8 elements per 16-byte chunk (bf16), or D / 8 bytes (e4m3).
+  constexpr int kFirst = Shape::kFp8 ? Shape::kChunks : 8;  // kChunks = D / 8
   const int64_t first =
-      static_cast<int64_t>(kh) * kv.head_dim + (threadIdx.x % KvCopy<Shape>::kPerRow) * 8;
-  return {static_cast<const bf16*>(kv.k) + first,
-          static_cast<const bf16*>(kv.v) + first,
+      static_cast<int64_t>(kh) * kv.head_dim + (threadIdx.x % KvCopy<Shape>::kPerRow) * kFirst;
+  return {static_cast<const Elem*>(kv.k) + first,
+          static_cast<const Elem*>(kv.v) + first,
+          kv.k_scales + kh,
+          kv.v_scales + kh,
+          kv.num_kv_heads,
           kv.block_tables + static_cast<int64_t>(seq) * kv.max_blocks_per_seq,
           tp.page_mul,
           tp.page_shift,
@@ -165,7 +192,7 @@ __device__ __forceinline__ KvGather kv_gather(const TileParams& tp, int32_t seq,
 // block-table read and a few integer ops (no division), then its copies. Keys past hi are
 // zero-filled: their scores are masked, and zero V keeps 0 * V finite.
 template <class Shape>
-__device__ __forceinline__ void load_kv_stage(const KvGather& gk, int32_t kb, int32_t hi,
+__device__ __forceinline__ void load_kv_stage(const KvGather<bf16>& gk, int32_t kb, int32_t hi,
                                               uint32_t sk, uint32_t sv) {
   using Copy = KvCopy<Shape>;
   const int c0 = threadIdx.x % Copy::kPerRow;
@@ -186,6 +213,75 @@ __device__ __forceinline__ void load_kv_stage(const KvGather& gk, int32_t kb, in
       const uint32_t dst = tile_offset<Shape::kKeys>(r, c0 + Copy::kPerRow * i);
       cp_async_16(sk + dst, gk.k + off + Copy::kPerRow * 8 * i, valid);
       cp_async_16(sv + dst, gk.v + off + Copy::kPerRow * 8 * i, valid);
+    }
+  }
+}
+
+// The e4m3 form of load_kv_stage: keys [kb, kb + kKeys) as rows of D bytes at s8 (K, then V
+// kFp8StageBytes later; D / 8 bytes per thread of a row) and their scales at s8 + 2
+// kFp8StageBytes (K, then V kKeys floats later). Keys past hi are zero-filled, scales too.
+template <class Shape>
+__device__ __forceinline__ void load_kv_stage_fp8(const KvGather<uint8_t>& gk, int32_t kb,
+                                                  int32_t hi, uint32_t s8) {
+  using Copy = KvCopy<Shape>;
+  constexpr int D = Shape::kChunks * 8, kBytes = D / Copy::kPerRow;
+  const int c0 = threadIdx.x % Copy::kPerRow;
+  const uint32_t sv = s8 + Shape::kFp8StageBytes, sks = sv + Shape::kFp8StageBytes;
+  const uint32_t svs = sks + Shape::kKeys * 4;
+#pragma unroll
+  for (int pass = 0; pass < Shape::kKeys / Copy::kRowsPerPass; ++pass) {
+    const int r = threadIdx.x / Copy::kPerRow + pass * Copy::kRowsPerPass;
+    const int32_t key = kb + r;
+    const bool valid = key <= hi;
+    int64_t slot = 0;
+    if (valid) {
+      const int32_t page = static_cast<int32_t>(
+          (__umulhi(static_cast<uint32_t>(key), gk.page_mul) + key) >> gk.page_shift);
+      slot =
+          static_cast<int64_t>(__ldg(gk.table + page)) * gk.page_size + (key - page * gk.page_size);
+    }
+    const uint32_t dst = r * D + c0 * kBytes;
+    if constexpr (kBytes == 16) {
+      cp_async_16(s8 + dst, gk.k + slot * gk.slot_elems, valid);
+      cp_async_16(sv + dst, gk.v + slot * gk.slot_elems, valid);
+    } else {
+      cp_async_small<kBytes>(s8 + dst, gk.k + slot * gk.slot_elems, valid);
+      cp_async_small<kBytes>(sv + dst, gk.v + slot * gk.slot_elems, valid);
+    }
+    if (c0 == 0) {
+      cp_async_small<4>(sks + r * 4, gk.k_scales + slot * gk.num_kv_heads, valid);
+      cp_async_small<4>(svs + r * 4, gk.v_scales + slot * gk.num_kv_heads, valid);
+    }
+  }
+}
+
+// Widens one e4m3 stage (load_kv_stage_fp8's layout at src) into the bf16 K and V tiles at
+// dst_k, dst_v (tile_offset layout): element = bf16(e4m3_to_f32(byte) * row scale). 16 values
+// per thread and step: one 16-byte read, two 16-byte writes.
+template <class Shape>
+__device__ __forceinline__ void widen_kv_stage(const unsigned char* src, unsigned char* dst_k,
+                                               unsigned char* dst_v) {
+  constexpr int D = Shape::kChunks * 8, kUnits = Shape::kKeys * (D / 16);
+  const auto* scales = reinterpret_cast<const float*>(src + 2 * Shape::kFp8StageBytes);
+#pragma unroll
+  for (int kv = 0; kv < 2; ++kv) {
+    const unsigned char* rows = src + kv * Shape::kFp8StageBytes;
+    unsigned char* dst = kv == 0 ? dst_k : dst_v;
+    for (int i = threadIdx.x; i < kUnits; i += Shape::kThreads) {
+      const int r = i / (D / 16), u = i % (D / 16);
+      const uint4 raw = *reinterpret_cast<const uint4*>(rows + r * D + u * 16);
+      const float scale = scales[kv * Shape::kKeys + r];
+      const auto* pairs = reinterpret_cast<const __nv_fp8x2_storage_t*>(&raw);
+      uint32_t w[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const float2 f = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(pairs[e], __NV_E4M3)));
+        w[e] = pack_bf16x2(f.x * scale, f.y * scale);
+      }
+      *reinterpret_cast<uint4*>(dst + tile_offset<Shape::kKeys>(r, 2 * u)) =
+          make_uint4(w[0], w[1], w[2], w[3]);
+      *reinterpret_cast<uint4*>(dst + tile_offset<Shape::kKeys>(r, 2 * u + 1)) =
+          make_uint4(w[4], w[5], w[6], w[7]);
     }
   }
 }
@@ -301,13 +397,13 @@ constexpr int tile_min_blocks() {
 // sm_90a pass compiles it) computes S = Q K^T and O += P V by warpgroup wgmma with Q, K and V
 // read from shared memory by the tensor cores, instead of per-warp mma.sync fed by ldmatrix;
 // everything else is shared.
-template <int D, int kWarpsM, int kWarpsN, int kStages, bool kWgmma>
-__global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThreads,
+template <int D, int kWarpsM, int kWarpsN, int kStages, bool kWgmma, bool kFp8 = false>
+__global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>::kThreads,
                                   tile_min_blocks<kWarpsM, kStages, kWgmma>())
     paged_attention_tile_kernel(TileParams tp) {
   cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
   cuda::pdl_wait();
-  using Shape = TileShape<D, kWarpsM, kWarpsN, kStages>;
+  using Shape = TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>;
   constexpr bool kDecode = Shape::kDecode;
   constexpr bool kUseWgmma = kWgmma && !kDecode && kHasWgmma;
   static_assert(!kWgmma || kWarpsM % 4 == 0, "wgmma tiles are whole warpgroups");
@@ -352,14 +448,26 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
   unsigned char* sq = smem;
   const uint32_t sq_addr = smem_addr(smem);
   const uint32_t sk_addr = sq_addr + Shape::kQBytes;
-  const uint32_t sv_addr = sk_addr + kStages * Shape::kStageBytes;
+  const uint32_t sv_addr = sk_addr + Shape::kTileStages * Shape::kStageBytes;
+  const uint32_t s8_off = Shape::kQBytes + 2 * Shape::kTileStages * Shape::kStageBytes;  // e4m3
+  constexpr uint32_t kFp8Stride = 2 * (Shape::kFp8StageBytes + kKeys * 4);
   const int32_t num_heads = p.num_heads;
   // Global element offset of row r of the tile in q / out ([T, H, D]).
   auto row_offset = [&](int r) {
     const int32_t row = r0 + r;
     return (static_cast<int64_t>(q0 + row / g) * num_heads + kh * g + row % g) * D;
   };
-  const KvGather gk = kv_gather<Shape>(tp, seq, kh);
+  const auto gk = kv_gather<Shape>(tp, seq, kh);
+  // Stages block b's keys (into stage b % kStages).
+  auto load_block = [&](int32_t b) {
+    const int32_t kb = keys.lo + b * kKeys;
+    if constexpr (kFp8) {
+      load_kv_stage_fp8<Shape>(gk, kb, keys.hi, sq_addr + s8_off + (b % kStages) * kFp8Stride);
+    } else {
+      const uint32_t off = (b % kStages) * Shape::kStageBytes;
+      load_kv_stage<Shape>(gk, kb, keys.hi, sk_addr + off, sv_addr + off);
+    }
+  };
 
   // ---- prologue: Q rows (zero past `rows`) and K/V blocks 0 .. kStages - 2 ----
   const auto* q = static_cast<const bf16*>(p.q);
@@ -372,10 +480,7 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
   const int32_t num_blocks = (keys.hi - keys.lo + kKeys) / kKeys;
 #pragma unroll
   for (int b = 0; b < kStages - 1; ++b) {
-    if (b < num_blocks) {
-      load_kv_stage<Shape>(gk, keys.lo + b * kKeys, keys.hi, sk_addr + b * Shape::kStageBytes,
-                           sv_addr + b * Shape::kStageBytes);
-    }
+    if (b < num_blocks) load_block(b);
     cp_async_commit();  // one group per block, empty or not: the waits below count groups
   }
 
@@ -414,7 +519,7 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
   // One block of kKeys keys; kMasked: apply the row ranges to the scores.
   auto block = [&](int32_t j, auto masked) {
     constexpr bool kMasked = decltype(masked)::value;
-    const int stage = j % kStages;
+    const int stage = j % Shape::kTileStages;
     const int kw0 = warp_n * kWarpKeys;  // this warp's first key row in the stage
     const int32_t kb = keys.lo + j * kKeys + kw0;
     const uint32_t wv = sv_addr + stage * Shape::kStageBytes;
@@ -556,12 +661,8 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
     // Decode: before waiting for block j, so that kStages blocks are in flight meanwhile
     // (bandwidth-bound), and a second barrier at the end frees the stage.
     const int32_t next = j + kStages - 1;
-    const uint32_t next_off = (next % kStages) * Shape::kStageBytes;
     if constexpr (kDecode) {
-      if (next < num_blocks) {
-        load_kv_stage<Shape>(gk, keys.lo + next * kKeys, keys.hi, sk_addr + next_off,
-                             sv_addr + next_off);
-      }
+      if (next < num_blocks) load_block(next);
       cp_async_commit();
       cp_async_wait<kStages - 1>();  // block j (and Q) have landed
     } else {
@@ -570,11 +671,16 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages>::kThre
     }
     __syncthreads();
     if constexpr (!kDecode) {
-      if (next < num_blocks) {
-        load_kv_stage<Shape>(gk, keys.lo + next * kKeys, keys.hi, sk_addr + next_off,
-                             sv_addr + next_off);
-      }
+      if (next < num_blocks) load_block(next);
       cp_async_commit();
+    }
+    if constexpr (kFp8) {
+      // The barrier above: block j's stage has landed and every warp is done with the bf16
+      // tile (block j - 1). Widen, then make the stores visible (to wgmma's async proxy too).
+      widen_kv_stage<Shape>(smem + s8_off + (j % kStages) * kFp8Stride, smem + Shape::kQBytes,
+                            smem + Shape::kQBytes + Shape::kStageBytes);
+      if constexpr (kUseWgmma) fence_proxy_async();
+      __syncthreads();
     }
     const int32_t kb = keys.lo + j * kKeys;
     if (kb >= full_lo && kb <= full_hi) {

@@ -22,9 +22,9 @@ constexpr int64_t kMaxSplitTiles = 4096;
 // to grow while the stream is being captured. Defined in paged_attention_cuda.cu.
 SplitWorkspace split_workspace(cudaStream_t stream, int64_t bytes);
 
-template <int D, int kWarps, int kStages, bool kWgmma>
+template <int D, int kWarps, int kStages, bool kWgmma, bool kFp8>
 void launch_prefill(const TileParams& tp, cudaStream_t stream) {
-  using Prefill = TileShape<D, kWarps, 1, kStages>;
+  using Prefill = TileShape<D, kWarps, 1, kStages, kFp8>;
   const PagedAttentionParams& p = tp.p;
   const int64_t tokens = p.num_tokens, seqs = p.num_seqs, g = tp.group;
   // A prefill sequence has at least 16 / g + 1 new tokens, so at most T / (16 / g + 1)
@@ -33,13 +33,14 @@ void launch_prefill(const TileParams& tp, cudaStream_t stream) {
   const int64_t tiles = (tokens * g + (Prefill::kRows - 1) * prefill_seqs) / Prefill::kRows;
   const int64_t ctas = tiles * p.kv.num_kv_heads;
   INFLIGHT_CHECK(ctas <= cuda::kMaxGridX, "paged_attention_cuda: {} tiles exceed the grid", ctas);
-  constexpr auto kKernel = paged_attention_tile_kernel<D, kWarps, 1, kStages, kWgmma>;
+  constexpr auto kKernel = paged_attention_tile_kernel<D, kWarps, 1, kStages, kWgmma, kFp8>;
   cuda::allow_dynamic_smem<kKernel, Prefill::kSmemBytes>();
   const dim3 grid(static_cast<unsigned>(ctas));
   cuda::launch_pdl(kKernel, grid, Prefill::kThreads, Prefill::kSmemBytes, stream, tp);
 }
 
-// Plans and enqueues the tile kernels for a validated bf16 problem with head_dim D: a decode
+// Plans and enqueues the tile kernels for a validated bf16 problem with head_dim D over a bf16
+// cache, or over an e4m3 cache with kFp8 (p.kv.fp8() must agree): a decode
 // launch when GQA allows decode tiles, and a prefill launch when some sequence may have
 // n * g > 16. Sizes come from host-side bounds only (num_tokens, num_seqs, max_context_len);
 // no device memory is read.
@@ -47,9 +48,10 @@ void launch_prefill(const TileParams& tp, cudaStream_t stream) {
 //                   alone fills two CTAs per SM with them, else 64
 //   kPrefillStages, kDecodeStages   K/V stages in flight
 //   kWgmma          prefill by wgmma where the binary has sm_90a code
-template <int D, int kPrefillRows, int kPrefillStages, int kDecodeStages, bool kWgmma>
+template <int D, int kPrefillRows, int kPrefillStages, int kDecodeStages, bool kWgmma,
+          bool kFp8 = false>
 void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
-  using Decode = TileShape<D, 1, 4, kDecodeStages>;
+  using Decode = TileShape<D, 1, 4, kDecodeStages, kFp8>;
   TileParams tp;
   tp.p = p;
   tp.group = p.num_heads / p.kv.num_kv_heads;
@@ -88,7 +90,7 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
         }
       }
     }
-    constexpr auto kKernel = paged_attention_tile_kernel<D, 1, 4, kDecodeStages, false>;
+    constexpr auto kKernel = paged_attention_tile_kernel<D, 1, 4, kDecodeStages, false, kFp8>;
     cuda::allow_dynamic_smem<kKernel, Decode::kSmemBytes>();
     const dim3 grid(tp.max_parts, static_cast<unsigned>(seqs), static_cast<unsigned>(kv_heads));
     cuda::launch_pdl(kKernel, grid, Decode::kThreads, Decode::kSmemBytes, stream, tp);
@@ -100,9 +102,9 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
     const bool tall = kPrefillRows == 128 ||
                       (kPrefillRows == 0 && (max_new * g + 127) / 128 * kv_heads >= 2 * sms);
     if (tall) {
-      launch_prefill<D, 8, kPrefillStages, kWgmma>(tp, stream);
+      launch_prefill<D, 8, kPrefillStages, kWgmma, kFp8>(tp, stream);
     } else {
-      launch_prefill<D, 4, kPrefillStages, kWgmma>(tp, stream);
+      launch_prefill<D, 4, kPrefillStages, kWgmma, kFp8>(tp, stream);
     }
   }
 }

@@ -74,4 +74,10 @@ void quantize_fp8_cuda(const QuantizeFp8Params& p, cudaStream_t stream);
 // kernel (group a multiple of 16 or 0). y bf16 (bias bf16) or f32 (bias f32).
 void scaled_gemm_cuda(const ScaledGemmParams& p, cudaStream_t stream);
 
+// The streaming FP8 GEMV for decode at small batch (src/ops/scaled_gemv_cuda.cu): m <=
+// kGemvMaxRows, weights per tensor or per row, activations per row (or static), k % 16 == 0,
+// 16-byte aligned x and w; bias optional, y bf16 or f32.
+bool scaled_gemv_cuda_supported(const ScaledGemmParams& p);
+void scaled_gemv_cuda(const ScaledGemmParams& p, cudaStream_t stream);
+
 }  // namespace inflight

@@ -4,8 +4,8 @@
 
 namespace inflight {
 
-PagedAttentionParams make_paged_attention_params(const Tensor& q, const Tensor& k_cache,
-                                                 const Tensor& v_cache, const Tensor& block_tables,
+PagedAttentionParams make_paged_attention_params(const Tensor& q, const KvCacheLayer& kv,
+                                                 const Tensor& block_tables,
                                                  const Tensor& query_start,
                                                  const Tensor& context_lens,
                                                  int32_t max_context_len, int32_t sliding_window,
@@ -16,18 +16,18 @@ PagedAttentionParams make_paged_attention_params(const Tensor& q, const Tensor& 
   const DType dt = q.dtype();
   const Device dev = q.device();
   check_tensor_kind(kOp, "q", q, dt, dev, 3);
-  check_tensor_kind(kOp, "k_cache", k_cache, dt, dev, 4);
+  PagedAttentionParams p;
+  p.kv = make_paged_kv(kOp, kv, dt, dev);
   check_tensor_kind(kOp, "block_tables", block_tables, DType::kI32, dev, 2);
   const int64_t num_tokens = q.size(0), num_heads = q.size(1), head_dim = q.size(2);
-  const int64_t num_blocks = k_cache.size(0), block_size = k_cache.size(1);
-  const int64_t num_kv_heads = k_cache.size(2);
+  const int64_t block_size = p.kv.block_size, num_kv_heads = p.kv.num_kv_heads;
   const int64_t num_seqs = block_tables.size(0), max_blocks = block_tables.size(1);
   INFLIGHT_CHECK_CODE(
       num_kv_heads > 0 && num_heads % num_kv_heads == 0, ErrorCode::kInvalidArgument,
       "{}: {} query heads are not a multiple of {} kv heads", kOp, num_heads, num_kv_heads);
   INFLIGHT_CHECK_CODE(block_size > 0, ErrorCode::kInvalidArgument, "{}: block_size is 0", kOp);
-  check_tensor(kOp, "k_cache", k_cache, dt, dev, {num_blocks, block_size, num_kv_heads, head_dim});
-  check_tensor(kOp, "v_cache", v_cache, dt, dev, k_cache.shape());
+  INFLIGHT_CHECK_CODE(p.kv.head_dim == head_dim, ErrorCode::kInvalidArgument,
+                      "{}: the cache's head_dim {} is not q's {}", kOp, p.kv.head_dim, head_dim);
   check_tensor(kOp, "query_start", query_start, DType::kI32, dev, {num_seqs + 1});
   check_tensor(kOp, "context_lens", context_lens, DType::kI32, dev, {num_seqs});
   check_tensor(kOp, "out", out, dt, dev, q.shape());
@@ -39,17 +39,10 @@ PagedAttentionParams make_paged_attention_params(const Tensor& q, const Tensor& 
                       max_context_len, max_blocks, block_size);
   INFLIGHT_CHECK_CODE(sliding_window >= 0, ErrorCode::kInvalidArgument,
                       "{}: sliding_window must be >= 0, got {}", kOp, sliding_window);
-  PagedAttentionParams p;
   p.q = q.raw();
   p.out = out.raw();
-  p.kv.k = k_cache.raw();
-  p.kv.v = v_cache.raw();
   p.kv.block_tables = block_tables.data<int32_t>();
-  p.kv.num_blocks = num_blocks;
   p.kv.max_blocks_per_seq = static_cast<int32_t>(max_blocks);
-  p.kv.block_size = static_cast<int32_t>(block_size);
-  p.kv.num_kv_heads = static_cast<int32_t>(num_kv_heads);
-  p.kv.head_dim = static_cast<int32_t>(head_dim);
   p.query_start = query_start.data<int32_t>();
   p.context_lens = context_lens.data<int32_t>();
   p.num_tokens = num_tokens;

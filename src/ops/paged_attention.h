@@ -15,6 +15,7 @@
 
 #include "core/tensor.h"
 #include "ops/paged_kv.h"
+#include "runtime/kv_cache_layer.h"
 
 namespace inflight {
 
@@ -30,22 +31,23 @@ struct PagedAttentionParams {
   int32_t max_context_len = 0;  // host-side bound on context_lens (sizes scratch / launches)
   int32_t sliding_window = 0;   // 0: unlimited
   float scale = 1.0f;
-  DType dtype = DType::kF32;
+  DType dtype = DType::kF32;  // of q and out
 };
 
-// Validates q [T, H, D], out like q, caches [NB, BS, KH, D] of q's dtype, block_tables
-// [S, max_blocks] i32, query_start [S + 1] and context_lens [S] i32, H % KH == 0,
-// max_context_len <= max_blocks * BS, sliding_window >= 0.
+// Validates q [T, H, D], out like q, the layer's cache [NB, BS, KH, D] of q's dtype or e4m3
+// (runtime/kv_cache_layer.h), block_tables [S, max_blocks] i32, query_start [S + 1] and
+// context_lens [S] i32, H % KH == 0, max_context_len <= max_blocks * BS, sliding_window >= 0.
 // NOTE: the device-side index arrays are not read here; ForwardBatch::validate checks them on
 // the host before upload.
-PagedAttentionParams make_paged_attention_params(const Tensor& q, const Tensor& k_cache,
-                                                 const Tensor& v_cache, const Tensor& block_tables,
+PagedAttentionParams make_paged_attention_params(const Tensor& q, const KvCacheLayer& kv,
+                                                 const Tensor& block_tables,
                                                  const Tensor& query_start,
                                                  const Tensor& context_lens,
                                                  int32_t max_context_len, int32_t sliding_window,
                                                  float scale, const Tensor& out);
 
-// f32 only; two-pass softmax per (token, head), multithreaded over (token, kv head).
+// f32 q (an f32 or e4m3 cache, e4m3 rows dequantized as read); two-pass softmax per (token,
+// head), multithreaded over (token, kv head).
 void paged_attention_cpu(const PagedAttentionParams& p);
 
 }  // namespace inflight

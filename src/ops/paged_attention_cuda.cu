@@ -1,6 +1,7 @@
 // paged_attention on CUDA: causal attention of a ragged batch (prefill, chunked prefill with a
-// cached prefix, and decode in one call) over the paged KV cache; GQA; sliding window. bf16 q,
-// K, V and out; fp32 scores, softmax and accumulators.
+// cached prefix, and decode in one call) over the paged KV cache; GQA; sliding window. bf16 q
+// and out, a bf16 or e4m3 (scaled per token and kv head) cache; fp32 scores, softmax and
+// accumulators.
 //
 // Two paths, picked on the host:
 //  - tiles (attention_tile.cuh, planned in attention_tile_launch.cuh): head_dim 64 and 128 with
@@ -63,7 +64,7 @@ void paged_attention_cuda(const PagedAttentionParams& p, cudaStream_t stream) {
   INFLIGHT_CHECK_CODE(p.kv.head_dim <= kPagedAttentionMaxHeadDim, ErrorCode::kUnsupported,
                       "paged_attention_cuda: head_dim {} > {}", p.kv.head_dim,
                       kPagedAttentionMaxHeadDim);
-  // bf16x2 loads: head_dim is even (rope_kv_write requires it); the bases must be 4-aligned.
+  // Pair loads: head_dim is even (rope_kv_write requires it); the bases must be 4-aligned.
   INFLIGHT_CHECK_CODE(p.kv.head_dim % 2 == 0 && cuda::aligned(p.q, 4) && cuda::aligned(p.kv.k, 4) &&
                           cuda::aligned(p.kv.v, 4),
                       ErrorCode::kUnsupported,
@@ -75,12 +76,15 @@ void paged_attention_cuda(const PagedAttentionParams& p, cudaStream_t stream) {
                      cuda::aligned(p.kv.v, 16) &&
                      cuda::compute_capability_major() >= 8;  // cp.async, ldmatrix, mma.sync
   // Prefill tiles of 64 or 128 rows (wgmma on sm_90a), K/V double-buffered.
-  if (tiles && p.kv.head_dim == 64) {
-    attention::launch_tiles<64, 0, 2, 2, true>(p, stream);
-    return;
-  }
   if (tiles) {
-    attention::launch_tiles<128, 0, 2, 2, true>(p, stream);
+    const bool fp8 = p.kv.fp8();
+    if (p.kv.head_dim == 64) {
+      fp8 ? attention::launch_tiles<64, 0, 2, 2, true, true>(p, stream)
+          : attention::launch_tiles<64, 0, 2, 2, true>(p, stream);
+    } else {
+      fp8 ? attention::launch_tiles<128, 0, 2, 2, true, true>(p, stream)
+          : attention::launch_tiles<128, 0, 2, 2, true>(p, stream);
+    }
     return;
   }
   INFLIGHT_CHECK(p.num_tokens <= cuda::kMaxGridX && p.num_heads <= cuda::kMaxGridYZ,

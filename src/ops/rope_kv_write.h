@@ -4,8 +4,10 @@
 //
 //   qkv     [T, (H + 2*KH) * D]  output of the fused QKV projection: q heads, k heads, v heads
 //   q_out   [T, H, D]            rotated queries
-//   k_cache, v_cache [num_blocks, block_size, KH, D]: rotated k and plain v land at slot
-//           slot_mapping[t]; a negative slot skips the write (padding tokens).
+//   kv      one layer's cache (runtime/kv_cache_layer.h): rotated k and plain v land at slot
+//           slot_mapping[t]; a negative slot skips the write (padding tokens). An e4m3 cache
+//           gets each (token, kv head) vector quantized with its own scale (kv_fp8_scale of
+//           its largest magnitude, computed from the f32 values before any rounding).
 //
 // With half = D / 2 and angle = positions[t] * inv_freq[i] (f32 product, as the reference
 // computes it), for i < half:
@@ -19,6 +21,7 @@
 
 #include "core/tensor.h"
 #include "ops/paged_kv.h"
+#include "runtime/kv_cache_layer.h"
 
 namespace inflight {
 
@@ -34,16 +37,15 @@ struct RopeKvWriteParams {
   DType dtype = DType::kF32;
 };
 
-// Validates the shapes above; D must be even; qkv, q_out and the caches share one float dtype
-// and the device; positions i32, slot_mapping i64, inv_freq f32 [D / 2].
+// Validates the shapes above; D must be even; qkv and q_out share one float dtype, the cache
+// holds it or e4m3, all on one device; positions i32, slot_mapping i64, inv_freq f32 [D / 2].
 // NOTE: positions and slots live on the device and are not range-checked here; the model
 // validates the ForwardBatch on the host before upload.
 RopeKvWriteParams make_rope_kv_write_params(const Tensor& qkv, const Tensor& positions,
                                             const Tensor& slot_mapping, const Tensor& inv_freq,
-                                            const Tensor& q_out, const Tensor& k_cache,
-                                            const Tensor& v_cache);
+                                            const Tensor& q_out, const KvCacheLayer& kv);
 
-// f32 only.
+// f32 q and k/v (an f32 or e4m3 cache).
 void rope_kv_write_cpu(const RopeKvWriteParams& p);
 
 }  // namespace inflight

@@ -12,7 +12,13 @@
 //  - scalar (any even D): blocks of (token, group of kHeadsPerBlock heads), heads counted over
 //    q, k and v (H + 2 KH); each block computes the cos/sin of its token, then its threads
 //    rotate (head, i) pairs of its query and key heads and copy its value heads.
+//  - fp8 (an e4m3 cache, any even D): blocks of (token, kFp8Warps heads), one warp per head;
+//    query heads rotated to q_out, key heads rotated and value heads copied through the warp's
+//    f32 row in shared memory, quantized with the scale of the row's largest magnitude (a warp
+//    max), as the CPU reference does.
 // A negative slot skips the cache writes.
+#include <cuda_fp8.h>
+
 #include "ops/cuda_common.cuh"
 #include "ops/ops_cuda.cuh"
 
@@ -145,6 +151,66 @@ __global__ void __launch_bounds__(kVectorThreads) rope_kv_write_vector_kernel(Ro
   }
 }
 
+constexpr int kFp8Warps = 4;
+
+__global__ void __launch_bounds__(32 * kFp8Warps) rope_kv_write_fp8_kernel(RopeKvWriteParams p) {
+  cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
+  cuda::pdl_wait();
+  // [2 * half]: cos, then sin; then a [head_dim] f32 row per warp.
+  extern __shared__ float smem[];
+  const int64_t t = blockIdx.x;
+  const int32_t num_heads = p.num_heads, num_kv_heads = p.kv.num_kv_heads;
+  const int32_t head_dim = p.kv.head_dim, half = head_dim / 2;
+  const int64_t slot = p.slot_mapping[t];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int32_t head = static_cast<int32_t>(blockIdx.y) * kFp8Warps + warp;
+  const int32_t heads = num_heads + (slot >= 0 ? 2 * num_kv_heads : 0);
+  if (static_cast<int32_t>(blockIdx.y) * kFp8Warps >= heads) return;  // the whole block
+  float* cos_v = smem;
+  float* sin_v = smem + half;
+  float* row = smem + head_dim + warp * head_dim;
+  const auto pos = static_cast<float>(p.positions[t]);
+  for (int32_t i = threadIdx.x; i < half; i += blockDim.x) {
+    sincosf(pos * p.inv_freq[i], &sin_v[i], &cos_v[i]);
+  }
+  __syncthreads();
+  if (head >= heads) return;
+
+  const bf16* x = static_cast<const bf16*>(p.qkv) +
+                  t * static_cast<int64_t>(num_heads + 2 * num_kv_heads) * head_dim +
+                  static_cast<int64_t>(head) * head_dim;
+  if (head < num_heads + num_kv_heads) {
+    bf16* q = static_cast<bf16*>(p.q_out) + (t * num_heads + head) * head_dim;
+    for (int32_t i = lane; i < half; i += 32) {
+      const float x1 = cuda::to_f32(x[i]), x2 = cuda::to_f32(x[i + half]);
+      const float lo = x1 * cos_v[i] - x2 * sin_v[i], hi = x2 * cos_v[i] + x1 * sin_v[i];
+      if (head < num_heads) {
+        q[i] = cuda::to_bf16(lo);
+        q[i + half] = cuda::to_bf16(hi);
+      } else {
+        row[i] = lo;
+        row[i + half] = hi;
+      }
+    }
+    if (head < num_heads) return;
+  } else {
+    for (int32_t i = lane; i < head_dim; i += 32) row[i] = cuda::to_f32(x[i]);
+  }
+  __syncwarp();
+  float amax = 0.0f;
+  for (int32_t i = lane; i < head_dim; i += 32) amax = fmaxf(amax, fabsf(row[i]));
+  const float scale = kv_fp8_scale(cuda::warp_max(amax));
+  const float inv = 1.0f / scale;
+  const bool is_key = head < num_heads + num_kv_heads;
+  const int32_t kv_head = head - num_heads - (is_key ? 0 : num_kv_heads);
+  auto* values = static_cast<uint8_t*>(is_key ? p.kv.k : p.kv.v) + p.kv.offset(slot, kv_head);
+  for (int32_t i = lane; i < head_dim; i += 32) {
+    values[i] =
+        static_cast<uint8_t>(__nv_cvt_float_to_fp8(row[i] * inv, __NV_SATFINITE, __NV_E4M3));
+  }
+  if (lane == 0) (is_key ? p.kv.k_scales : p.kv.v_scales)[p.kv.scale_offset(slot, kv_head)] = scale;
+}
+
 }  // namespace
 
 void rope_kv_write_cuda(const RopeKvWriteParams& p, cudaStream_t stream) {
@@ -154,8 +220,17 @@ void rope_kv_write_cuda(const RopeKvWriteParams& p, cudaStream_t stream) {
   INFLIGHT_CHECK(p.num_tokens <= cuda::kMaxGridX, "rope_kv_write_cuda: {} tokens exceed the grid",
                  p.num_tokens);
   const size_t smem = static_cast<size_t>(p.kv.head_dim) * sizeof(float);
-  INFLIGHT_CHECK_CODE(smem <= 48 * 1024, ErrorCode::kUnsupported,
+  INFLIGHT_CHECK_CODE((1 + kFp8Warps) * smem <= 48 * 1024, ErrorCode::kUnsupported,
                       "rope_kv_write_cuda: head_dim {} is too large", p.kv.head_dim);
+  if (p.kv.fp8()) {
+    const int32_t heads = p.num_heads + 2 * p.kv.num_kv_heads;
+    const dim3 grid(static_cast<unsigned>(p.num_tokens),
+                    static_cast<unsigned>((heads + kFp8Warps - 1) / kFp8Warps));
+    cuda::launch_pdl(rope_kv_write_fp8_kernel, grid, 32 * kFp8Warps, (1 + kFp8Warps) * smem, stream,
+                     p);
+    INFLIGHT_CUDA_CHECK_LAUNCH();
+    return;
+  }
   if (p.kv.head_dim % 16 == 0 && cuda::aligned(p.qkv, 16) && cuda::aligned(p.q_out, 16) &&
       cuda::aligned(p.kv.k, 16) && cuda::aligned(p.kv.v, 16)) {
     // Blocks of 64 items: a decode token's heads spread over several SMs.

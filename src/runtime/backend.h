@@ -29,6 +29,8 @@
 
 namespace inflight {
 
+struct KvCacheLayer;  // runtime/kv_cache.h
+
 // Device memory as the backend sees it (bytes).
 struct MemoryInfo {
   int64_t total = 0;      // the device's memory (host RAM for the CPU backend)
@@ -143,14 +145,14 @@ class Backend {
   // (runtime/linear.h). Throws Error(kUnsupported) for a weight format the backend lacks.
   virtual void gemm(const Tensor& x, const Linear& w, const Tensor& y) = 0;
   // RoPE on q and k of qkv [T, (H + 2 KH) D] at in.positions: q -> q_out [T, H, D], rotated k
-  // and v -> the caches at in.slot_mapping. inv_freq [D / 2] f32 on the device.
+  // and v -> the layer's cache at in.slot_mapping (quantized with their scales for an e4m3
+  // cache). inv_freq [D / 2] f32 on the device.
   virtual void rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
-                             const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) = 0;
+                             const Tensor& q_out, const KvCacheLayer& kv) = 0;
   // Causal attention of q [T, H, D] over each sequence's cached context -> out [T, H, D].
   // sliding_window 0: unlimited.
-  virtual void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                               const StepInputs& in, float scale, int32_t sliding_window,
-                               const Tensor& out) = 0;
+  virtual void paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in,
+                               float scale, int32_t sliding_window, const Tensor& out) = 0;
   // out = silu(gate) * up for gate_up [R, 2I] = [gate | up], out [R, I].
   virtual void swiglu(const Tensor& gate_up, const Tensor& out) = 0;
 

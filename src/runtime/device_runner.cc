@@ -62,7 +62,8 @@ RunnerMemory DeviceRunner::memory() const {
 }
 
 int64_t DeviceRunner::kv_bytes_per_block(int32_t block_size) const {
-  return KvCache::bytes_per_block(model_->config(), block_size, backend_->compute_dtype());
+  return KvCache::bytes_per_block(model_->config(), block_size,
+                                  KvCache::dtype_for(model_->config(), *backend_));
 }
 
 void DeviceRunner::init_kv_cache(int64_t num_blocks, int32_t block_size) {

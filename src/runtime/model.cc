@@ -17,10 +17,12 @@ void Model::check_step(const ForwardBatch& batch, const KvCache& cache) const {
                       "x {} x {}",
                       cache.num_layers(), cache.num_kv_heads(), cache.head_dim(), c.num_layers,
                       c.num_kv_heads, c.head_dim);
-  INFLIGHT_CHECK_CODE(
-      cache.dtype() == backend_.compute_dtype() && cache.device() == backend_.device(),
-      ErrorCode::kInvalidArgument, "kv cache of dtype {} does not belong to the {} backend",
-      dtype_name(cache.dtype()), backend_.name());
+  const DType want = KvCache::dtype_for(c, backend_);
+  INFLIGHT_CHECK_CODE(cache.dtype() == want && cache.device() == backend_.device(),
+                      ErrorCode::kInvalidArgument,
+                      "kv cache of dtype {} does not belong to this model on the {} backend "
+                      "(expected {})",
+                      dtype_name(cache.dtype()), backend_.name(), dtype_name(want));
   batch.validate(cache.block_size(), cache.num_blocks());
   for (const int32_t id : batch.token_ids) {
     INFLIGHT_CHECK_CODE(id < c.vocab_size, ErrorCode::kInvalidArgument,

@@ -64,9 +64,10 @@ TEST(CpuBackend, UploadAndDownloadRoundTripAndRejectOtherDtypes) {
 
 TEST(KvCache, LayersAreDisjointViewsOfOneAllocation) {
   CpuBackend backend;
-  KvCache cache(backend, 3, 5, 16, 2, 8);
+  KvCache cache(backend, 3, 5, 16, 2, 8, DType::kF32);
   EXPECT_EQ(cache.num_layers(), 3);
   EXPECT_EQ(cache.key(0).shape(), (Shape{5, 16, 2, 8}));
+  EXPECT_FALSE(cache.layer(0).key_scales.defined());
   const size_t layer_bytes = 5 * 16 * 2 * 8 * sizeof(float);
   std::vector<const char*> starts;
   for (int64_t l = 0; l < 3; ++l) {
@@ -75,12 +76,35 @@ TEST(KvCache, LayersAreDisjointViewsOfOneAllocation) {
   }
   for (size_t i = 1; i < starts.size(); ++i) EXPECT_EQ(starts[i] - starts[i - 1], layer_bytes);
   EXPECT_THROW(cache.key(3), Error);
-  EXPECT_THROW(KvCache(backend, 3, 0, 16, 2, 8), Error);
+  EXPECT_THROW(KvCache(backend, 3, 0, 16, 2, 8, DType::kF32), Error);
+  // A cache holds the compute dtype or e4m3, nothing else.
+  EXPECT_THROW(KvCache(backend, 3, 5, 16, 2, 8, DType::kBF16), Error);
   ModelConfig c;
   c.num_layers = 30;
   c.num_kv_heads = 3;
   c.head_dim = 64;
   EXPECT_EQ(KvCache::bytes_per_block(c, 16, DType::kBF16), 2 * 30 * 16 * 3 * 64 * 2);
+  // e4m3: a byte per element and a f32 scale per (token, kv head).
+  EXPECT_EQ(KvCache::bytes_per_block(c, 16, DType::kF8E4M3), 2 * 30 * 16 * 3 * (64 + 4));
+  EXPECT_EQ(KvCache::dtype_for(c, backend), DType::kF32);
+  c.quantization.fp8_kv_cache = true;
+  EXPECT_EQ(KvCache::dtype_for(c, backend), DType::kF8E4M3);
+}
+
+TEST(KvCache, Fp8CacheKeepsAScalePerTokenAndKvHead) {
+  CpuBackend backend;
+  KvCache cache(backend, 2, 5, 16, 2, 8, DType::kF8E4M3);
+  EXPECT_EQ(cache.dtype(), DType::kF8E4M3);
+  for (int64_t l = 0; l < 2; ++l) {
+    const KvCacheLayer& layer = cache.layer(l);
+    EXPECT_EQ(layer.key.dtype(), DType::kF8E4M3);
+    EXPECT_EQ(layer.key_scales.shape(), (Shape{5, 16, 2}));
+    EXPECT_EQ(layer.value_scales.dtype(), DType::kF32);
+    EXPECT_NE(layer.key_scales.raw(), layer.value_scales.raw());
+  }
+  EXPECT_EQ(static_cast<const char*>(cache.layer(1).key_scales.raw()) -
+                static_cast<const char*>(cache.layer(0).key_scales.raw()),
+            2 * 5 * 16 * 2 * sizeof(float));
 }
 
 TEST(CpuBackend, HasOneStream) {

@@ -30,7 +30,8 @@ StoredTensor quantize_stored(const std::string& name, const Tensor& w, WeightSca
                              int64_t block, bool static_input) {
   const int64_t n = w.size(0), k = w.size(1);
   const float* src = w.data<float>();
-  const int64_t br = kind == WeightScales::kBlock ? block : (kind == WeightScales::kChannel ? 1 : n);
+  const int64_t br =
+      kind == WeightScales::kBlock ? block : (kind == WeightScales::kChannel ? 1 : n);
   const int64_t bc = kind == WeightScales::kBlock ? block : k;
   const int64_t rows = (n + br - 1) / br, cols = (k + bc - 1) / bc;
   std::vector<float> scales(static_cast<size_t>(rows * cols));
@@ -58,10 +59,12 @@ StoredTensor quantize_stored(const std::string& name, const Tensor& w, WeightSca
   const Shape scale_shape = kind == WeightScales::kTensor    ? Shape{1}
                             : kind == WeightScales::kChannel ? Shape{n, 1}
                                                              : Shape{rows, cols};
-  t.scale = std::make_shared<StoredTensor>(host_tensor(module + ".weight_scale", scale_shape, scales));
+  t.scale =
+      std::make_shared<StoredTensor>(host_tensor(module + ".weight_scale", scale_shape, scales));
   if (kind == WeightScales::kBlock) t.block_rows = t.block_cols = block;
   if (static_input) {
-    t.input_scale = std::make_shared<StoredTensor>(host_tensor(module + ".input_scale", {1}, {0.05f}));
+    t.input_scale =
+        std::make_shared<StoredTensor>(host_tensor(module + ".input_scale", {1}, {0.05f}));
   }
   return t;
 }
@@ -124,9 +127,10 @@ TEST(Fp8Model, CheckpointSchemesMatchTheirDequantizedWeights) {
   };
   // Blocks of 16: the tiny config's fused q/k/v parts (48, 16, 16 rows) end on block
   // boundaries; blocks of 32 do not (48 % 32), so those scales become 1 x 32 row groups.
-  for (const Case cs : {Case{WeightScales::kTensor, 0, true}, Case{WeightScales::kTensor, 0, false},
-                        Case{WeightScales::kChannel, 0, false}, Case{WeightScales::kChannel, 0, true},
-                        Case{WeightScales::kBlock, 16, false}, Case{WeightScales::kBlock, 32, false}}) {
+  for (const Case cs :
+       {Case{WeightScales::kTensor, 0, true}, Case{WeightScales::kTensor, 0, false},
+        Case{WeightScales::kChannel, 0, false}, Case{WeightScales::kChannel, 0, true},
+        Case{WeightScales::kBlock, 16, false}, Case{WeightScales::kBlock, 32, false}}) {
     for (const std::string arch : {"llama", "qwen2"}) {
       SCOPED_TRACE(fmt::format("{} kind {} block {} static {}", arch, int(cs.kind), cs.block,
                                cs.static_input));
@@ -173,6 +177,28 @@ TEST(Fp8Model, OnlineQuantizationStaysCloseToTheOriginal) {
   EXPECT_EQ(run(dummy, tokens).size(0), 20);
 }
 
+// An e4m3 KV cache (a scale per token and kv head) under unquantized weights: every attention
+// read goes through the cache, so a prompt's logits already show its rounding.
+TEST(Fp8Model, Fp8KvCacheStaysCloseToTheExactCache) {
+  CpuBackend backend;
+  for (const std::string arch : {"llama", "qwen2"}) {
+    SCOPED_TRACE(arch);
+    ModelConfig c = testing::tiny_config(arch);
+    const WeightMap weights = testing::random_weights(c, 11);
+    LlamaModel exact(c, weights_of(weights), backend);
+    c.quantization.fp8_kv_cache = true;
+    LlamaModel fp8_kv(c, weights_of(weights), backend);
+    EXPECT_EQ(fp8_kv.make_kv_cache(8, 16).dtype(), DType::kF8E4M3);
+    EXPECT_EQ(fp8_kv.weight_bytes(), exact.weight_bytes());
+    const std::vector<int32_t> tokens = testing::random_tokens(24, c.vocab_size, 3);
+    const double err = rel_l2(run(fp8_kv, tokens), run(exact, tokens));
+    // e4m3 keeps 3 mantissa bits (~2% RMS per element at a per-vector scale); attention
+    // averages over keys. A wrong scale or slot is off by O(1).
+    EXPECT_LT(err, 0.1);
+    EXPECT_GT(err, 0.0);
+  }
+}
+
 TEST(Fp8Model, RejectsHostileScales) {
   CpuBackend backend;
   ModelConfig c = testing::tiny_config("llama");
@@ -200,7 +226,8 @@ TEST(Fp8Model, RejectsHostileScales) {
   mixed.tensors["model.layers.0.self_attn.k_proj.weight"] =
       StoredTensor::from_host("model.layers.0.self_attn.k_proj.weight",
                               weights.at("model.layers.0.self_attn.k_proj.weight"));
-  EXPECT_EQ(testing::error_code_of([&] { LlamaModel m(c, mixed.source(), backend); }), ErrorCode::kUnsupported);
+  EXPECT_EQ(testing::error_code_of([&] { LlamaModel m(c, mixed.source(), backend); }),
+            ErrorCode::kUnsupported);
 }
 
 }  // namespace

@@ -41,7 +41,8 @@ TEST(LlamaModel, RejectsMissingAndMisshapenWeights) {
   ModelConfig qwen = testing::tiny_config("qwen2");
   auto no_bias = testing::random_weights(qwen, 1);
   no_bias.erase("model.layers.0.self_attn.q_proj.bias");
-  EXPECT_EQ(code_of([&] { LlamaModel m(qwen, weights_of(no_bias), backend); }), ErrorCode::kNotFound);
+  EXPECT_EQ(code_of([&] { LlamaModel m(qwen, weights_of(no_bias), backend); }),
+            ErrorCode::kNotFound);
 }
 
 // A config that counts more layers than the files hold is refused by the field's name before
@@ -102,10 +103,13 @@ TEST(LlamaModel, ForwardRejectsBadTokensAndForeignCaches) {
   testing::SeqState seq{{1, 2, 96, 97}, {}, 0};
   const ForwardBatch bad_token = testing::make_step({{&seq, 4}}, 4, pool);
   EXPECT_EQ(code_of([&] { model.forward(bad_token, cache); }), ErrorCode::kInvalidArgument);
-  KvCache foreign(backend, 3, 8, 4, c.num_kv_heads, c.head_dim);
+  KvCache foreign(backend, 3, 8, 4, c.num_kv_heads, c.head_dim, DType::kF32);
   testing::SeqState ok{{1, 2}, {}, 0};
   const ForwardBatch batch = testing::make_step({{&ok, 2}}, 4, pool);
   EXPECT_EQ(code_of([&] { model.forward(batch, foreign); }), ErrorCode::kInvalidArgument);
+  // A cache of the right shape in e4m3, for a model that keeps its cache in f32.
+  KvCache fp8(backend, c.num_layers, 8, 4, c.num_kv_heads, c.head_dim, DType::kF8E4M3);
+  EXPECT_EQ(code_of([&] { model.forward(batch, fp8); }), ErrorCode::kInvalidArgument);
   const Tensor logits = model.forward(batch, cache);
   EXPECT_EQ(logits.shape(), (Shape{2, c.vocab_size}));
 }

@@ -6,6 +6,9 @@
 //
 // Cache slots that no sequence may read (spare blocks, the tail of each last block) hold NaN in
 // both backends' caches: a kernel that reads one turns its output NaN and fails the check.
+// FP8 (e4m3) caches: rope_kv_write's quantization against the CPU's, and attention over the
+// same e4m3 bytes and scales in both backends, on the same shapes.
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -16,7 +19,9 @@
 #include <limits>
 #include <numeric>
 
+#include "core/fp8.h"
 #include "cuda_test_util.h"
+#include "runtime/kv_cache_layer.h"
 
 namespace inflight::test {
 namespace {
@@ -34,11 +39,62 @@ struct Gqa {
   int64_t heads, kv_heads;
 };
 
-TEST(CudaOpsTest, RopeKvWrite) {
-  INFLIGHT_REQUIRE_CUDA();
+// A CUDA copy of a host tensor, bit for bit (e4m3 bytes).
+Tensor upload_bytes(Backend& gpu, const Tensor& host) {
+  Tensor t = gpu.alloc(host.shape(), host.dtype());
+  EXPECT_EQ(cudaMemcpy(t.raw(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  return t;
+}
+
+// A host copy of a device tensor, bit for bit.
+Tensor download_bytes(Backend& gpu, const Tensor& t) {
+  Tensor host = Tensor::empty(t.shape(), t.dtype());
+  gpu.download(t, host);
+  gpu.synchronize();
+  return host;
+}
+
+// A cache layer of `dtype` (f32 on the CPU, bf16 on CUDA, or e4m3) shaped [NB, BS, KH, D] on
+// `backend`, with scales for e4m3.
+KvCacheLayer cache_layer(Backend& backend, const Shape& shape, DType dtype) {
+  KvCacheLayer layer{.key = backend.alloc(shape, dtype), .value = backend.alloc(shape, dtype)};
+  if (dtype == DType::kF8E4M3) {
+    layer.key_scales = backend.alloc({shape[0], shape[1], shape[2]}, DType::kF32);
+    layer.value_scales = backend.alloc({shape[0], shape[1], shape[2]}, DType::kF32);
+  }
+  return layer;
+}
+
+// e4m3 vectors [rows, d] of two caches (with their scales [rows]) agree: the same scale up to
+// f32 rounding, values at most one e4m3 step apart (the GPU's f32 RoPE and the CPU's may round
+// a value on either side of a rounding boundary), and those steps rare.
+void expect_fp8_rows_close(const std::string& what, const Tensor& got, const Tensor& got_scales,
+                           const Tensor& ref, const Tensor& ref_scales, int64_t d) {
+  const int64_t rows = ref_scales.numel();
+  int64_t steps = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float gs = got_scales.data<float>()[r], rs = ref_scales.data<float>()[r];
+    if (std::isnan(rs)) {
+      ASSERT_TRUE(std::isnan(gs)) << what << ": row " << r << " written, the CPU left it";
+      continue;
+    }
+    ASSERT_NEAR(gs, rs, 1e-5 * rs) << what << ": scale of row " << r;
+    for (int64_t i = 0; i < d; ++i) {
+      const uint8_t g = got.data<uint8_t>()[r * d + i], c = ref.data<uint8_t>()[r * d + i];
+      if (g == c) continue;
+      ++steps;
+      const double a = e4m3_to_f32(g) * gs, b = e4m3_to_f32(c) * rs;
+      ASSERT_LE(std::fabs(a - b), std::max(std::fabs(b) / 8.0, rs / 512.0) * 1.01)
+          << what << ": row " << r << " element " << i;
+    }
+  }
+  EXPECT_LE(steps, std::max<int64_t>(2, rows * d / 100)) << what << ": too many differing values";
+}
+
+void rope_kv_write_cases(bool fp8) {
   Backend& gpu = cuda_backend();
   Backend& cpu = cpu_backend();
-  std::mt19937 rng(11);
+  std::mt19937 rng(fp8 ? 16 : 11);
   const int64_t head_dims[] = {64, 128, 2, 80};
   int case_index = 0;
   for (const int64_t tokens : {1, 7, 91, 513}) {
@@ -68,19 +124,46 @@ TEST(CudaOpsTest, RopeKvWrite) {
         const Tensor inv_freq = inv_freq_host(d, 10000.0f);
 
         const StepInputs in_gpu = gpu.upload_batch(b);
-        const Tensor k_gpu = to_backend(gpu, k_init), v_gpu = to_backend(gpu, v_init);
         const Tensor q_gpu = gpu.alloc({tokens, g.heads, d}, DType::kBF16);
         poison(q_gpu);
-        gpu.rope_kv_write(to_backend(gpu, qkv), in_gpu, gpu.upload(inv_freq, DType::kF32), q_gpu,
-                          k_gpu, v_gpu);
-
         const StepInputs in_cpu = cpu.upload_batch(b);
-        const Tensor k_cpu = to_backend(cpu, k_init), v_cpu = to_backend(cpu, v_init);
         const Tensor q_cpu = cpu.alloc({tokens, g.heads, d}, DType::kF32);
-        cpu.rope_kv_write(to_backend(cpu, qkv), in_cpu, inv_freq, q_cpu, k_cpu, v_cpu);
-
-        const std::string what =
-            fmt::format("T={} H={} KH={} D={} bs={}", tokens, g.heads, g.kv_heads, d, block_size);
+        const std::string what = fmt::format("T={} H={} KH={} D={} bs={}{}", tokens, g.heads,
+                                             g.kv_heads, d, block_size, fp8 ? " fp8" : "");
+        if (fp8) {
+          // Caches of NaN bytes and scales (0xFF everywhere): untouched slots stay NaN.
+          const KvCacheLayer kv_gpu = cache_layer(gpu, cache_shape, DType::kF8E4M3);
+          for (const Tensor* t :
+               {&kv_gpu.key, &kv_gpu.value, &kv_gpu.key_scales, &kv_gpu.value_scales}) {
+            poison(*t);
+          }
+          gpu.rope_kv_write(to_backend(gpu, qkv), in_gpu, gpu.upload(inv_freq, DType::kF32), q_gpu,
+                            kv_gpu);
+          const KvCacheLayer kv_cpu = cache_layer(cpu, cache_shape, DType::kF8E4M3);
+          for (const Tensor* t :
+               {&kv_cpu.key, &kv_cpu.value, &kv_cpu.key_scales, &kv_cpu.value_scales}) {
+            std::memset(t->raw(), 0xff, t->nbytes());
+          }
+          cpu.rope_kv_write(to_backend(cpu, qkv), in_cpu, inv_freq, q_cpu, kv_cpu);
+          expect_close("rope_kv_write.q", what, to_host(gpu, q_gpu), q_cpu);
+          expect_fp8_rows_close("rope_kv_write.k_fp8 " + what, download_bytes(gpu, kv_gpu.key),
+                                download_bytes(gpu, kv_gpu.key_scales), kv_cpu.key,
+                                kv_cpu.key_scales, d);
+          // v is not rotated: the same bytes and scales.
+          const Tensor v_gpu = download_bytes(gpu, kv_gpu.value);
+          EXPECT_EQ(std::memcmp(v_gpu.raw(), kv_cpu.value.raw(), v_gpu.nbytes()), 0)
+              << what << ": v bytes";
+          const Tensor vs_gpu = download_bytes(gpu, kv_gpu.value_scales);
+          EXPECT_EQ(std::memcmp(vs_gpu.raw(), kv_cpu.value_scales.raw(), vs_gpu.nbytes()), 0)
+              << what << ": v scales";
+          continue;
+        }
+        const Tensor k_gpu = to_backend(gpu, k_init), v_gpu = to_backend(gpu, v_init);
+        gpu.rope_kv_write(to_backend(gpu, qkv), in_gpu, gpu.upload(inv_freq, DType::kF32), q_gpu,
+                          {.key = k_gpu, .value = v_gpu});
+        const Tensor k_cpu = to_backend(cpu, k_init), v_cpu = to_backend(cpu, v_init);
+        cpu.rope_kv_write(to_backend(cpu, qkv), in_cpu, inv_freq, q_cpu,
+                          {.key = k_cpu, .value = v_cpu});
         expect_close("rope_kv_write.q", what, to_host(gpu, q_gpu), q_cpu);
         // Whole caches: written slots rotated, every other slot untouched.
         expect_close("rope_kv_write.k_cache", what, to_host(gpu, k_gpu), k_cpu);
@@ -88,6 +171,16 @@ TEST(CudaOpsTest, RopeKvWrite) {
       }
     }
   }
+}
+
+TEST(CudaOpsTest, RopeKvWrite) {
+  INFLIGHT_REQUIRE_CUDA();
+  rope_kv_write_cases(/*fp8=*/false);
+}
+
+TEST(CudaOpsTest, RopeKvWriteFp8Cache) {
+  INFLIGHT_REQUIRE_CUDA();
+  rope_kv_write_cases(/*fp8=*/true);
 }
 
 struct SeqSpec {
@@ -142,6 +235,37 @@ PagedCase make_paged_case(const std::vector<SeqSpec>& seqs, int32_t block_size, 
   return c;
 }
 
+// Random e4m3 cache contents (never NaN) with random scales, NaN bytes and scales in every slot
+// no sequence may read: the same bytes go to both backends.
+struct Fp8Host {
+  Tensor values;  // [NB, BS, KH, D] e4m3
+  Tensor scales;  // [NB, BS, KH] f32
+};
+Fp8Host fp8_cache_host(const PagedCase& c, const Shape& shape, std::mt19937& rng) {
+  Fp8Host h{Tensor::empty(shape, DType::kF8E4M3),
+            Tensor::empty({shape[0], shape[1], shape[2]}, DType::kF32)};
+  std::uniform_int_distribution<int> byte(0, 253);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.005f);
+  const int64_t heads = shape[2], d = shape[3];
+  for (size_t slot = 0; slot < c.readable.size(); ++slot) {
+    for (int64_t kh = 0; kh < heads; ++kh) {
+      const int64_t row = static_cast<int64_t>(slot) * heads + kh;
+      uint8_t* v = h.values.data<uint8_t>() + row * d;
+      if (!c.readable[slot]) {
+        std::fill(v, v + d, uint8_t{0x7f});
+        h.scales.data<float>()[row] = std::numeric_limits<float>::quiet_NaN();
+        continue;
+      }
+      for (int64_t i = 0; i < d; ++i) {
+        const int b = byte(rng);
+        v[i] = static_cast<uint8_t>(b + (b >= 0x7f));  // skips 0x7f and 0xff
+      }
+      h.scales.data<float>()[row] = scale(rng);
+    }
+  }
+  return h;
+}
+
 // Random cache contents, NaN in every slot no sequence may read.
 Tensor cache_host(const PagedCase& c, const Shape& shape, std::mt19937& rng) {
   Tensor t = random_host(shape, rng);
@@ -171,38 +295,46 @@ struct AttentionConfig {
 // One batch of `seqs` in caches of `block_size`-token blocks through the CUDA and the CPU paged
 // attention: random K/V (NaN in every slot no sequence may read), q drawn from [-q_range,
 // q_range], scale 1 / sqrt(head_dim); the outputs compared under `metric`, the case named
-// `name` and its shape.
+// `name` and its shape. fp8: an e4m3 cache (the same bytes and scales in both backends).
 void expect_attention_matches_cpu(const std::vector<SeqSpec>& seqs, int32_t block_size,
                                   const AttentionConfig& cfg, float q_range, std::mt19937& rng,
-                                  const std::string& metric, const std::string& name) {
+                                  const std::string& metric, const std::string& name,
+                                  bool fp8 = false) {
   Backend& gpu = cuda_backend();
   Backend& cpu = cpu_backend();
   const PagedCase c = make_paged_case(seqs, block_size, rng);
   const int64_t tokens = c.batch.num_tokens(), heads = cfg.gqa.heads, d = cfg.head_dim;
   const Shape cache_shape = {c.num_blocks, block_size, cfg.gqa.kv_heads, d};
-  const Tensor k = cache_host(c, cache_shape, rng), v = cache_host(c, cache_shape, rng);
+  KvCacheLayer kv_gpu, kv_cpu;
+  if (fp8) {
+    const Fp8Host k = fp8_cache_host(c, cache_shape, rng), v = fp8_cache_host(c, cache_shape, rng);
+    kv_gpu = {upload_bytes(gpu, k.values), upload_bytes(gpu, v.values),
+              gpu.upload(k.scales, DType::kF32), gpu.upload(v.scales, DType::kF32)};
+    kv_cpu = {k.values, v.values, k.scales, v.scales};  // CPU tensors are host memory
+  } else {
+    const Tensor k = cache_host(c, cache_shape, rng), v = cache_host(c, cache_shape, rng);
+    kv_gpu = {.key = to_backend(gpu, k), .value = to_backend(gpu, v)};
+    kv_cpu = {.key = to_backend(cpu, k), .value = to_backend(cpu, v)};
+  }
   const Tensor q = random_host({tokens, heads, d}, rng, -q_range, q_range);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
 
   const StepInputs in_gpu = gpu.upload_batch(c.batch);
   const Tensor out_gpu = gpu.alloc({tokens, heads, d}, DType::kBF16);
   poison(out_gpu);
-  gpu.paged_attention(to_backend(gpu, q), to_backend(gpu, k), to_backend(gpu, v), in_gpu, scale,
-                      cfg.window, out_gpu);
+  gpu.paged_attention(to_backend(gpu, q), kv_gpu, in_gpu, scale, cfg.window, out_gpu);
 
   const StepInputs in_cpu = cpu.upload_batch(c.batch);
   const Tensor out_cpu = cpu.alloc({tokens, heads, d}, DType::kF32);
-  cpu.paged_attention(to_backend(cpu, q), to_backend(cpu, k), to_backend(cpu, v), in_cpu, scale,
-                      cfg.window, out_cpu);
-  expect_close(metric,
+  cpu.paged_attention(to_backend(cpu, q), kv_cpu, in_cpu, scale, cfg.window, out_cpu);
+  expect_close(metric + (fp8 ? ".fp8" : ""),
                fmt::format("{} bs={} H={} KH={} D={} window={}", name, block_size, heads,
                            cfg.gqa.kv_heads, d, cfg.window),
                to_host(gpu, out_gpu), out_cpu);
 }
 
-TEST(CudaOpsTest, PagedAttentionMixedBatches) {
-  INFLIGHT_REQUIRE_CUDA();
-  std::mt19937 rng(12);
+void mixed_batch_cases(bool fp8) {
+  std::mt19937 rng(fp8 ? 17 : 12);
   const std::vector<std::pair<std::string, std::vector<SeqSpec>>> scenarios = {
       {"decode1", {{1, 1}}},
       {"decode3", {{37, 1}, {5, 1}, {300, 1}}},
@@ -224,10 +356,21 @@ TEST(CudaOpsTest, PagedAttentionMixedBatches) {
         const int32_t window = windows[case_index % 4];
         ++case_index;
         expect_attention_matches_cpu(seqs, block_size, {g, d, window}, 2.0f, rng, "paged_attention",
-                                     name);
+                                     name, fp8);
       }
     }
   }
+}
+
+TEST(CudaOpsTest, PagedAttentionMixedBatches) {
+  INFLIGHT_REQUIRE_CUDA();
+  mixed_batch_cases(/*fp8=*/false);
+}
+
+// The simple kernel (head_dim 80, 256, 8) and the tiles (64, 128) reading e4m3.
+TEST(CudaOpsTest, PagedAttentionMixedBatchesFp8Cache) {
+  INFLIGHT_REQUIRE_CUDA();
+  mixed_batch_cases(/*fp8=*/true);
 }
 
 // The tile path's seams: decode tiles with 1..16 rows (several new tokens at small GQA
@@ -235,9 +378,8 @@ TEST(CudaOpsTest, PagedAttentionMixedBatches) {
 // tiles with partial last tiles, a GQA ratio over 16 (decode through prefill tiles), batch 91.
 // q is drawn from a wide range so that the softmax is peaked even over 8k keys and a key read
 // wrongly shows in the output.
-TEST(CudaOpsTest, PagedAttentionTiles) {
-  INFLIGHT_REQUIRE_CUDA();
-  std::mt19937 rng(13);
+void tile_cases(bool fp8) {
+  std::mt19937 rng(fp8 ? 18 : 13);
   std::vector<SeqSpec> batch91;
   std::uniform_int_distribution<int32_t> ctx91(1, 400);
   for (int i = 0; i < 91; ++i) batch91.push_back({ctx91(rng), 1});
@@ -259,10 +401,20 @@ TEST(CudaOpsTest, PagedAttentionTiles) {
     for (const int32_t block_size : {1, 3, 16}) {
       for (int rep = 0; rep < 2; ++rep) {
         expect_attention_matches_cpu(seqs, block_size, configs[case_index++ % std::size(configs)],
-                                     6.0f, rng, "paged_attention.tiles", name);
+                                     6.0f, rng, "paged_attention.tiles", name, fp8);
       }
     }
   }
+}
+
+TEST(CudaOpsTest, PagedAttentionTiles) {
+  INFLIGHT_REQUIRE_CUDA();
+  tile_cases(/*fp8=*/false);
+}
+
+TEST(CudaOpsTest, PagedAttentionTilesFp8Cache) {
+  INFLIGHT_REQUIRE_CUDA();
+  tile_cases(/*fp8=*/true);
 }
 
 // Prompts and chunks of 1..300 new tokens through the prefill tiles, several per batch (the
@@ -306,10 +458,12 @@ TEST(CudaOpsTest, PagedAttentionTallPrefillTiles) {
     int64_t head_dim;
     int32_t block_size, window;
   };
-  for (const Tall t : {Tall{64, 3, 0}, Tall{128, 16, 300}, Tall{128, 1, 0}, Tall{64, 16, 77}}) {
-    expect_attention_matches_cpu({{700, 600}, {40, 1}, {1, 1}}, t.block_size,
-                                 {{64, 64}, t.head_dim, t.window}, 6.0f, rng,
-                                 "paged_attention.tiles", "tall600");
+  for (const bool fp8 : {false, true}) {
+    for (const Tall t : {Tall{64, 3, 0}, Tall{128, 16, 300}, Tall{128, 1, 0}, Tall{64, 16, 77}}) {
+      expect_attention_matches_cpu({{700, 600}, {40, 1}, {1, 1}}, t.block_size,
+                                   {{64, 64}, t.head_dim, t.window}, 6.0f, rng,
+                                   "paged_attention.tiles", "tall600", fp8);
+    }
   }
 }
 

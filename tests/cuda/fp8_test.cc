@@ -1,7 +1,7 @@
 // FP8 on the CUDA backend against the CPU's exact emulation (ops/quantize_fp8.h,
 // ops/scaled_gemm.h): quantization bit for bit, the scaled GEMM through cuBLASLt and through the
 // CUDA-core kernel in every scaling scheme over awkward shapes (m = 1..1024, k not a multiple of
-// 128, n not a multiple of 16).
+// 128, n not a multiple of 16), and the FP8 GEMV at m <= 8.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -40,9 +40,9 @@ Tensor to_host_raw(const Tensor& dev) {
 QuantizedActivations quantize_on(Backend& b, const Tensor& x, int64_t group,
                                  const Tensor* static_scale = nullptr) {
   const int64_t m = x.size(0), k = x.size(1);
-  QuantizedActivations q{b.alloc({m, k}, DType::kF8E4M3),
-                         b.alloc(group == 0 ? Shape{m} : Shape{(k + group - 1) / group, m},
-                                 DType::kF32)};
+  QuantizedActivations q{
+      b.alloc({m, k}, DType::kF8E4M3),
+      b.alloc(group == 0 ? Shape{m} : Shape{(k + group - 1) / group, m}, DType::kF32)};
   b.quantize_fp8(x, static_scale, group, q.values, q.scales);
   return q;
 }
@@ -55,7 +55,8 @@ TEST(CudaFp8Test, QuantizeMatchesCpuBitForBit) {
     for (const auto [m, k] : {std::pair<int64_t, int64_t>{1, 4096}, {5, 592}, {300, 100}}) {
       const Tensor x = random_host({m, k}, rng, -4.0f, 4.0f);  // bf16-exact
       const QuantizedActivations ref = quantize_on(cpu_backend(), x, group);
-      const QuantizedActivations got = quantize_on(cuda_backend(), to_backend(cuda_backend(), x), group);
+      const QuantizedActivations got =
+          quantize_on(cuda_backend(), to_backend(cuda_backend(), x), group);
       const Tensor values = to_host_raw(got.values), scales = to_host_raw(got.scales);
       EXPECT_EQ(std::memcmp(values.raw(), ref.values.raw(), values.nbytes()), 0)
           << "values group " << group << " m " << m << " k " << k;
@@ -69,7 +70,8 @@ TEST(CudaFp8Test, QuantizeMatchesCpuBitForBit) {
   s.data<float>()[0] = 0.125f;
   const QuantizedActivations ref = quantize_on(cpu_backend(), x, 0, &s);
   const Tensor s_dev = to_device_raw(s);
-  const QuantizedActivations got = quantize_on(cuda_backend(), to_backend(cuda_backend(), x), 0, &s_dev);
+  const QuantizedActivations got =
+      quantize_on(cuda_backend(), to_backend(cuda_backend(), x), 0, &s_dev);
   const Tensor values = to_host_raw(got.values);
   EXPECT_EQ(std::memcmp(values.raw(), ref.values.raw(), values.nbytes()), 0);
 }
@@ -83,10 +85,18 @@ Linear host_weight(int64_t n, int64_t k, int scheme, std::mt19937& rng) {
   for (int64_t e = 0; e < n * k; ++e) bytes[e] = f32_to_e4m3(value(rng) * 448.0f);
   Shape shape;
   switch (scheme) {
-    case 0: shape = {1}; w.activations = ActivationScales::kStaticTensor; break;  // per tensor
-    case 1: shape = {n}; break;                                                    // per channel
-    case 2: shape = {n}; w.activations = ActivationScales::kStaticTensor; break;  // channel, static x
-    default: {                                                                     // 128 x 128 blocks
+    case 0:
+      shape = {1};
+      w.activations = ActivationScales::kStaticTensor;
+      break;  // per tensor
+    case 1:
+      shape = {n};
+      break;  // per channel
+    case 2:
+      shape = {n};
+      w.activations = ActivationScales::kStaticTensor;
+      break;    // channel, static x
+    default: {  // 128 x 128 blocks
       const int64_t groups = (k + 127) / 128;
       shape = {(n + 127) / 128, (groups + 3) / 4 * 4};
       w.block_rows = w.block_cols = 128;
@@ -127,8 +137,8 @@ TEST(CudaFp8Test, ScaledGemmMatchesCpu) {
   std::mt19937 rng(13);
   const char* names[] = {"tensor", "channel", "channel_static", "block128"};
   for (int scheme = 0; scheme < 4; ++scheme) {
-    for (const auto [n, k] : {std::pair<int64_t, int64_t>{512, 640}, {384, 592}, {1000, 1024},
-                              {37, 200}}) {
+    for (const auto [n, k] :
+         {std::pair<int64_t, int64_t>{512, 640}, {384, 592}, {1000, 1024}, {37, 200}}) {
       Linear hw = host_weight(n, k, scheme, rng);
       if (n == 384) hw.bias = random_host({n}, rng);
       const Linear dw = to_device(hw);
@@ -144,16 +154,26 @@ TEST(CudaFp8Test, ScaledGemmMatchesCpu) {
           const Tensor y = cuda_backend().alloc({m, n}, out);
           poison(y);
           cuda_backend().gemm(qx, dw, y);
-          expect_close("scaled_gemm", fmt::format("{} m={} n={} k={} {}", names[scheme], m, n, k,
-                                                  dtype_name(out)),
+          expect_close("scaled_gemm",
+                       fmt::format("{} m={} n={} k={} {}", names[scheme], m, n, k, dtype_name(out)),
                        to_host(cuda_backend(), y), y_ref,
                        out == DType::kF32 ? 1e-3 : kBf16Tolerance);
           const Tensor y_core = cuda_backend().alloc({m, n}, out);
           poison(y_core);
           scaled_gemm_cuda(make_scaled_gemm_params(qx, dw, y_core), nullptr);
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-          expect_close("scaled_gemm_core", fmt::format("{} m={} n={} k={} {}", names[scheme], m, n,
-                                                       k, dtype_name(out)),
+          expect_close("scaled_gemm_core",
+                       fmt::format("{} m={} n={} k={} {}", names[scheme], m, n, k, dtype_name(out)),
+                       to_host(cuda_backend(), y_core), y_ref,
+                       out == DType::kF32 ? 1e-5 : kBf16Tolerance);
+          // The FP8 GEMV, wherever it applies (m <= 8, no blocks, k % 16 == 0).
+          const ScaledGemmParams gp = make_scaled_gemm_params(qx, dw, y_core);
+          if (!scaled_gemv_cuda_supported(gp)) continue;
+          poison(y_core);
+          scaled_gemv_cuda(gp, nullptr);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          expect_close("scaled_gemv",
+                       fmt::format("{} m={} n={} k={} {}", names[scheme], m, n, k, dtype_name(out)),
                        to_host(cuda_backend(), y_core), y_ref,
                        out == DType::kF32 ? 1e-5 : kBf16Tolerance);
         }

@@ -310,13 +310,12 @@ class CoreGemmBackend final : public Backend {
     INFLIGHT_CHECK(err == cudaSuccess, "gemm_cuda: {}", cudaGetErrorString(err));
   }
   void rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
-                     const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) override {
-    inner_.rope_kv_write(qkv, in, inv_freq, q_out, k_cache, v_cache);
+                     const Tensor& q_out, const KvCacheLayer& kv) override {
+    inner_.rope_kv_write(qkv, in, inv_freq, q_out, kv);
   }
-  void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                       const StepInputs& in, float scale, int32_t sliding_window,
-                       const Tensor& out) override {
-    inner_.paged_attention(q, k_cache, v_cache, in, scale, sliding_window, out);
+  void paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in, float scale,
+                       int32_t sliding_window, const Tensor& out) override {
+    inner_.paged_attention(q, kv, in, scale, sliding_window, out);
   }
   void swiglu(const Tensor& gate_up, const Tensor& out) override { inner_.swiglu(gate_up, out); }
   void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) override {
@@ -367,6 +366,15 @@ TEST(CudaModelTest, TinyRandomConfigsMatchCpuFp8) {
   INFLIGHT_REQUIRE_CUDA();
   if (!cuda_backend().supports_fp8()) GTEST_SKIP() << "no FP8 tensor cores";
   run_tiny_configs(cuda_backend(), ".fp8", Quantization::online_fp8(), kFp8Tolerance);
+}
+
+// bf16 weights over an e4m3 KV cache (a scale per token and kv head): k and v quantized from
+// bf16 on the GPU and f32 on the CPU round apart now and then, as FP8 activations do.
+TEST(CudaModelTest, TinyRandomConfigsMatchCpuFp8KvCache) {
+  INFLIGHT_REQUIRE_CUDA();
+  Quantization q;
+  q.fp8_kv_cache = true;
+  run_tiny_configs(cuda_backend(), ".fp8_kv", q, kFp8Tolerance);
 }
 
 TEST(CudaModelTest, TinyRandomConfigsMatchCpuWithCoreGemm) {

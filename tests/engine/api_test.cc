@@ -87,7 +87,9 @@ TEST(EngineConfig, ValidationNamesTheField) {
   c.block_size = 0;
   EXPECT_NE(c.validate().message().find("block_size"), std::string::npos);
   c = EngineConfig();
-  c.max_num_seqs = 0;
+  c.max_num_seqs = 0;  // from the memory plan
+  EXPECT_TRUE(c.validate().ok());
+  c.max_num_seqs = -1;
   EXPECT_NE(c.validate().message().find("max_num_seqs"), std::string::npos);
   c = EngineConfig();
   c.max_num_batched_tokens = -1;

@@ -215,7 +215,7 @@ TEST(Engine, EnqueueRejectsWhatCanNeverRun) {
   EXPECT_TRUE(ok[0].status.ok());
 
   EngineConfig bad = small_config();
-  bad.max_num_seqs = 0;
+  bad.max_num_seqs = -1;
   EXPECT_EQ(Engine::create(bad, tiny_runner(tiny_model()), nullptr).status().code(),
             StatusCode::kInvalidArgument);
   bad = small_config();
@@ -304,8 +304,7 @@ TEST(Engine, CancellingEveryRequestOfAStepAbandonsIt) {
   config.block_size = 16;
   config.num_kv_blocks = 256;
   config.max_num_batched_tokens = 1024;
-  auto engine =
-      make_engine(config, make_runner(make_backend("cpu"), c, nullptr, uint64_t{7}));
+  auto engine = make_engine(config, make_runner(make_backend("cpu"), c, nullptr, uint64_t{7}));
   auto timed = [&](uint32_t seed, bool cancel_midway, double wait_s) {
     const auto start = Clock::now();
     auto h = engine->enqueue(greedy(random_tokens(768, 1000, seed), 1));

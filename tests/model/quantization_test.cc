@@ -58,9 +58,10 @@ TEST(Quantization, CompressedTensorsStaticWithKvCache) {
   EXPECT_EQ(q.weights, W::kTensor);
   EXPECT_EQ(q.activations, A::kStaticTensor);
   EXPECT_TRUE(q.kv_cache_scales);
+  EXPECT_TRUE(q.fp8_kv_cache);  // --kv-cache-dtype auto follows the checkpoint
   EXPECT_EQ(q.describe(),
             "fp8 (compressed-tensors): weights per tensor, activations static per tensor, "
-            "KV-cache scales, 1 ignore entries");
+            "KV-cache scales, 1 ignore entries, KV cache fp8 e4m3");
 }
 
 TEST(Quantization, CompressedTensorsBlock) {

@@ -1,6 +1,9 @@
 #include "ops/paged_attention.h"
 
+#include <cstring>
 #include <numeric>
+
+#include "core/fp8.h"
 
 #include "ops/op_test_util.h"
 
@@ -57,7 +60,10 @@ struct AttnCase {
   int32_t block_size, window;
 };
 
-void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rng) {
+// fp8: the op reads an e4m3 cache (random non-NaN bytes, a random scale per slot and kv head)
+// and the reference its exact dequantized values.
+void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rng,
+              bool fp8 = false) {
   const int64_t h = ac.heads, kh = ac.kv_heads, d = ac.head_dim, group = h / kh;
   const int32_t bs = ac.block_size;
   const Batch b = make_batch(seqs, bs, rng);
@@ -65,11 +71,40 @@ void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rn
   const int32_t num_seqs = static_cast<int32_t>(seqs.size());
   const Tensor q = random_tensor({t, h, d}, rng, 2.0f);
   // Every slot starts as NaN; only the sequences' context slots get values, so reading any
-  // other slot poisons the output.
+  // other slot poisons the output. k_cache, v_cache: the values the reference reads.
   const Tensor k_cache = Tensor::empty({b.num_blocks, bs, kh, d}, DType::kF32);
   const Tensor v_cache = Tensor::empty(k_cache.shape(), DType::kF32);
   poison(k_cache);
   poison(v_cache);
+  KvCacheLayer cache{.key = k_cache, .value = v_cache};
+  if (fp8) {
+    cache.key = Tensor::empty(k_cache.shape(), DType::kF8E4M3);
+    cache.value = Tensor::empty(k_cache.shape(), DType::kF8E4M3);
+    std::memset(cache.key.raw(), 0x7f, cache.key.nbytes());  // e4m3 NaN
+    std::memset(cache.value.raw(), 0x7f, cache.value.nbytes());
+    cache.key_scales = Tensor::empty({b.num_blocks, bs, kh}, DType::kF32);
+    cache.value_scales = Tensor::empty(cache.key_scales.shape(), DType::kF32);
+    poison(cache.key_scales);
+    poison(cache.value_scales);
+  }
+  std::uniform_int_distribution<int> byte(0, 253);  // 0x7f and 0xff are NaN: skipped below
+  std::uniform_real_distribution<float> scale_dist(0.001f, 0.02f);
+  // One (slot, kv head) vector: random f32 values, or random e4m3 bytes and scale.
+  auto fill = [&](const Tensor& ref, const Tensor& values, const Tensor& scales, int64_t at,
+                  std::uniform_real_distribution<float>& dist) {
+    if (!fp8) {
+      for (int64_t e = 0; e < d; ++e) ref.data<float>()[at * d + e] = dist(rng);
+      return;
+    }
+    const float sc = scale_dist(rng);
+    scales.data<float>()[at] = sc;
+    for (int64_t e = 0; e < d; ++e) {
+      int v = byte(rng);
+      v += v >= 0x7f;  // skip 0x7f (and 0xff, past 253 + 1)
+      values.data<uint8_t>()[at * d + e] = static_cast<uint8_t>(v);
+      ref.data<float>()[at * d + e] = e4m3_to_f32(static_cast<uint8_t>(v)) * sc;
+    }
+  };
   auto slot_of = [&](int32_t s, int32_t pos) {
     return static_cast<int64_t>(b.block_tables[static_cast<size_t>(s * b.max_blocks + pos / bs)]) *
                bs +
@@ -80,10 +115,9 @@ void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rn
   for (int32_t s = 0; s < num_seqs; ++s) {
     max_context = std::max(max_context, b.context_lens[static_cast<size_t>(s)]);
     for (int32_t pos = 0; pos < b.context_lens[static_cast<size_t>(s)]; ++pos) {
-      const int64_t base = slot_of(s, pos) * kh * d;
-      for (int64_t e = 0; e < kh * d; ++e) {
-        k_cache.data<float>()[base + e] = dist(rng);
-        v_cache.data<float>()[base + e] = dist(rng);
+      for (int64_t hh = 0; hh < kh; ++hh) {
+        fill(k_cache, cache.key, cache.key_scales, slot_of(s, pos) * kh + hh, dist);
+        fill(v_cache, cache.value, cache.value_scales, slot_of(s, pos) * kh + hh, dist);
       }
     }
   }
@@ -91,8 +125,8 @@ void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rn
   const Tensor out = Tensor::empty({t, h, d}, DType::kF32);
   poison(out);
   paged_attention_cpu(make_paged_attention_params(
-      q, k_cache, v_cache, i32_tensor(b.block_tables, {num_seqs, b.max_blocks}),
-      i32_tensor(b.query_start), i32_tensor(b.context_lens), max_context, ac.window, scale, out));
+      q, cache, i32_tensor(b.block_tables, {num_seqs, b.max_blocks}), i32_tensor(b.query_start),
+      i32_tensor(b.context_lens), max_context, ac.window, scale, out));
 
   std::vector<double> expect(static_cast<size_t>(t * h * d));
   for (int32_t s = 0; s < num_seqs; ++s) {
@@ -126,7 +160,8 @@ void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rn
   expect_close(out, expect, kF32RelTol,
                "attention h=" + std::to_string(h) + " kh=" + std::to_string(kh) +
                    " d=" + std::to_string(d) + " bs=" + std::to_string(bs) +
-                   " window=" + std::to_string(ac.window) + " seqs=" + std::to_string(num_seqs));
+                   " window=" + std::to_string(ac.window) + " seqs=" + std::to_string(num_seqs) +
+                   (fp8 ? " fp8" : ""));
 }
 
 // Mixed prefill, chunked prefill and decode sequences of random lengths.
@@ -157,6 +192,21 @@ TEST(PagedAttentionCpu, MatchesDenseReferenceOverRaggedBatches) {
   }
 }
 
+TEST(PagedAttentionCpu, ReadsAnFp8CacheAsItsDequantizedValues) {
+  std::mt19937 rng(38);
+  for (auto [h, kh] : {std::pair<int64_t, int64_t>{1, 1}, {9, 3}, {8, 1}}) {
+    for (int64_t d : {2, 14, 64, 128}) {
+      for (int32_t bs : {1, 16}) {
+        for (int32_t window : {0, 7}) {
+          for (int n : {1, 5}) {
+            run_case({h, kh, d, bs, window}, random_seqs(n, rng), rng, /*fp8=*/true);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(PagedAttentionCpu, SingleTokenContextAndLongContext) {
   std::mt19937 rng(41);
   run_case({4, 2, 64, 16, 0}, {{1, 1}}, rng);
@@ -167,30 +217,37 @@ TEST(PagedAttentionCpu, SingleTokenContextAndLongContext) {
 TEST(PagedAttentionParams, RejectsInconsistentShapes) {
   std::mt19937 rng(1);
   const Tensor q = random_tensor({3, 4, 8}, rng);
-  const Tensor cache = Tensor::empty({4, 2, 2, 8}, DType::kF32);
-  const Tensor bad_cache = Tensor::empty({4, 2, 3, 8}, DType::kF32);
+  const KvCacheLayer cache{.key = Tensor::empty({4, 2, 2, 8}, DType::kF32),
+                           .value = Tensor::empty({4, 2, 2, 8}, DType::kF32)};
+  const KvCacheLayer bad_cache{.key = Tensor::empty({4, 2, 3, 8}, DType::kF32),
+                               .value = Tensor::empty({4, 2, 3, 8}, DType::kF32)};
   const Tensor tables = i32_tensor({0, 1, 2, 3}, {2, 2});
   const Tensor qs = i32_tensor({0, 2, 3});
   const Tensor ctx = i32_tensor({2, 3});
   const Tensor out = Tensor::empty({3, 4, 8}, DType::kF32);
-  EXPECT_NO_THROW(make_paged_attention_params(q, cache, cache, tables, qs, ctx, 3, 0, 1.0f, out));
+  EXPECT_NO_THROW(make_paged_attention_params(q, cache, tables, qs, ctx, 3, 0, 1.0f, out));
   EXPECT_EQ(error_code_of([&] {
-              make_paged_attention_params(q, bad_cache, bad_cache, tables, qs, ctx, 3, 0, 1.0f,
-                                          out);
+              make_paged_attention_params(q, bad_cache, tables, qs, ctx, 3, 0, 1.0f, out);
             }),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(error_code_of([&] {
-              make_paged_attention_params(q, cache, cache, tables, ctx, ctx, 3, 0, 1.0f, out);
-            }),
+  EXPECT_EQ(error_code_of(
+                [&] { make_paged_attention_params(q, cache, tables, ctx, ctx, 3, 0, 1.0f, out); }),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(error_code_of([&] {
-              make_paged_attention_params(q, cache, cache, tables, qs, ctx, 5, 0, 1.0f, out);
-            }),
+  EXPECT_EQ(error_code_of(
+                [&] { make_paged_attention_params(q, cache, tables, qs, ctx, 5, 0, 1.0f, out); }),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(error_code_of([&] {
-              make_paged_attention_params(q, cache, cache, tables, qs, ctx, 3, 0, 1.0f, q);
-            }),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      error_code_of([&] { make_paged_attention_params(q, cache, tables, qs, ctx, 3, 0, 1.0f, q); }),
+      ErrorCode::kInvalidArgument);
+  KvCacheLayer mixed = cache;  // K and V of different dtypes
+  mixed.value = Tensor::empty({4, 2, 2, 8}, DType::kF8E4M3);
+  KvCacheLayer scaled = cache;  // scales on an f32 cache
+  scaled.key_scales = Tensor::empty({4, 2, 2}, DType::kF32);
+  for (const KvCacheLayer* bad : std::initializer_list<const KvCacheLayer*>{&mixed, &scaled}) {
+    EXPECT_EQ(error_code_of(
+                  [&] { make_paged_attention_params(q, *bad, tables, qs, ctx, 3, 0, 1.0f, out); }),
+              ErrorCode::kInvalidArgument);
+  }
 }
 
 }  // namespace

@@ -64,10 +64,10 @@ void CpuBackend::download(const Tensor& src, const Tensor& dst) {
 }
 
 void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
-  INFLIGHT_CHECK_CODE(src.defined() && dst.defined() && src.dtype() == dst.dtype() &&
-                          src.shape() == dst.shape(),
-                      ErrorCode::kInvalidArgument, "cpu copy: dst must match src ({} {})",
-                      dtype_name(src.dtype()), shape_str(src.shape()));
+  INFLIGHT_CHECK_CODE(
+      src.defined() && dst.defined() && src.dtype() == dst.dtype() && src.shape() == dst.shape(),
+      ErrorCode::kInvalidArgument, "cpu copy: dst must match src ({} {})", dtype_name(src.dtype()),
+      shape_str(src.shape()));
   if (src.nbytes() && src.raw() != dst.raw()) std::memcpy(dst.raw(), src.raw(), src.nbytes());
 }
 
@@ -113,17 +113,16 @@ void CpuBackend::gemm(const Tensor& x, const Linear& w, const Tensor& y) {
 }
 
 void CpuBackend::rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
-                               const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) {
-  rope_kv_write_cpu(make_rope_kv_write_params(qkv, in.positions, in.slot_mapping, inv_freq, q_out,
-                                              k_cache, v_cache));
+                               const Tensor& q_out, const KvCacheLayer& kv) {
+  rope_kv_write_cpu(
+      make_rope_kv_write_params(qkv, in.positions, in.slot_mapping, inv_freq, q_out, kv));
 }
 
-void CpuBackend::paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                                 const StepInputs& in, float scale, int32_t sliding_window,
-                                 const Tensor& out) {
-  paged_attention_cpu(make_paged_attention_params(q, k_cache, v_cache, in.block_tables,
-                                                  in.query_start, in.context_lens,
-                                                  in.max_context_len, sliding_window, scale, out));
+void CpuBackend::paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in,
+                                 float scale, int32_t sliding_window, const Tensor& out) {
+  paged_attention_cpu(make_paged_attention_params(q, kv, in.block_tables, in.query_start,
+                                                  in.context_lens, in.max_context_len,
+                                                  sliding_window, scale, out));
 }
 
 void CpuBackend::swiglu(const Tensor& gate_up, const Tensor& out) {

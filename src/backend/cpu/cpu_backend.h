@@ -34,10 +34,9 @@ class CpuBackend final : public Backend {
                 const Tensor& out) override;
   void gemm(const Tensor& x, const Linear& w, const Tensor& y) override;
   void rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
-                     const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) override;
-  void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                       const StepInputs& in, float scale, int32_t sliding_window,
-                       const Tensor& out) override;
+                     const Tensor& q_out, const KvCacheLayer& kv) override;
+  void paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in, float scale,
+                       int32_t sliding_window, const Tensor& out) override;
   void swiglu(const Tensor& gate_up, const Tensor& out) override;
   void quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,
                     const Tensor& values, const Tensor& scales) override;

@@ -103,12 +103,13 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key, const ScaledGemmParam
         a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
         b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
         break;
-      default: break;
+      default:
+        break;
     }
-    INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
-                                                         &a_mode, sizeof(a_mode)));
-    INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
-                                                         &b_mode, sizeof(b_mode)));
+    INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        plan->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode, sizeof(a_mode)));
+    INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        plan->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode, sizeof(b_mode)));
   }
   if (key.bias) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
@@ -228,8 +229,8 @@ void CublasLtGemm::run(const ScaledGemmParams& p, cudaStream_t stream) {
   // activation groups (token-contiguous scales, m % 4 == 0; decode's m < 4 is not). The rest
   // (1 x 128 weight groups, odd shapes) runs on the CUDA-core kernel.
   const bool blocks = p.group != 0;
-  const bool lt_shape = p.k % 16 == 0 &&
-                        (!blocks || (p.group == 128 && p.w_scale_rows == 128 && p.m % 4 == 0));
+  const bool lt_shape =
+      p.k % 16 == 0 && (!blocks || (p.group == 128 && p.w_scale_rows == 128 && p.m % 4 == 0));
   if (batch_invariant_ || !lt_shape) {
     scaled_gemm_cuda(p, stream);
     return;
@@ -255,6 +256,18 @@ void CublasLtGemm::run(const ScaledGemmParams& p, cudaStream_t stream) {
                 alignment_of(p.y, p.n, f32_out ? 4 : 2),
                 alignment_of(p.bias, 0)};
   Plan& plan = plan_for(key, &p);
+  if (!plan.tuned) {
+    plan.tuned = true;
+    if (p.m <= kGemvMaxRows && scaled_gemv_cuda_supported(p)) {
+      plan.use_gemv = pick_gemv(
+          plan, p.m, p.n, p.k, stream, [&] { return matmul(plan, p, stream); },
+          [&] { scaled_gemv_cuda(p, stream); });
+    }
+  }
+  if (plan.use_gemv) {
+    scaled_gemv_cuda(p, stream);
+    return;
+  }
   if (!plan.has_algo || !matmul(plan, p, stream)) scaled_gemm_cuda(p, stream);
 }
 
@@ -265,8 +278,7 @@ void CublasLtGemm::set_pointers(Plan& plan, const ScaledGemmParams& p) {
   if (p.bias != nullptr) set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias);
   set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, p.w_scales);
   set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-      p.static_x_scale && p.group == 0 && p.w_scale_rows == 0 ? p.static_x_scale_ptr
-                                                              : p.x_scales);
+      p.static_x_scale && p.group == 0 && p.w_scale_rows == 0 ? p.static_x_scale_ptr : p.x_scales);
 }
 
 bool CublasLtGemm::matmul(Plan& plan, const ScaledGemmParams& p, cudaStream_t stream) {
@@ -288,12 +300,21 @@ bool CublasLtGemm::matmul(Plan& plan, const ScaledGemmParams& p, cudaStream_t st
 void CublasLtGemm::tune(Plan& plan, const GemmParams& p, cudaStream_t stream) {
   plan.tuned = true;
   if (p.m > kGemvMaxRows || !gemv_cuda_supported(p)) return;
+  plan.use_gemv = pick_gemv(
+      plan, p.m, p.n, p.k, stream,
+      [&] {
+        matmul(plan, p, stream);
+        return plan.has_algo;
+      },
+      [&] { gemv_cuda(p, stream); });
+}
+
+bool CublasLtGemm::pick_gemv(Plan& plan, int64_t m, int64_t n, int64_t k, cudaStream_t stream,
+                             const std::function<bool()>& lt, const std::function<void()>& gemv) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   INFLIGHT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  if (!plan.has_algo || capture != cudaStreamCaptureStatusNone) {
-    plan.use_gemv = true;  // nothing to compare with, or no way to time now
-    return;
-  }
+  // Nothing to compare with, or no way to time now.
+  if (!plan.has_algo || capture != cudaStreamCaptureStatusNone) return true;
   constexpr int kReps = 5;
   const auto time_ms = [&](const std::function<void()>& launch) {
     launch();  // warm-up: lazy module loading, caches
@@ -305,11 +326,13 @@ void CublasLtGemm::tune(Plan& plan, const GemmParams& p, cudaStream_t stream) {
     INFLIGHT_CUDA_CHECK(cudaEventElapsedTime(&ms, tune_start_, tune_stop_));
     return ms / kReps;
   };
-  const float lt_ms = time_ms([&] { matmul(plan, p, stream); });
-  const float gemv_ms = time_ms([&] { gemv_cuda(p, stream); });
-  plan.use_gemv = plan.has_algo ? gemv_ms < lt_ms : true;
-  INFLIGHT_LOG_DEBUG("gemm m={} n={} k={}: cuBLASLt {:.1f} us, GEMV {:.1f} us -> {}", p.m, p.n, p.k,
-                     lt_ms * 1e3f, gemv_ms * 1e3f, plan.use_gemv ? "GEMV" : "cuBLASLt");
+  if (!lt()) return true;  // cuBLASLt refused the operands: plan.has_algo is now false
+  const float lt_ms = time_ms([&] { lt(); });
+  const float gemv_ms = time_ms(gemv);
+  const bool use_gemv = gemv_ms < lt_ms;
+  INFLIGHT_LOG_DEBUG("gemm m={} n={} k={}: cuBLASLt {:.1f} us, GEMV {:.1f} us -> {}", m, n, k,
+                     lt_ms * 1e3f, gemv_ms * 1e3f, use_gemv ? "GEMV" : "cuBLASLt");
+  return use_gemv;
 }
 
 }  // namespace inflight

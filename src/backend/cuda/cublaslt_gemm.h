@@ -10,7 +10,8 @@
 // up. A shape with no algorithm falls back to the plain CUDA-core kernel (ops/ops_cuda.cuh
 // gemm_cuda).
 //
-// Small m (decode at batch <= kGemvMaxRows): the streaming GEMV of ops/gemv_cuda.cu competes
+// Small m (decode at batch <= kGemvMaxRows): the streaming GEMV of ops/gemv_cuda.cu (FP8:
+// ops/scaled_gemv_cuda.cu) competes
 // with cuBLASLt's choice; when a shape's plan is made (its first, eager use; never while a graph
 // is captured) both run a few times on the stream, timed with events, and the faster is kept.
 // That one-time measurement waits for the device; every later call only looks the plan up.
@@ -27,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 
@@ -59,10 +61,10 @@ class CublasLtGemm {
  private:
   // The operands' format and cuBLASLt scale modes (A = w, B = x).
   enum class Scaling : uint8_t {
-    kNone,       // bf16 x bf16
-    kScalar,     // e4m3: one scale each (per-tensor weight, static activations)
-    kOuter,      // e4m3: w per output channel [n] x activations per token [m]
-    kBlocks,     // e4m3: w 128 x 128 blocks x activations 1 x 128 groups
+    kNone,    // bf16 x bf16
+    kScalar,  // e4m3: one scale each (per-tensor weight, static activations)
+    kOuter,   // e4m3: w per output channel [n] x activations per token [m]
+    kBlocks,  // e4m3: w 128 x 128 blocks x activations 1 x 128 groups
   };
   struct Key {
     int64_t m, n, k;
@@ -84,6 +86,11 @@ class CublasLtGemm {
   void set_pointers(Plan& plan, const ScaledGemmParams& p);
   // Chooses between cuBLASLt and the GEMV for a small-m plan by timing both on `stream`.
   void tune(Plan& plan, const GemmParams& p, cudaStream_t stream);
+  // Whether the GEMV beats cuBLASLt for a plan of shape (m, n, k): `lt` runs cuBLASLt (false:
+  // it refused the operands), `gemv` the GEMV; true without timing when cuBLASLt has no
+  // algorithm or the stream is being captured.
+  bool pick_gemv(Plan& plan, int64_t m, int64_t n, int64_t k, cudaStream_t stream,
+                 const std::function<bool()>& lt, const std::function<void()>& gemv);
   void matmul(Plan& plan, const GemmParams& p, cudaStream_t stream);
   // The FP8 product through cuBLASLt; false when cuBLASLt refused it (the caller falls back).
   bool matmul(Plan& plan, const ScaledGemmParams& p, cudaStream_t stream);

@@ -138,10 +138,9 @@ class CudaBackend final : public Backend {
                 const Tensor& out) override;
   void gemm(const Tensor& x, const Linear& w, const Tensor& y) override;
   void rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
-                     const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) override;
-  void paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                       const StepInputs& in, float scale, int32_t sliding_window,
-                       const Tensor& out) override;
+                     const Tensor& q_out, const KvCacheLayer& kv) override;
+  void paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in, float scale,
+                       int32_t sliding_window, const Tensor& out) override;
   void swiglu(const Tensor& gate_up, const Tensor& out) override;
   // FP8 tensor cores: compute capability 8.9 and up.
   bool supports_fp8() const override { return fp8_; }
@@ -174,9 +173,9 @@ class CudaBackend final : public Backend {
   const CudaBackendOptions options_;
   bool fp8_ = false;  // the device has FP8 tensor cores
   bool capturing_ = false;
-  std::vector<cudaStream_t> streams_;        // options_.num_streams, non-blocking
-  std::vector<cudaEvent_t> stream_marks_;    // [i]: recorded on streams_[i] by join_stream
-  cudaStream_t stream_ = nullptr;            // the current stream: every op is enqueued here
+  std::vector<cudaStream_t> streams_;      // options_.num_streams, non-blocking
+  std::vector<cudaEvent_t> stream_marks_;  // [i]: recorded on streams_[i] by join_stream
+  cudaStream_t stream_ = nullptr;          // the current stream: every op is enqueued here
   std::shared_ptr<CudaAllocator> allocator_;
   std::shared_ptr<void> gemm_workspace_;
   std::unique_ptr<CublasLtGemm> gemm_;
@@ -411,15 +410,15 @@ void CudaBackend::synchronize() {
 }
 
 void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
-  INFLIGHT_CHECK_CODE(src.defined() && dst.defined() && src.device() == device() &&
-                          dst.device() == device() && src.dtype() == dst.dtype() &&
-                          src.shape() == dst.shape(),
-                      ErrorCode::kInvalidArgument,
-                      "cuda copy: src and dst must be device tensors of one dtype and shape ({} {})",
-                      dtype_name(src.dtype()), shape_str(src.shape()));
+  INFLIGHT_CHECK_CODE(
+      src.defined() && dst.defined() && src.device() == device() && dst.device() == device() &&
+          src.dtype() == dst.dtype() && src.shape() == dst.shape(),
+      ErrorCode::kInvalidArgument,
+      "cuda copy: src and dst must be device tensors of one dtype and shape ({} {})",
+      dtype_name(src.dtype()), shape_str(src.shape()));
   if (src.nbytes() == 0 || src.raw() == dst.raw()) return;
-  INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice,
-                                      stream_));
+  INFLIGHT_CUDA_CHECK(
+      cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice, stream_));
 }
 
 void CudaBackend::mark_step_begin() {
@@ -529,18 +528,16 @@ void CudaBackend::gemm(const Tensor& x, const Linear& w, const Tensor& y) {
 }
 
 void CudaBackend::rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
-                                const Tensor& q_out, const Tensor& k_cache, const Tensor& v_cache) {
-  rope_kv_write_cuda(make_rope_kv_write_params(qkv, in.positions, in.slot_mapping, inv_freq, q_out,
-                                               k_cache, v_cache),
-                     stream_);
+                                const Tensor& q_out, const KvCacheLayer& kv) {
+  rope_kv_write_cuda(
+      make_rope_kv_write_params(qkv, in.positions, in.slot_mapping, inv_freq, q_out, kv), stream_);
 }
 
-void CudaBackend::paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                                  const StepInputs& in, float scale, int32_t sliding_window,
-                                  const Tensor& out) {
+void CudaBackend::paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in,
+                                  float scale, int32_t sliding_window, const Tensor& out) {
   paged_attention_cuda(
-      make_paged_attention_params(q, k_cache, v_cache, in.block_tables, in.query_start,
-                                  in.context_lens, in.max_context_len, sliding_window, scale, out),
+      make_paged_attention_params(q, kv, in.block_tables, in.query_start, in.context_lens,
+                                  in.max_context_len, sliding_window, scale, out),
       stream_);
 }
 
@@ -565,8 +562,8 @@ void CudaBackend::fill_random(const Tensor& t, uint64_t seed, float scale, float
 
 void CudaBackend::top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
                                const Tensor& top_ids, const Tensor& top_logits) {
-  INFLIGHT_CHECK_CODE(logits.defined() && logits.device() == device(),
-                      ErrorCode::kInvalidArgument, "cuda top_k_logits: expected device tensors");
+  INFLIGHT_CHECK_CODE(logits.defined() && logits.device() == device(), ErrorCode::kInvalidArgument,
+                      "cuda top_k_logits: expected device tensors");
   top_k_logits_cuda(make_top_k_logits_params(logits, k, log_sum_exp, top_ids, top_logits),
                     top_k_workspace_.get(), stream_);
 }
