@@ -52,7 +52,8 @@ stage_finish() {
       *) cp -L "$path" "$dir/lib/$name" ;;
     esac
   done
-  tar -cJf "$dir/bin.tar.xz" -C "$dir" bin && rm -rf "$dir/bin"
+  # One xz stream with a window over every binary: they share most of their code and kernels.
+  tar -cf - -C "$dir" bin | xz -T2 --lzma2=preset=6,dict=256MiB > "$dir/bin.tar.xz" && rm -rf "$dir/bin"
   { git rev-parse HEAD; git status --porcelain --untracked-files=no | head -1; } \
     | awk 'NR == 1 {c = $0} NR == 2 {c = c "+dirty"} END {print c}' > "$dir/commit.txt"
   du -sh "$dir"

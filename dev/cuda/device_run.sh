@@ -86,7 +86,7 @@ run_tests() {
     step initcheck_top_k 90 "${s[@]}" --tool initcheck "$bin/cuda_serving_test" \
       '--gtest_filter=*TopKLogitsMatchesTheCpu*:*FillRandom*'
     step memcheck_ops 240 "${s[@]}" --tool memcheck "$bin/cuda_ops_test"
-    step racecheck_ops 60 "${s[@]}" --tool racecheck "$bin/cuda_ops_test" \
+    step racecheck_ops 150 "${s[@]}" --tool racecheck "$bin/cuda_ops_test" \
       '--gtest_filter=*RmsNorm*:*Swiglu*:*RopeKvWrite*:*PagedAttention*:*GatherRows*'
     step synccheck_ops 60 "${s[@]}" --tool synccheck "$bin/cuda_ops_test"
     step memcheck_tiny_model 60 "${s[@]}" --tool memcheck "$bin/cuda_model_test" \
