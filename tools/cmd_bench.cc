@@ -26,6 +26,7 @@
 #include "core/check.h"
 #include "formats/default_model.h"
 #include "formats/model_files.h"
+#include "formats/quantization.h"
 #include "model/arch_presets.h"
 #include "tools/command.h"
 
@@ -98,8 +99,8 @@ void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, 
   app.add_option("--device", g_engine.device, "Backend device: auto | cpu | cuda | cuda:N")
       ->capture_default_str();
   app.add_option("--quantization", g_engine.quantization,
-                 "fp8: quantize an unquantized checkpoint (or dummy weights) to FP8 while loading: e4m3 linear layers, a scale per output channel, activations scaled per token (FP8 checkpoints are detected without it)")
-      ->check(CLI::IsMember({"fp8"}));
+                 "fp8 (= fp8-channel) | fp8-tensor | fp8-block: quantize an unquantized checkpoint (or dummy weights) to FP8 while loading: e4m3 linear layers with a scale per output channel, per tensor or per 128 x 128 block, activations scaled per token (per token and 128 columns for blocks); FP8 checkpoints are detected without it")
+      ->check(CLI::IsMember(Quantization::online_names()));
   app.add_option("--kv-cache-memory", g_engine.kv_cache_memory,
                  "Engine: KV cache as auto (0.9 of the free memory on a GPU, 512 MiB on the "
                  "CPU), bytes (512MiB, 2G) or a fraction of the free memory")

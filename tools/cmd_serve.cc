@@ -4,7 +4,8 @@
 //                  [--allowed-hosts a,b] [--allowed-origins https://app.example] ...
 //                  [--served-model-name NAME] [--max-model-len N] [--max-num-seqs N]
 //                  [--max-num-batched-tokens N] [--kv-cache-memory auto|512MiB|0.9]
-//                  [--chat-template FILE] [--device auto|cpu|cuda[:N]] [--quantization fp8]
+//                  [--chat-template FILE] [--device auto|cpu|cuda[:N]]
+//                  [--quantization fp8|fp8-channel|fp8-tensor|fp8-block]
 //                  [--dummy-weights --arch llama-3.1-8b --tokenizer FILE] ...
 //
 // The socket is bound first (GET /health answers 503 while the model loads), then the model
@@ -29,6 +30,7 @@
 #include "core/check.h"
 #include "core/logging.h"
 #include "formats/default_model.h"
+#include "formats/quantization.h"
 #include "frontend/tool_calls.h"
 #include "inflight/engine.h"
 #include "server/host_check.h"
@@ -183,8 +185,8 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--device", opts.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   app.add_option("--quantization", opts.quantization,
-                 "fp8: quantize an unquantized checkpoint (or dummy weights) to FP8 while loading: e4m3 linear layers, a scale per output channel, activations scaled per token (FP8 checkpoints are detected without it)")
-      ->check(CLI::IsMember({"fp8"}));
+                 "fp8 (= fp8-channel) | fp8-tensor | fp8-block: quantize an unquantized checkpoint (or dummy weights) to FP8 while loading: e4m3 linear layers with a scale per output channel, per tensor or per 128 x 128 block, activations scaled per token (per token and 128 columns for blocks); FP8 checkpoints are detected without it")
+      ->check(CLI::IsMember(Quantization::online_names()));
   auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
                              "Random weights made on the device (needs --arch or --config, and "
                              "--tokenizer)");

@@ -22,11 +22,9 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 // The model's quantization as `source` asks: the checkpoint's own, or online FP8.
 void apply_quantization(const ModelSource& source, ModelConfig& config) {
-  INFLIGHT_CHECK_CODE(source.quantization.empty() || source.quantization == "fp8",
-                      ErrorCode::kInvalidArgument,
-                      "quantization '{}' is not supported (supported: fp8)", source.quantization);
-  if (source.quantization == "fp8" && !config.quantization.enabled()) {
-    config.quantization = Quantization::online_fp8();
+  if (!source.quantization.empty()) {
+    const Quantization online = Quantization::online(source.quantization);  // checks the name
+    if (!config.quantization.enabled()) config.quantization = online;
   }
   if (config.quantization.enabled()) {
     INFLIGHT_LOG_INFO("quantization: {}", config.quantization.describe());
