@@ -38,7 +38,7 @@ EvalMode parse_eval_mode(std::string_view text) {
     INFLIGHT_CHECK_CODE(weights == "base", ErrorCode::kInvalidArgument,
                         "eval mode '{}': unknown weights '{}' (valid: {})", text, weights, kValid);
   }
-  if (!kv.empty()) {
+  if (!kv.empty() || text.find('+') != std::string_view::npos) {
     INFLIGHT_CHECK_CODE(kv == "kv-auto" || kv == "kv-bf16" || kv == "kv-fp8",
                         ErrorCode::kInvalidArgument,
                         "eval mode '{}': unknown KV cache '{}' (valid: {})", text, kv, kValid);
