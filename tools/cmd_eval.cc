@@ -86,6 +86,8 @@ int run() {
   o.context = opts.context;
   o.max_windows = opts.max_windows;
   o.modes = eval::parse_eval_modes(opts.modes);
+  // What ran, recorded before the run: the tree may change while a long evaluation goes on.
+  const bench::RunInfo info = bench::collect_run_info();
   const eval::EvalResult result = eval::run_accuracy_eval(o, [](std::string_view line) {
     std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
   });
@@ -93,7 +95,7 @@ int run() {
   std::fwrite(table.data(), 1, table.size(), stdout);
   if (!opts.result_json.empty()) {
     nlohmann::json j = eval::to_json(result);
-    bench::add_run_info(j, bench::collect_run_info());
+    bench::add_run_info(j, info);
     bench::write_json_file(opts.result_json, j);
     std::fprintf(stderr, "wrote %s\n", opts.result_json.c_str());
   }
