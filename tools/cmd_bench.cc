@@ -99,7 +99,10 @@ void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, 
   app.add_option("--device", g_engine.device, "Backend device: auto | cpu | cuda | cuda:N")
       ->capture_default_str();
   app.add_option("--quantization", g_engine.quantization,
-                 "fp8 (= fp8-channel) | fp8-tensor | fp8-block: quantize an unquantized checkpoint (or dummy weights) to FP8 while loading: e4m3 linear layers with a scale per output channel, per tensor or per 128 x 128 block, activations scaled per token (per token and 128 columns for blocks); FP8 checkpoints are detected without it")
+                 "fp8 (= fp8-channel) | fp8-tensor | fp8-block: quantize an unquantized checkpoint "
+                 "(or dummy weights) to FP8 while loading: e4m3 linear layers with a scale per "
+                 "output channel, per tensor or per 128 x 128 block, activations scaled per token "
+                 "(per token and 128 columns for blocks); FP8 checkpoints are detected without it")
       ->check(CLI::IsMember(Quantization::online_names()));
   app.add_option("--kv-cache-memory", g_engine.kv_cache_memory,
                  "Engine: KV cache as auto (0.9 of the free memory on a GPU, 512 MiB on the "

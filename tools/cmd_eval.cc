@@ -103,8 +103,8 @@ int run() {
 }
 
 const bool kRegistered = register_command(
-    {"eval", "Perplexity and KL divergence of quantized modes against the model as stored",
-     &setup, &run});
+    {"eval", "Perplexity and KL divergence of quantized modes against the model as stored", &setup,
+     &run});
 
 }  // namespace
 }  // namespace inflight::tools

@@ -185,7 +185,10 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--device", opts.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   app.add_option("--quantization", opts.quantization,
-                 "fp8 (= fp8-channel) | fp8-tensor | fp8-block: quantize an unquantized checkpoint (or dummy weights) to FP8 while loading: e4m3 linear layers with a scale per output channel, per tensor or per 128 x 128 block, activations scaled per token (per token and 128 columns for blocks); FP8 checkpoints are detected without it")
+                 "fp8 (= fp8-channel) | fp8-tensor | fp8-block: quantize an unquantized checkpoint "
+                 "(or dummy weights) to FP8 while loading: e4m3 linear layers with a scale per "
+                 "output channel, per tensor or per 128 x 128 block, activations scaled per token "
+                 "(per token and 128 columns for blocks); FP8 checkpoints are detected without it")
       ->check(CLI::IsMember(Quantization::online_names()));
   auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
                              "Random weights made on the device (needs --arch or --config, and "

@@ -22,15 +22,15 @@ namespace inflight::eval {
 struct EvalOptions {
   std::string model;  // a GGUF file or a Hugging Face directory
   std::string device = "auto";
-  std::string text;  // a UTF-8 text file
-  int32_t context = 512;  // tokens per window (one prefill)
+  std::string text;         // a UTF-8 text file
+  int32_t context = 512;    // tokens per window (one prefill)
   int32_t max_windows = 0;  // 0: every whole window of the text
   std::vector<EvalMode> modes;
 };
 
 struct ModeResult {
   EvalMode mode;
-  std::string description;  // weights and KV cache, as loaded
+  std::string description;   // weights and KV cache, as loaded
   NextTokenMetrics metrics;  // the reference's own: KL 0, top-1 agreement 1
   double load_seconds = 0.0;
   double run_seconds = 0.0;  // prefills and scoring

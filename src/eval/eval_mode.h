@@ -21,8 +21,8 @@
 namespace inflight::eval {
 
 struct EvalMode {
-  std::string name;                    // canonical: "fp8-block+kv-fp8", "base"
-  std::string quantization;            // "" (base) or a Quantization::online name
+  std::string name;                     // canonical: "fp8-block+kv-fp8", "base"
+  std::string quantization;             // "" (base) or a Quantization::online name
   std::string kv_cache_dtype = "auto";  // "auto" | "bf16" | "fp8"
 
   // Whether this is the reference's own configuration (base, KV cache in the compute dtype).

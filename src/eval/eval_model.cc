@@ -21,9 +21,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 std::unique_ptr<KvCache> make_kv_cache(const Model& model, std::string_view kv_cache_dtype,
                                        int64_t num_blocks, int32_t block_size) {
   Backend& backend = model.backend();
-  const bool compute_dtype =
-      kv_cache_dtype == "auto" ||
-      (kv_cache_dtype == "bf16" && backend.compute_dtype() == DType::kBF16);
+  const bool compute_dtype = kv_cache_dtype == "auto" ||
+                             (kv_cache_dtype == "bf16" && backend.compute_dtype() == DType::kBF16);
   // NOTE: the one place the eval chooses a KV cache's dtype. This branch has no FP8 KV cache
   // yet (issue 18, `--kv-cache-dtype auto|bf16|fp8`, an EngineConfig / KvCache option added
   // beside it); once KvCache takes a dtype, pass `kv_cache_dtype` to it here and the +kv-fp8
@@ -80,13 +79,13 @@ EvalModel load_eval_model(const ModelFiles& files, Backend& backend, const EvalM
   const int32_t block_size = kEvalBlockSize;
   const int64_t num_blocks = (context + block_size - 1) / block_size;
   out.cache = make_kv_cache(*out.model, mode.kv_cache_dtype, num_blocks, block_size);
-  out.description = fmt::format(
-      "weights: {}, kv cache: {}",
-      config.quantization.enabled() ? config.quantization.describe()
-                                    : fmt::format("as stored, in {}",
-                                                  dtype_name(backend.compute_dtype())),
-      mode.kv_cache_dtype == "auto" ? std::string(dtype_name(out.cache->dtype()))
-                                    : mode.kv_cache_dtype);
+  out.description =
+      fmt::format("weights: {}, kv cache: {}",
+                  config.quantization.enabled()
+                      ? config.quantization.describe()
+                      : fmt::format("as stored, in {}", dtype_name(backend.compute_dtype())),
+                  mode.kv_cache_dtype == "auto" ? std::string(dtype_name(out.cache->dtype()))
+                                                : mode.kv_cache_dtype);
   out.load_seconds = seconds_since(begin);
   return out;
 }

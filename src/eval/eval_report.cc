@@ -38,8 +38,7 @@ std::string format_table(const EvalResult& result) {
     const std::string delta =
         reference ? "-" : fmt::format("{:+.2f}%", 100.0 * (m.perplexity() / base_ppl - 1.0));
     out += fmt::format("{:<22} {:>11.4f} {:>9} {:>11.5f} {:>10.4f} {:>7.2f}%\n", name,
-                       m.perplexity(), delta, m.mean_kl(), m.max_kl(),
-                       100.0 * m.top1_agreement());
+                       m.perplexity(), delta, m.mean_kl(), m.max_kl(), 100.0 * m.top1_agreement());
   };
   row(fmt::format("base ({}, reference)", result.compute_dtype), result.reference.metrics, true);
   for (const ModeResult& r : result.modes) row(r.mode.name, r.metrics, false);

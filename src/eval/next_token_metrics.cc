@@ -30,8 +30,8 @@ int32_t argmax(std::span<const float> logits) {
 
 double kl_divergence(std::span<const float> ref, double ref_lse, std::span<const float> cand,
                      double cand_lse) {
-  INFLIGHT_CHECK(ref.size() == cand.size(), "kl_divergence of rows of {} and {} logits",
-                 ref.size(), cand.size());
+  INFLIGHT_CHECK(ref.size() == cand.size(), "kl_divergence of rows of {} and {} logits", ref.size(),
+                 cand.size());
   double kl = 0.0;
   for (size_t v = 0; v < ref.size(); ++v) {
     const double log_p = static_cast<double>(ref[v]) - ref_lse;
@@ -63,7 +63,9 @@ double NextTokenMetrics::mean_nll() const {
   return num_tokens_ == 0 ? 0.0 : sum_nll_ / static_cast<double>(num_tokens_);
 }
 
-double NextTokenMetrics::perplexity() const { return std::exp(mean_nll()); }
+double NextTokenMetrics::perplexity() const {
+  return std::exp(mean_nll());
+}
 
 double NextTokenMetrics::mean_kl() const {
   return num_tokens_ == 0 ? 0.0 : sum_kl_ / static_cast<double>(num_tokens_);
@@ -75,10 +77,9 @@ double NextTokenMetrics::top1_agreement() const {
 }
 
 ReferenceRows prepare_reference(Tensor logits) {
-  INFLIGHT_CHECK(logits.dim() == 2 && logits.dtype() == DType::kF32 &&
-                     logits.device() == Device::kCpu,
-                 "reference logits must be host f32 [rows, vocab], got {}",
-                 shape_str(logits.shape()));
+  INFLIGHT_CHECK(
+      logits.dim() == 2 && logits.dtype() == DType::kF32 && logits.device() == Device::kCpu,
+      "reference logits must be host f32 [rows, vocab], got {}", shape_str(logits.shape()));
   const int64_t rows = logits.size(0), vocab = logits.size(1);
   ReferenceRows ref;
   ref.lse.resize(static_cast<size_t>(rows));
@@ -103,12 +104,12 @@ NextTokenMetrics score_rows(const ReferenceRows& ref, const Tensor* cand,
   if (cand != nullptr) {
     INFLIGHT_CHECK(cand->dim() == 2 && cand->dtype() == DType::kF32 && cand->size(1) == vocab &&
                        cand->size(0) >= rows,
-                   "{}: logits {} do not match the reference's {}", what,
-                   shape_str(cand->shape()), shape_str(ref.logits.shape()));
+                   "{}: logits {} do not match the reference's {}", what, shape_str(cand->shape()),
+                   shape_str(ref.logits.shape()));
   }
   for (const int32_t t : targets) {
-    INFLIGHT_CHECK(t >= 0 && t < vocab, "{}: target token {} outside the vocabulary of {}", what,
-                   t, vocab);
+    INFLIGHT_CHECK(t >= 0 && t < vocab, "{}: target token {} outside the vocabulary of {}", what, t,
+                   vocab);
   }
   const float* zr = ref.logits.data<float>();
   const float* zc = cand != nullptr ? cand->data<float>() : nullptr;

@@ -4,8 +4,9 @@
 // At each scored position t of a window, with logits z over the whole vocabulary V and the token
 // x that actually follows, log p(v) = z[v] - logsumexp(z), computed in double:
 //   nll(t)       = -log p(x)                                   perplexity = exp(mean nll)
-//   KL(ref||m)   = sum_v p_ref(v) (log p_ref(v) - log p_m(v))   (>= 0; 0 iff the distributions match)
-//   top-1 agrees = argmax z_ref == argmax z_m                   (ties: the lowest id, as greedy)
+//   KL(ref||m)   = sum_v p_ref(v) (log p_ref(v) - log p_m(v))   (>= 0; 0 iff the distributions
+//   match) top-1 agrees = argmax z_ref == argmax z_m                   (ties: the lowest id, as
+//   greedy)
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,7 @@ double kl_divergence(std::span<const float> ref, double ref_lse, std::span<const
 // One model's figures at one position.
 struct PositionScore {
   double nll = 0.0;
-  double kl = 0.0;         // against the reference (0 for the reference itself)
+  double kl = 0.0;          // against the reference (0 for the reference itself)
   bool top1_agrees = true;  // with the reference
 };
 

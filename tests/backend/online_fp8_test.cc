@@ -120,10 +120,12 @@ FusedLayer load_fused(CpuBackend& backend, const char* name, const std::vector<i
     Tensor t = weight(rows[i], k, static_cast<uint32_t>(10 + i));
     // Parts of different magnitudes: a scale shared across parts would show.
     for (int64_t e = 0; e < t.numel(); ++e) t.data<float>()[e] *= static_cast<float>(1 + 7 * i);
-    pw.parts.push_back(StoredTensor::from_host(
-        "model.layers.0.self_attn." + std::string(i == 0 ? "q" : i == 1 ? "k" : "v") +
-            "_proj.weight",
-        t));
+    pw.parts.push_back(StoredTensor::from_host("model.layers.0.self_attn." +
+                                                   std::string(i == 0   ? "q"
+                                                               : i == 1 ? "k"
+                                                                        : "v") +
+                                                   "_proj.weight",
+                                               t));
     out.originals.push_back(t);
     n += rows[i];
   }
@@ -147,7 +149,8 @@ TEST(OnlineFp8, FusedPerTensorPartsKeepTheirOwnScale) {
   int64_t row = 0;
   for (const Tensor& part : l.originals) {
     float amax = 0.0f;
-    for (int64_t e = 0; e < part.numel(); ++e) amax = std::max(amax, std::fabs(part.data<float>()[e]));
+    for (int64_t e = 0; e < part.numel(); ++e)
+      amax = std::max(amax, std::fabs(part.data<float>()[e]));
     for (int64_t r = 0; r < part.size(0); ++r, ++row) EXPECT_EQ(s[row], amax / kE4M3Max) << row;
   }
 }
@@ -223,9 +226,9 @@ TEST(OnlineFp8, CpuGemmEqualsAnExplicitEmulation) {
     ASSERT_EQ(std::memcmp(linear.weight.raw(), stored.data, static_cast<size_t>(n * k)), 0);
 
     const int64_t groups = linear.activations == ActivationScales::kDynamicGroup ? 3 : 1;
-    const QuantizedActivations qa{backend.alloc({m, k}, DType::kF8E4M3),
-                                  backend.alloc(groups == 1 ? Shape{m} : Shape{groups, m},
-                                                DType::kF32)};
+    const QuantizedActivations qa{
+        backend.alloc({m, k}, DType::kF8E4M3),
+        backend.alloc(groups == 1 ? Shape{m} : Shape{groups, m}, DType::kF32)};
     quantize_for(backend, x, linear, qa);
     const Tensor y = backend.alloc({m, n}, DType::kF32);
     testing::poison(y);

@@ -26,9 +26,8 @@ double kl_of(const std::vector<double>& p, const std::vector<double>& q) {
 }
 
 Tensor rows_tensor(const std::vector<std::vector<float>>& rows) {
-  Tensor t = Tensor::empty({static_cast<int64_t>(rows.size()),
-                            static_cast<int64_t>(rows.front().size())},
-                           DType::kF32);
+  Tensor t = Tensor::empty(
+      {static_cast<int64_t>(rows.size()), static_cast<int64_t>(rows.front().size())}, DType::kF32);
   float* out = t.data<float>();
   for (const auto& r : rows) out = std::copy(r.begin(), r.end(), out);
   return t;
@@ -70,7 +69,7 @@ TEST(NextTokenMetrics, KlDivergenceOfKnownDistributions) {
 
 TEST(NextTokenMetrics, PerplexityIsExpOfTheMeanNll) {
   NextTokenMetrics m;
-  m.add({std::log(2.0), 0.1, true});  // the target had probability 1/2
+  m.add({std::log(2.0), 0.1, true});   // the target had probability 1/2
   m.add({std::log(8.0), 0.3, false});  // 1/8
   EXPECT_EQ(m.num_tokens(), 2);
   EXPECT_NEAR(m.mean_nll(), 2.0 * std::log(2.0), 1e-12);
@@ -91,7 +90,8 @@ TEST(NextTokenMetrics, ScoreRowsAgainstAReference) {
   // Two positions over a vocabulary of 4; targets 1 and 3.
   const std::vector<double> p0 = {0.1, 0.6, 0.2, 0.1}, p1 = {0.25, 0.25, 0.1, 0.4};
   const std::vector<double> q0 = {0.3, 0.4, 0.2, 0.1}, q1 = {0.5, 0.2, 0.1, 0.2};
-  const ReferenceRows ref = prepare_reference(rows_tensor({logits_of(p0, 1.0), logits_of(p1, 0.0)}));
+  const ReferenceRows ref =
+      prepare_reference(rows_tensor({logits_of(p0, 1.0), logits_of(p1, 0.0)}));
   EXPECT_EQ(ref.top1, (std::vector<int32_t>{1, 3}));
   const std::vector<int32_t> targets = {1, 3};
 
