@@ -61,6 +61,7 @@ EvalResult run_accuracy_eval(const EvalOptions& options,
   std::unique_ptr<Backend> backend = make_backend(options.device);
   result.backend = backend->name();
   result.compute_dtype = dtype_name(backend->compute_dtype());
+  for (const EvalMode& mode : options.modes) check_kv_cache_dtype(*backend, mode.kv_cache_dtype);
   // Every configuration stays loaded: each window runs through all of them in turn.
   EvalModel reference =
       load_eval_model(*files, *backend, EvalMode{"base", "", "auto"}, nullptr, options.context);

@@ -18,19 +18,23 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-std::unique_ptr<KvCache> make_kv_cache(const Model& model, std::string_view kv_cache_dtype,
-                                       int64_t num_blocks, int32_t block_size) {
-  Backend& backend = model.backend();
+void check_kv_cache_dtype(const Backend& backend, std::string_view kv_cache_dtype) {
   const bool compute_dtype = kv_cache_dtype == "auto" ||
                              (kv_cache_dtype == "bf16" && backend.compute_dtype() == DType::kBF16);
-  // NOTE: the one place the eval chooses a KV cache's dtype. This branch has no FP8 KV cache
-  // yet (issue 18, `--kv-cache-dtype auto|bf16|fp8`, an EngineConfig / KvCache option added
-  // beside it); once KvCache takes a dtype, pass `kv_cache_dtype` to it here and the +kv-fp8
-  // modes run.
+  // NOTE: this branch has no FP8 KV cache yet (issue 18, `--kv-cache-dtype auto|bf16|fp8`, an
+  // EngineConfig / KvCache option added beside it). Once KvCache takes a dtype, accept what it
+  // takes here and pass `kv_cache_dtype` on in make_kv_cache below: the +kv-fp8 modes then run.
   INFLIGHT_CHECK_CODE(compute_dtype, ErrorCode::kUnsupported,
                       "KV cache dtype '{}' is not available on the {} backend in this build (its "
                       "KV cache stores the compute dtype, {}): use kv-auto",
                       kv_cache_dtype, backend.name(), dtype_name(backend.compute_dtype()));
+}
+
+std::unique_ptr<KvCache> make_kv_cache(const Model& model, std::string_view kv_cache_dtype,
+                                       int64_t num_blocks, int32_t block_size) {
+  Backend& backend = model.backend();
+  check_kv_cache_dtype(backend, kv_cache_dtype);
+  // The one place the eval makes a KV cache: the mode's dtype goes to KvCache here.
   return std::make_unique<KvCache>(backend, model.config(), num_blocks, block_size);
 }
 

@@ -37,6 +37,10 @@ struct EvalModel {
 EvalModel load_eval_model(const ModelFiles& files, Backend& backend, const EvalMode& mode,
                           const EvalModel* reference, int32_t context);
 
+// Throws Error(kUnsupported) when `backend` cannot keep a KV cache of `kv_cache_dtype` ("auto",
+// "bf16", "fp8"); checked for every mode before any model is loaded.
+void check_kv_cache_dtype(const Backend& backend, std::string_view kv_cache_dtype);
+
 // A KV cache of `num_blocks` x `block_size` for `model`, storing K and V as `kv_cache_dtype`
 // says ("auto": the compute dtype).
 std::unique_ptr<KvCache> make_kv_cache(const Model& model, std::string_view kv_cache_dtype,
