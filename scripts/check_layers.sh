@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails when a source file includes a header of a layer above its own (docs/architecture.md):
 #   core < formats < tokenizer, runtime < ops < backend < model < engine < frontend < server
-#   < bench < tools
+#   < bench, eval < tools
 # Each layer lists the layers it may include; include/inflight (the public API) includes only
 # itself and is usable from the engine up.
 set -euo pipefail
@@ -19,6 +19,7 @@ declare -A allowed=(
   [frontend]="core formats tokenizer engine frontend inflight"
   [server]="core formats tokenizer engine frontend server inflight"
   [bench]="core formats tokenizer runtime backend model engine bench inflight"
+  [eval]="core formats tokenizer runtime backend model eval"
   [inflight]="inflight"
 )
 

@@ -26,6 +26,7 @@
 #include "core/check.h"
 #include "formats/default_model.h"
 #include "formats/model_files.h"
+#include "formats/quantization.h"
 #include "model/arch_presets.h"
 #include "tools/command.h"
 #include "tools/precision_options.h"

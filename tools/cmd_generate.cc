@@ -24,6 +24,7 @@
 #include "core/check.h"
 #include "core/env.h"
 #include "formats/default_model.h"
+#include "formats/quantization.h"
 #include "inflight/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"

@@ -4,7 +4,8 @@
 //                  [--allowed-hosts a,b] [--allowed-origins https://app.example] ...
 //                  [--served-model-name NAME] [--max-model-len N] [--max-num-seqs N]
 //                  [--max-num-batched-tokens N] [--kv-cache-memory auto|512MiB|0.9]
-//                  [--chat-template FILE] [--device auto|cpu|cuda[:N]] [--quantization fp8]
+//                  [--chat-template FILE] [--device auto|cpu|cuda[:N]]
+//                  [--quantization fp8|fp8-channel|fp8-tensor|fp8-block]
 //                  [--dummy-weights --arch llama-3.1-8b --tokenizer FILE] ...
 //
 // The socket is bound first (GET /health answers 503 while the model loads), then the model
@@ -29,6 +30,7 @@
 #include "core/check.h"
 #include "core/logging.h"
 #include "formats/default_model.h"
+#include "formats/quantization.h"
 #include "frontend/tool_calls.h"
 #include "inflight/engine.h"
 #include "server/host_check.h"

@@ -78,9 +78,11 @@ struct ModelSource {
   std::string tokenizer;
   // auto (CUDA device 0 when there is one, else the CPU) | cpu | cuda | cuda:N
   std::string device = "auto";
-  // "" (the checkpoint's own format: FP8 checkpoints are detected) | "fp8": an unquantized
-  // checkpoint (or dummy weights) quantized while loading: FP8 e4m3 linear layers with one scale
-  // per output channel, activations scaled per token (docs/quantization.md).
+  // "" (the checkpoint's own format: FP8 checkpoints are detected) | "fp8" (= "fp8-channel") |
+  // "fp8-tensor" | "fp8-block": an unquantized checkpoint (or dummy weights) quantized while
+  // loading to FP8 e4m3 linear layers with one scale per output channel (activations scaled per
+  // token), per tensor (per token), or per 128 x 128 block (per token and 128 columns)
+  // (docs/quantization.md). Ignored for a checkpoint that is already quantized.
   std::string quantization;
   // The KV cache's storage: "auto" (e4m3 when the checkpoint declares an FP8 KV cache, else the
   // compute dtype), "bf16" (the compute dtype) or "fp8" (e4m3 with a scale per token and kv

@@ -23,13 +23,13 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 // The model's quantization as `source` asks (the checkpoint's own, or online FP8) and its KV
 // cache's dtype.
 void apply_quantization(const ModelSource& source, ModelConfig& config) {
-  INFLIGHT_CHECK_CODE(source.quantization.empty() || source.quantization == "fp8",
-                      ErrorCode::kInvalidArgument,
-                      "quantization '{}' is not supported (supported: fp8)", source.quantization);
-  if (source.quantization == "fp8" && !config.quantization.enabled()) {
-    const bool fp8_kv_cache = config.quantization.fp8_kv_cache;
-    config.quantization = Quantization::online_fp8();
-    config.quantization.fp8_kv_cache = fp8_kv_cache;
+  if (!source.quantization.empty()) {
+    const Quantization online = Quantization::online(source.quantization);  // checks the name
+    if (!config.quantization.enabled()) {
+      const bool fp8_kv_cache = config.quantization.fp8_kv_cache;
+      config.quantization = online;
+      config.quantization.fp8_kv_cache = fp8_kv_cache;
+    }
   }
   const std::string& kv = source.kv_cache_dtype;
   if (kv == "fp8" || kv == "fp8_e4m3") {

@@ -324,13 +324,32 @@ std::string Quantization::describe() const {
   return out.empty() ? "none" : out;
 }
 
-Quantization Quantization::online_fp8() {
+Quantization Quantization::online_fp8(WeightScales weights) {
   Quantization q;
   q.method = Method::kFp8;
   q.source = "online";
-  q.weights = WeightScales::kChannel;
+  q.weights = weights;
   q.activations = ActivationScales::kDynamicToken;
+  if (weights == WeightScales::kBlock) {
+    q.block_rows = q.block_cols = 128;
+    q.activations = ActivationScales::kDynamicGroup;
+  }
   return q;
+}
+
+const std::vector<std::string>& Quantization::online_names() {
+  static const std::vector<std::string> names = {"fp8", "fp8-channel", "fp8-tensor", "fp8-block"};
+  return names;
+}
+
+Quantization Quantization::online(std::string_view name) {
+  if (name == "fp8" || name == "fp8-channel") return online_fp8(WeightScales::kChannel);
+  if (name == "fp8-tensor") return online_fp8(WeightScales::kTensor);
+  if (name == "fp8-block") return online_fp8(WeightScales::kBlock);
+  INFLIGHT_THROW(ErrorCode::kInvalidArgument,
+                 "quantization '{}' is not supported (supported: fp8 = fp8-channel, fp8-tensor, "
+                 "fp8-block)",
+                 name);
 }
 
 Quantization Quantization::from_hf(const json& config, const json* hf_quant_config) {

@@ -81,9 +81,21 @@ struct Quantization {
   // Method kNone when neither declares a quantization. Throws Error(kUnsupported /
   // kInvalidFile) naming the file, key and value of what is not supported or malformed.
   static Quantization from_hf(const nlohmann::json& config, const nlohmann::json* hf_quant_config);
-  // What `--quantization fp8` applies to an unquantized checkpoint: per-output-channel weight
-  // scales computed at load, activations scaled per token while running.
-  static Quantization online_fp8();
+  // Online FP8: what `--quantization NAME` applies to an unquantized checkpoint (or dummy
+  // weights), weight scales computed at load as a quantization tool would store them, source
+  // "online":
+  //   fp8, fp8-channel  one scale per output channel, activations dynamic per token (the default)
+  //   fp8-tensor        one scale per stored tensor (the parts of a fused q/k/v or gate/up keep
+  //                     their own), activations dynamic per token: the GEMMs take per-tensor
+  //                     weights with dynamic activations as per-channel scales (linear_loader.h)
+  //   fp8-block         128 x 128 weight blocks, activations dynamic per token and 128 columns
+  //                     (the DeepSeek / Qwen FP8 releases' scheme)
+  static Quantization online_fp8(WeightScales weights = WeightScales::kChannel);
+  // The online quantization `name` (above). Throws Error(kInvalidArgument) naming the
+  // supported names.
+  static Quantization online(std::string_view name);
+  // The names online() takes, for flag checks and help texts.
+  static const std::vector<std::string>& online_names();
 };
 
 }  // namespace inflight

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "model/online_fp8.h"
 
 namespace inflight {
 
@@ -112,6 +113,31 @@ void load_scales(Backend& backend, const PlannedLinear& plan, Linear& out) {
   }
 }
 
+// The online per-tensor / block scheme: `w` (the compute dtype, on the device: the weights the
+// unquantized model runs) brought to the host, each of plan's stored parts (rows of w in order)
+// quantized as a checkpoint stores it (online_fp8.h), then loaded as that checkpoint.
+Linear quantize_parts_on_host(Backend& backend, const Tensor& w, const PlannedLinear& plan) {
+  Tensor host = Tensor::empty(w.shape(), DType::kF32);
+  backend.download_f32(w, host);
+  backend.synchronize();
+  PlannedLinear stored = plan;
+  stored.quantize_online = false;
+  stored.weight.dtype = DType::kF8E4M3;
+  int64_t row = 0;
+  for (StoredTensor& part : stored.weight.parts) {
+    const int64_t rows = part.rows();
+    part = quantize_weight_e4m3(part.name, host.rows(row, row + rows), plan.online);
+    row += rows;
+  }
+  INFLIGHT_CHECK(row == w.size(0), "online fp8 of '{}': parts cover {} of {} rows", plan.module,
+                 row, w.size(0));
+  Linear out;
+  out.weight = load_planned(backend, stored.weight);
+  load_scales(backend, stored, out);
+  backend.synchronize();  // the host bytes go away with `stored`
+  return out;
+}
+
 }  // namespace
 
 int64_t PlannedLinear::bytes() const {
@@ -148,7 +174,8 @@ PlannedLinear plan_linear(const Backend& backend, const Quantization& quantizati
                         backend.name());
     p.weight.dtype = DType::kF8E4M3;
     p.quantize_online = true;
-    p.activations = ActivationScales::kDynamicToken;
+    p.online = OnlineFp8Scheme::of(quantization);
+    p.activations = quantization.activations;
   } else {
     p.weight.dtype = backend.compute_dtype();
   }
@@ -159,7 +186,10 @@ void load_linear(Backend& backend, const PlannedLinear& plan, Linear& out) {
   if (plan.quantize_online) {
     PlannedWeight staged = plan.weight;
     staged.dtype = backend.compute_dtype();
-    Linear q = quantize_linear_online(backend, load_planned(backend, staged));
+    const Tensor w = load_planned(backend, staged);
+    Linear q = plan.online.weights == Quantization::WeightScales::kChannel
+                   ? quantize_linear_online(backend, w, plan.online)
+                   : quantize_parts_on_host(backend, w, plan);
     q.bias = out.bias;
     out = std::move(q);
     return;
@@ -168,7 +198,22 @@ void load_linear(Backend& backend, const PlannedLinear& plan, Linear& out) {
   if (plan.fp8()) load_scales(backend, plan, out);
 }
 
-Linear quantize_linear_online(Backend& backend, const Tensor& w) {
+Linear quantize_linear_online(Backend& backend, const Tensor& w, const OnlineFp8Scheme& online,
+                              const std::string& name) {
+  if (online.weights != Quantization::WeightScales::kChannel) {
+    PlannedLinear plan;
+    plan.module = name;
+    StoredTensor part;  // only its name and rows are read
+    part.name = name;
+    part.shape = w.shape();
+    plan.weight.parts.push_back(std::move(part));
+    plan.weight.shape = w.shape();
+    plan.online = online;
+    plan.activations = online.weights == Quantization::WeightScales::kBlock
+                           ? ActivationScales::kDynamicGroup
+                           : ActivationScales::kDynamicToken;
+    return quantize_parts_on_host(backend, w, plan);
+  }
   Linear q;
   q.weight = backend.alloc(w.shape(), DType::kF8E4M3);
   q.scale = backend.alloc({w.size(0)}, DType::kF32);

@@ -4,10 +4,13 @@
 //   stored e4m3 (an FP8 checkpoint), backend with FP8  -> e4m3 bytes as stored, scales assembled
 //                                                         for the fused tensor (below), checked
 //   stored e4m3, backend without FP8                   -> dequantised to the compute dtype
-//   stored unquantized, Quantization "online" (--quantization fp8) and a module it covers
+//   stored unquantized, Quantization "online" (--quantization fp8-*) and a module it covers
 //                                                      -> loaded in the compute dtype, then
-//                                                         quantized on the device, one scale per
-//                                                         output channel
+//                                                         quantized: per channel on the device;
+//                                                         per tensor or in 128 x 128 blocks on
+//                                                         the host, each stored part as a
+//                                                         checkpoint stores it (online_fp8.h),
+//                                                         then loaded as such a checkpoint
 //   anything else                                      -> the compute dtype
 //
 // Fused weights (q/k/v, gate/up) stack parts whose scales were made separately:
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "formats/quantization.h"
+#include "model/online_fp8.h"
 #include "model/weight_plan.h"
 #include "runtime/backend.h"
 #include "runtime/linear.h"
@@ -31,7 +35,8 @@ namespace inflight {
 struct PlannedLinear {
   std::string module;      // "model.layers.0.self_attn.qkv" style, for messages
   PlannedWeight weight;    // parts, shape [N, K], dtype as kept (compute dtype or f8_e4m3)
-  bool quantize_online = false;  // stored unquantized, quantized per channel at load
+  bool quantize_online = false;  // stored unquantized, quantized at load as `online` says
+  OnlineFp8Scheme online;
   Quantization::ActivationScales activations = Quantization::ActivationScales::kDynamicToken;
 
   bool fp8() const { return weight.dtype == DType::kF8E4M3; }
@@ -49,8 +54,10 @@ PlannedLinear plan_linear(const Backend& backend, const Quantization& quantizati
 // Throws Error(kInvalidFile) naming the tensor when a scale is NaN, infinite, zero or negative.
 void load_linear(Backend& backend, const PlannedLinear& plan, Linear& out);
 
-// Quantizes `w` (compute dtype, [N, K]) on the device into a new e4m3 weight with one scale per
-// output channel, activations per token: --quantization fp8 of dummy weights.
-Linear quantize_linear_online(Backend& backend, const Tensor& w);
+// Quantizes `w` (compute dtype, [N, K], on the device) into a new e4m3 weight as `online` says:
+// per channel on the device (one scale per output channel, activations per token); per tensor
+// or in blocks through the host (online_fp8.h), `w` one part named `name`. Dummy weights.
+Linear quantize_linear_online(Backend& backend, const Tensor& w, const OnlineFp8Scheme& online,
+                              const std::string& name = "weight");
 
 }  // namespace inflight

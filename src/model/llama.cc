@@ -223,7 +223,8 @@ void LlamaModel::load_weights(const WeightSource& weights) {
 }
 
 bool LlamaModel::quantizes_dummy_linears() const {
-  // Dummy weights of any FP8 config are quantized as --quantization fp8 does (per channel).
+  // Dummy weights of any FP8 config are quantized online (per channel unless --quantization
+  // fp8-tensor / fp8-block asked otherwise).
   if (!config_.quantization.enabled()) return false;
   INFLIGHT_CHECK_CODE(backend_.supports_fp8(), ErrorCode::kUnsupported,
                       "--quantization fp8: the {} backend has no FP8 GEMMs (CUDA needs compute "
@@ -263,11 +264,15 @@ void LlamaModel::init_random_weights(uint64_t seed) {
     backend_.fill_random(t, seed * 0x9e3779b97f4a7c15ULL + ++index, scale, offset);
     return t;
   };
-  // --quantization fp8 quantizes each linear layer as it is made (model/linear_loader.h).
+  // --quantization fp8-* quantizes each linear layer as it is made (model/linear_loader.h); the
+  // dummy weights of an FP8 checkpoint's config per channel.
   const bool fp8 = quantizes_dummy_linears();
+  const OnlineFp8Scheme scheme = config_.quantization.source == "online"
+                                     ? OnlineFp8Scheme::of(config_.quantization)
+                                     : OnlineFp8Scheme{};
   auto linear = [&](int64_t out, int64_t in) {
     const Tensor w = make({out, in}, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f);
-    if (fp8) return quantize_linear_online(backend_, w);
+    if (fp8) return quantize_linear_online(backend_, w, scheme);
     Linear l;
     l.weight = w;
     return l;

@@ -165,16 +165,20 @@ TEST(Fp8Model, OnlineQuantizationStaysCloseToTheOriginal) {
   ModelConfig c = testing::tiny_config("mistral");
   const WeightMap weights = testing::random_weights(c, 9);
   LlamaModel original(c, weights_of(weights), backend);
-  c.quantization = Quantization::online_fp8();
-  LlamaModel fp8(c, weights_of(weights), backend);
-  EXPECT_LT(fp8.weight_bytes(), original.weight_bytes());
   const std::vector<int32_t> tokens = testing::random_tokens(20, c.vocab_size, 2);
-  const double err = rel_l2(run(fp8, tokens), run(original, tokens));
-  EXPECT_LT(err, 0.15);
-  EXPECT_GT(err, 0.0);
-  // Dummy weights too.
-  LlamaModel dummy(c, backend, 42);
-  EXPECT_EQ(run(dummy, tokens).size(0), 20);
+  const Tensor expected = run(original, tokens);
+  for (const char* name : {"fp8", "fp8-tensor", "fp8-block"}) {
+    SCOPED_TRACE(name);
+    c.quantization = Quantization::online(name);
+    LlamaModel fp8(c, weights_of(weights), backend);
+    EXPECT_LT(fp8.weight_bytes(), original.weight_bytes());
+    const double err = rel_l2(run(fp8, tokens), expected);
+    EXPECT_LT(err, 0.15);
+    EXPECT_GT(err, 0.0);
+    // Dummy weights too.
+    LlamaModel dummy(c, backend, 42);
+    EXPECT_EQ(run(dummy, tokens).size(0), 20);
+  }
 }
 
 // An e4m3 KV cache (a scale per token and kv head) under unquantized weights: every attention

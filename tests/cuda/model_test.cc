@@ -365,7 +365,12 @@ TEST(CudaModelTest, TinyRandomConfigsMatchCpu) {
 TEST(CudaModelTest, TinyRandomConfigsMatchCpuFp8) {
   INFLIGHT_REQUIRE_CUDA();
   if (!cuda_backend().supports_fp8()) GTEST_SKIP() << "no FP8 tensor cores";
-  run_tiny_configs(cuda_backend(), ".fp8", Quantization::online_fp8(), kFp8Tolerance);
+  // Per channel (on the device), per tensor and 128 x 128 blocks (quantized on the host from
+  // the device's bf16 weights, online_fp8.h).
+  for (const char* name : {"fp8-channel", "fp8-tensor", "fp8-block"}) {
+    run_tiny_configs(cuda_backend(), std::string(".") + name, Quantization::online(name),
+                     kFp8Tolerance);
+  }
 }
 
 // bf16 weights over an e4m3 KV cache (a scale per token and kv head): k and v quantized from

@@ -131,6 +131,31 @@ TEST(Quantization, OnlineFp8) {
   EXPECT_FALSE(q.quantizes("model.embed_tokens"));
 }
 
+TEST(Quantization, OnlineSchemesByName) {
+  EXPECT_EQ(Quantization::online("fp8").weights, W::kChannel);  // the default
+  const Quantization channel = Quantization::online("fp8-channel");
+  EXPECT_EQ(channel.weights, W::kChannel);
+  EXPECT_EQ(channel.activations, A::kDynamicToken);
+  const Quantization tensor = Quantization::online("fp8-tensor");
+  EXPECT_EQ(tensor.weights, W::kTensor);
+  EXPECT_EQ(tensor.activations, A::kDynamicToken);  // the GEMMs have no dynamic per-tensor x
+  const Quantization block = Quantization::online("fp8-block");
+  EXPECT_EQ(block.weights, W::kBlock);
+  EXPECT_EQ(block.block_rows, 128);
+  EXPECT_EQ(block.block_cols, 128);
+  EXPECT_EQ(block.activations, A::kDynamicGroup);
+  for (const std::string& name : Quantization::online_names()) {
+    EXPECT_EQ(Quantization::online(name).source, "online") << name;
+  }
+  try {
+    Quantization::online("int4");
+    ADD_FAILURE() << "int4 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("fp8-block"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Quantization, IgnoreMatching) {
   Quantization q = Quantization::online_fp8();
   q.ignore = {"model.layers.0.mlp.down_proj", "re:.*layers\\.1\\..*_proj", "gate_proj",
