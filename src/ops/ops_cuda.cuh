@@ -20,7 +20,10 @@
 #include "ops/fill_random.h"
 #include "ops/gather_rows.h"
 #include "ops/gemm.h"
+#include "ops/moe_experts.h"
+#include "ops/moe_route.h"
 #include "ops/paged_attention.h"
+#include "ops/qk_norm.h"
 #include "ops/quantize_fp8.h"
 #include "ops/rms_norm.h"
 #include "ops/rope_kv_write.h"
@@ -36,6 +39,15 @@ void gather_rows_cuda(const GatherRowsParams& p, cudaStream_t stream);
 void rms_norm_cuda(const RmsNormParams& p, cudaStream_t stream);
 
 void swiglu_cuda(const SwigluParams& p, cudaStream_t stream);
+
+// head_dim <= kQkNormMaxHeadDim.
+constexpr int64_t kQkNormMaxHeadDim = 512;
+void qk_norm_cuda(const QkNormParams& p, cudaStream_t stream);
+
+// Mixture of experts (ops/moe_route.h, ops/moe_experts.h): the router's top-k, then grouping
+// by expert, the grouped expert GEMMs and the weighted combine (moe_experts_cuda.cu).
+void moe_route_cuda(const MoeRouteParams& p, cudaStream_t stream);
+void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream);
 
 void rope_kv_write_cuda(const RopeKvWriteParams& p, cudaStream_t stream);
 

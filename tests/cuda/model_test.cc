@@ -319,6 +319,19 @@ class CoreGemmBackend final : public Backend {
     inner_.paged_attention(q, k_cache, v_cache, in, scale, sliding_window, out);
   }
   void swiglu(const Tensor& gate_up, const Tensor& out) override { inner_.swiglu(gate_up, out); }
+  void qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads, const Tensor& q_weight,
+               const Tensor& k_weight, float eps) override {
+    inner_.qk_norm(qkv, num_heads, num_kv_heads, q_weight, k_weight, eps);
+  }
+  void moe_route(const Tensor& logits, int32_t k, bool renormalize, const Tensor& ids,
+                 const Tensor& weights) override {
+    inner_.moe_route(logits, k, renormalize, ids, weights);
+  }
+  void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights,
+                   const Tensor& gate_up, const Tensor& down, const MoeWorkspace& ws,
+                   const Tensor& out) override {
+    inner_.moe_experts(x, ids, weights, gate_up, down, ws, out);
+  }
   void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) override {
     inner_.fill_random(t, seed, scale, offset);
   }

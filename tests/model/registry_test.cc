@@ -28,7 +28,7 @@ TEST(Registry, EveryNameResolvesToItsFamily) {
     std::vector<std::string_view> names = a.hf_names;
     names.insert(names.end(), a.gguf_names.begin(), a.gguf_names.end());
     for (const std::string_view name : names) {
-      ModelConfig c = testing::tiny_config("llama");
+      ModelConfig c = testing::tiny_config(std::string(a.family));
       c.architecture = std::string(name);
       const ModelConfig r = resolve_architecture(c);
       EXPECT_EQ(r.architecture, a.family) << name;
@@ -50,6 +50,24 @@ TEST(Registry, FamilyRulesApply) {
   ModelConfig mistral = testing::tiny_config("mistral");
   mistral.architecture = "MistralForCausalLM";
   EXPECT_EQ(resolve_architecture(mistral).sliding_window, 9);
+
+  ModelConfig qwen3 = testing::tiny_config("llama");
+  qwen3.architecture = "Qwen3ForCausalLM";
+  qwen3.rope_scaling = {};
+  EXPECT_TRUE(resolve_architecture(qwen3).qk_norm);  // Qwen3 always has q/k norms
+  ModelConfig mixtral = testing::tiny_config("mixtral");
+  mixtral.architecture = "MixtralForCausalLM";
+  mixtral.norm_topk_prob = false;
+  const ModelConfig m = resolve_architecture(mixtral);
+  EXPECT_TRUE(m.norm_topk_prob);  // Mixtral always renormalises its top-k weights
+  EXPECT_EQ(m.sliding_window, 9);
+  ModelConfig qwen3_moe = testing::tiny_config("qwen3_moe");
+  qwen3_moe.architecture = "Qwen3MoeForCausalLM";
+  qwen3_moe.norm_topk_prob = false;
+  qwen3_moe.qk_norm = false;
+  const ModelConfig qm = resolve_architecture(qwen3_moe);
+  EXPECT_FALSE(qm.norm_topk_prob);  // the config's norm_topk_prob
+  EXPECT_TRUE(qm.qk_norm);
 }
 
 TEST(Registry, RefusesUnknownArchitecturesAndMissingFeatures) {
@@ -72,11 +90,43 @@ TEST(Registry, RefusesUnknownArchitecturesAndMissingFeatures) {
   qwen_window.sliding_window = 64;
   EXPECT_EQ(resolve_error(qwen_window, &message), ErrorCode::kUnsupported);
   EXPECT_NE(message.find("use_sliding_window"), std::string::npos) << message;
+
+  // Mixture-of-experts families need their experts; dense ones refuse them.
+  ModelConfig dense_mixtral = testing::tiny_config("llama");
+  dense_mixtral.architecture = "MixtralForCausalLM";
+  EXPECT_EQ(resolve_error(dense_mixtral, &message), ErrorCode::kInvalidFile);
+  EXPECT_NE(message.find("num_experts_per_tok"), std::string::npos) << message;
+  ModelConfig qwen3_experts = testing::tiny_config("qwen3_moe");
+  qwen3_experts.architecture = "Qwen3ForCausalLM";
+  EXPECT_EQ(resolve_error(qwen3_experts, &message), ErrorCode::kUnsupported);
+  ModelConfig no_top_k = testing::tiny_config("qwen3_moe");
+  no_top_k.num_experts_per_token = 0;
+  EXPECT_EQ(resolve_error(no_top_k, &message), ErrorCode::kInvalidFile);
+  ModelConfig top_k_too_large = testing::tiny_config("mixtral");
+  top_k_too_large.num_experts_per_token = 6;  // of 5 experts
+  EXPECT_EQ(resolve_error(top_k_too_large, &message), ErrorCode::kInvalidFile);
+}
+
+TEST(Registry, MissingExpertTensorIsNamed) {
+  CpuBackend backend;
+  const ModelConfig c = testing::tiny_config("mixtral");
+  WeightMap w = testing::random_weights(c, 4);
+  w.erase("model.layers.1.block_sparse_moe.experts.3.w3.weight");
+  std::string message;
+  try {
+    make_model(c, weights_of(w), backend);
+  } catch (const Error& e) {
+    message = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+  }
+  EXPECT_NE(message.find("'model.layers.1.block_sparse_moe.experts.3.w3.weight'"),
+            std::string::npos)
+      << message;
 }
 
 TEST(Registry, EachFamilyBuildsAModelThatRunsAStep) {
   CpuBackend backend;
-  for (const char* family : {"llama", "mistral", "qwen2"}) {
+  for (const char* family : {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe"}) {
     const ModelConfig c = testing::tiny_config(family);
     const std::unique_ptr<Model> dummy = make_dummy_model(c, backend, 3);
     const std::unique_ptr<Model> loaded =
