@@ -173,11 +173,12 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j) {
     const int64_t sparse_step = r.get_int_or("decoder_sparse_step", 1);
     const bool dense_layers = j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array() &&
                               !j["mlp_only_layers"].empty();
-    INFLIGHT_CHECK_CODE(sparse_step == 1 && !dense_layers, ErrorCode::kUnsupported,
-                        "config.json: decoder_sparse_step {} / mlp_only_layers {}: dense layers "
-                        "between the mixture-of-experts layers are not supported",
-                        sparse_step, j.contains("mlp_only_layers") ? j["mlp_only_layers"].dump()
-                                                                   : std::string("[]"));
+    INFLIGHT_CHECK_CODE(
+        sparse_step == 1 && !dense_layers, ErrorCode::kUnsupported,
+        "config.json: decoder_sparse_step {} / mlp_only_layers {}: dense layers "
+        "between the mixture-of-experts layers are not supported",
+        sparse_step,
+        j.contains("mlp_only_layers") ? j["mlp_only_layers"].dump() : std::string("[]"));
   }
   c.bos_token_id = r.get_int_or("bos_token_id", -1);
   c.eos_token_ids = eos_from_json(j);

@@ -94,13 +94,12 @@ void LlamaModel::check_config() const {
     INFLIGHT_CHECK_CODE(config_.num_experts_per_token >= 1, ErrorCode::kInvalidFile,
                         "model config: {} experts but num_experts_per_tok is {}",
                         config_.num_experts, config_.num_experts_per_token);
-    INFLIGHT_CHECK_CODE(config_.num_experts <= kMoeMaxExperts &&
-                            config_.num_experts_per_token <= kMoeMaxTopK,
-                        ErrorCode::kUnsupported,
-                        "model config: {} experts with {} per token (at most {} experts, {} per "
-                        "token are supported)",
-                        config_.num_experts, config_.num_experts_per_token, kMoeMaxExperts,
-                        kMoeMaxTopK);
+    INFLIGHT_CHECK_CODE(
+        config_.num_experts <= kMoeMaxExperts && config_.num_experts_per_token <= kMoeMaxTopK,
+        ErrorCode::kUnsupported,
+        "model config: {} experts with {} per token (at most {} experts, {} per "
+        "token are supported)",
+        config_.num_experts, config_.num_experts_per_token, kMoeMaxExperts, kMoeMaxTopK);
   }
 }
 
@@ -367,8 +366,8 @@ void LlamaModel::init_random_weights(uint64_t seed) {
     }
     const int64_t e = c.num_experts, ie = c.expert_intermediate_size();
     layer.router.weight = weight(e, hidden);
-    layer.experts_gate_up = make({e, 2 * ie, hidden}, 1.0f / std::sqrt(static_cast<float>(hidden)),
-                                 0.0f);
+    layer.experts_gate_up =
+        make({e, 2 * ie, hidden}, 1.0f / std::sqrt(static_cast<float>(hidden)), 0.0f);
     layer.experts_down = make({e, hidden, ie}, 1.0f / std::sqrt(static_cast<float>(ie)), 0.0f);
   }
   fp8_ = fp8;

@@ -89,7 +89,10 @@ const std::vector<Architecture>& architectures() {
       {"qwen3", {"Qwen3ForCausalLM", "qwen3"}, {"qwen3"}, configure_qwen3, build_llama},
       // GGUF: llama.cpp's `llama` with experts (formats/gguf_model_files.cc names it "mixtral").
       {"mixtral", {"MixtralForCausalLM", "mixtral"}, {}, configure_mixtral, build_llama},
-      {"qwen3_moe", {"Qwen3MoeForCausalLM", "qwen3_moe"}, {"qwen3moe"}, configure_qwen3_moe,
+      {"qwen3_moe",
+       {"Qwen3MoeForCausalLM", "qwen3_moe"},
+       {"qwen3moe"},
+       configure_qwen3_moe,
        build_llama},
   };
   return kArchitectures;

@@ -50,10 +50,9 @@ WeightSource with_stacked_experts(WeightSource inner) {
                         ErrorCode::kInvalidFile,
                         "weight '{}' has shape {}: expected [experts, rows, cols] with expert {}",
                         stacked_name, shape_str(stacked->shape), e);
-    INFLIGHT_CHECK_CODE(stacked->scale == nullptr && stacked->interleaved_heads == 0,
-                        ErrorCode::kUnsupported,
-                        "weight '{}': quantization scales of stacked experts are not supported",
-                        stacked_name);
+    INFLIGHT_CHECK_CODE(
+        stacked->scale == nullptr && stacked->interleaved_heads == 0, ErrorCode::kUnsupported,
+        "weight '{}': quantization scales of stacked experts are not supported", stacked_name);
     // Expert e is one outer row of the stacked tensor: its bytes are contiguous.
     StoredTensor slice = std::move(*stacked);
     slice.data += e * slice.row_bytes();

@@ -13,19 +13,17 @@ constexpr const char* kOp = "moe_experts";
 void check_scratch(const char* arg, const Tensor& t, DType dtype, Device device, int64_t rows,
                    int64_t cols) {
   check_tensor_kind(kOp, arg, t, dtype, device, cols > 0 ? 2 : 1);
-  INFLIGHT_CHECK_CODE(t.size(0) >= rows && (cols == 0 || t.size(1) == cols),
-                      ErrorCode::kInvalidArgument,
-                      "{}: workspace '{}' has shape {}, needs at least {} rows{}", kOp, arg,
-                      shape_str(t.shape()), rows,
-                      cols > 0 ? fmt::format(" of {} columns", cols) : std::string());
+  INFLIGHT_CHECK_CODE(
+      t.size(0) >= rows && (cols == 0 || t.size(1) == cols), ErrorCode::kInvalidArgument,
+      "{}: workspace '{}' has shape {}, needs at least {} rows{}", kOp, arg, shape_str(t.shape()),
+      rows, cols > 0 ? fmt::format(" of {} columns", cols) : std::string());
 }
 
 }  // namespace
 
-MoeExpertsParams make_moe_experts_params(const Tensor& x, const Tensor& ids,
-                                         const Tensor& weights, const Tensor& gate_up_w,
-                                         const Tensor& down_w, const MoeWorkspace& ws,
-                                         const Tensor& out) {
+MoeExpertsParams make_moe_experts_params(const Tensor& x, const Tensor& ids, const Tensor& weights,
+                                         const Tensor& gate_up_w, const Tensor& down_w,
+                                         const MoeWorkspace& ws, const Tensor& out) {
   INFLIGHT_CHECK_CODE(x.defined() && is_float_dtype(x.dtype()), ErrorCode::kInvalidArgument,
                       "{}: x must be a float tensor", kOp);
   const DType dt = x.dtype();
@@ -45,8 +43,8 @@ MoeExpertsParams make_moe_experts_params(const Tensor& x, const Tensor& ids,
   const int64_t k = ids.size(1);
   INFLIGHT_CHECK_CODE(ids.size(0) == tokens && k >= 1 && k <= experts && k <= kMoeMaxTopK,
                       ErrorCode::kInvalidArgument,
-                      "{}: ids {} must be [{} tokens, k] with 1 <= k <= min({} experts, {})",
-                      kOp, shape_str(ids.shape()), tokens, experts, kMoeMaxTopK);
+                      "{}: ids {} must be [{} tokens, k] with 1 <= k <= min({} experts, {})", kOp,
+                      shape_str(ids.shape()), tokens, experts, kMoeMaxTopK);
   check_tensor(kOp, "weights", weights, DType::kF32, dev, {tokens, k});
   check_tensor(kOp, "out", out, dt, dev, {tokens, hidden});
   INFLIGHT_CHECK_CODE(out.raw() != x.raw() || out.numel() == 0, ErrorCode::kInvalidArgument,

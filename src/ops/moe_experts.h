@@ -27,16 +27,16 @@
 namespace inflight {
 
 struct MoeExpertsParams {
-  const void* x = nullptr;        // [tokens, hidden]
-  const int32_t* ids = nullptr;   // [tokens, k]
-  const float* weights = nullptr; // [tokens, k]
+  const void* x = nullptr;          // [tokens, hidden]
+  const int32_t* ids = nullptr;     // [tokens, k]
+  const float* weights = nullptr;   // [tokens, k]
   const void* gate_up_w = nullptr;  // [num_experts, 2 inter, hidden]
   const void* down_w = nullptr;     // [num_experts, hidden, inter]
   void* out = nullptr;              // [tokens, hidden]
   // Workspace (MoeWorkspace), rows for tokens * k pairs.
-  void* gate_up = nullptr;      // [pairs, 2 inter]
-  void* act = nullptr;          // [pairs, inter]
-  void* expert_out = nullptr;   // [pairs, hidden]
+  void* gate_up = nullptr;     // [pairs, 2 inter]
+  void* act = nullptr;         // [pairs, inter]
+  void* expert_out = nullptr;  // [pairs, hidden]
   int32_t* expert_offsets = nullptr;
   int32_t* sorted_pairs = nullptr;
   int32_t* pair_position = nullptr;
@@ -57,10 +57,9 @@ struct MoeExpertsParams {
 // [E, 2 I, hidden] and down_w [E, hidden, I] and out [T, hidden] of x's dtype, the workspace
 // (at least T k rows, E + 1 offsets, moe_max_tiles tiles), all on x's device, with
 // 1 <= k <= min(E, kMoeMaxTopK), E <= kMoeMaxExperts and T k < 2^31. out must not alias x.
-MoeExpertsParams make_moe_experts_params(const Tensor& x, const Tensor& ids,
-                                         const Tensor& weights, const Tensor& gate_up_w,
-                                         const Tensor& down_w, const MoeWorkspace& ws,
-                                         const Tensor& out);
+MoeExpertsParams make_moe_experts_params(const Tensor& x, const Tensor& ids, const Tensor& weights,
+                                         const Tensor& gate_up_w, const Tensor& down_w,
+                                         const MoeWorkspace& ws, const Tensor& out);
 
 // f32 only. Expert ids outside [0, E) are an error of the caller (moe_route never makes one).
 void moe_experts_cpu(const MoeExpertsParams& p);

@@ -8,8 +8,7 @@
 namespace inflight {
 
 void moe_experts_cpu(const MoeExpertsParams& p) {
-  INFLIGHT_CHECK(p.dtype == DType::kF32, "moe_experts_cpu: f32 only, got {}",
-                 dtype_name(p.dtype));
+  INFLIGHT_CHECK(p.dtype == DType::kF32, "moe_experts_cpu: f32 only, got {}", dtype_name(p.dtype));
   const int64_t hidden = p.hidden, inter = p.inter, k = p.k;
   const auto* x = static_cast<const float*>(p.x);
   const auto* gate_up_w = static_cast<const float*>(p.gate_up_w);

@@ -103,8 +103,8 @@ __global__ void __launch_bounds__(kGemmThreads) moe_grouped_gemm_kernel(GroupedG
   if (threadIdx.x < kTileM) {
     const int32_t r = row0 + static_cast<int32_t>(threadIdx.x);
     a_row[threadIdx.x] = static_cast<int32_t>(threadIdx.x) >= rows ? -1
-                         : g.a_rows != nullptr              ? g.a_rows[r] / g.a_div
-                                                            : r;
+                         : g.a_rows != nullptr                     ? g.a_rows[r] / g.a_div
+                                                                   : r;
   }
   __syncthreads();
 
@@ -118,8 +118,7 @@ __global__ void __launch_bounds__(kGemmThreads) moe_grouped_gemm_kernel(GroupedG
     }
     for (int i = static_cast<int>(threadIdx.x); i < kTileN * kTileK; i += kGemmThreads) {
       const int r = i / kTileK, c = i % kTileK;
-      w_tile[r][c] = n0 + r < g.n && k0 + c < g.k ? cuda::to_f32(w[(n0 + r) * g.k + k0 + c])
-                                                   : 0.0f;
+      w_tile[r][c] = n0 + r < g.n && k0 + c < g.k ? cuda::to_f32(w[(n0 + r) * g.k + k0 + c]) : 0.0f;
     }
     __syncthreads();
 #pragma unroll 8

@@ -7,8 +7,7 @@ namespace inflight {
 MoeRouteParams make_moe_route_params(const Tensor& logits, int32_t k, bool renormalize,
                                      const Tensor& ids, const Tensor& weights) {
   constexpr const char* kOp = "moe_route";
-  INFLIGHT_CHECK_CODE(logits.defined(), ErrorCode::kInvalidArgument, "{}: logits are missing",
-                      kOp);
+  INFLIGHT_CHECK_CODE(logits.defined(), ErrorCode::kInvalidArgument, "{}: logits are missing", kOp);
   check_tensor_kind(kOp, "logits", logits, DType::kF32, logits.device(), 2);
   const int64_t tokens = logits.size(0), experts = logits.size(1);
   INFLIGHT_CHECK_CODE(experts >= 1 && experts <= kMoeMaxExperts, ErrorCode::kInvalidArgument,

@@ -43,8 +43,8 @@ void moe_route_cpu(const MoeRouteParams& p) {
           }
           if (p.renormalize) {
             for (int32_t j = 0; j < p.k; ++j) {
-              weights[j] = static_cast<float>(
-                  std::exp(double{logits[ids[j]]} - max_logit) / sum / chosen_sum);
+              weights[j] = static_cast<float>(std::exp(double{logits[ids[j]]} - max_logit) / sum /
+                                              chosen_sum);
             }
           }
         }

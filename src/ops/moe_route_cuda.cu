@@ -87,8 +87,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) moe_route_kernel(MoeRoute
 void moe_route_cuda(const MoeRouteParams& p, cudaStream_t stream) {
   if (p.tokens == 0) return;
   const int64_t blocks = (p.tokens + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  INFLIGHT_CHECK(blocks <= cuda::kMaxGridX, "moe_route_cuda: {} tokens exceed the grid",
-                 p.tokens);
+  INFLIGHT_CHECK(blocks <= cuda::kMaxGridX, "moe_route_cuda: {} tokens exceed the grid", p.tokens);
   moe_route_kernel<<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, stream>>>(p);
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }

@@ -46,8 +46,8 @@ void expect_routed(const float* logits, int64_t experts, int32_t k, bool renorma
   std::vector<double> expect(static_cast<size_t>(k));
   for (int32_t j = 0; j < k; ++j) {
     ASSERT_EQ(ids[j], order[static_cast<size_t>(j)]) << what << ": choice " << j;
-    expect[static_cast<size_t>(j)] = std::exp(double{logits[order[j]]} - max_logit) / sum /
-                                     (renormalize ? chosen : 1.0);
+    expect[static_cast<size_t>(j)] =
+        std::exp(double{logits[order[j]]} - max_logit) / sum / (renormalize ? chosen : 1.0);
   }
   expect_close(weights, expect.data(), k, kF32RelTol, what);
 }
@@ -126,9 +126,8 @@ TEST(MoeRouteParams, RejectsBadTopKAndShapes) {
   EXPECT_EQ(error_code_of([&] { make_moe_route_params(logits, 2, true, w, w); }),
             ErrorCode::kInvalidArgument);  // ids must be i32
   const Tensor too_many = random_tensor({1, kMoeMaxExperts + 1}, rng);
-  EXPECT_EQ(error_code_of([&] {
-              make_moe_route_params(too_many, 2, true, ids.rows(0, 1), w.rows(0, 1));
-            }),
+  EXPECT_EQ(error_code_of(
+                [&] { make_moe_route_params(too_many, 2, true, ids.rows(0, 1), w.rows(0, 1)); }),
             ErrorCode::kInvalidArgument);
 }
 
@@ -203,11 +202,10 @@ TEST(MoeExpertsCpu, WeightedSumOfTheChosenExperts) {
       const MoeWorkspace ws = make_workspace(tokens, s.k, s.experts, s.hidden, s.inter);
       const Tensor out = Tensor::empty({tokens, s.hidden}, DType::kF32);
       poison(out);
-      moe_experts_cpu(
-          make_moe_experts_params(x, r.ids, r.weights, gate_up, down, ws, out));
-      expect_close(out, reference_experts(x, r, gate_up, down), kF32RelTol,
-                   fmt::format("E={} k={} hidden={} I={} T={}", s.experts, s.k, s.hidden,
-                               s.inter, tokens));
+      moe_experts_cpu(make_moe_experts_params(x, r.ids, r.weights, gate_up, down, ws, out));
+      expect_close(
+          out, reference_experts(x, r, gate_up, down), kF32RelTol,
+          fmt::format("E={} k={} hidden={} I={} T={}", s.experts, s.k, s.hidden, s.inter, tokens));
     }
   }
 }

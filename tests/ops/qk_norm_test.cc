@@ -45,8 +45,8 @@ TEST(QkNormCpu, NormalisesQAndKHeadsAndLeavesV) {
           for (int64_t j = 0; j < dim; ++j) out[j] = head[j] * inv * w[j];
         }
       }
-      const std::string what = fmt::format("qk_norm T={} H={} KH={} D={}", tokens, heads,
-                                           kv_heads, dim);
+      const std::string what =
+          fmt::format("qk_norm T={} H={} KH={} D={}", tokens, heads, kv_heads, dim);
       expect_close(qkv, expect, kF32RelTol, what);
       // v is bit for bit what it was.
       for (int64_t t = 0; t < tokens; ++t) {
