@@ -5,12 +5,13 @@
 // Error(kUnsupported) for another dtype and Error(kInternal) when the launch fails.
 // Zero-sized problems enqueue nothing.
 //
-// The kernels of a layer's chain (rms_norm, the GEMV, rope_kv_write, the attention tiles,
-// swiglu) are launched with programmatic dependent launch (cuda_common.cuh): each lets the next
-// one launch early and waits for its predecessor before touching activations, and the GEMV
-// issues its first weight loads before that wait, so a decode step's weight streaming goes on
-// across the small kernels between the GEMVs. The simple attention kernel, top-k, gather_rows,
-// fill_random and cuBLASLt launch as usual (they wait for everything before them).
+// The kernels of a layer's chain (rms_norm, the GEMV, qk_norm, rope_kv_write, the attention
+// tiles, swiglu) are launched with programmatic dependent launch (cuda_common.cuh): each lets
+// the next one launch early and waits for its predecessor before touching activations, and the
+// GEMV issues its first weight loads before that wait, so a decode step's weight streaming goes
+// on across the small kernels between the GEMVs. The simple attention kernel, top-k,
+// gather_rows, fill_random, the MoE kernels (but swiglu) and cuBLASLt launch as usual (they
+// wait for everything before them).
 //
 // Plain C++ (no kernels) may include this header: it needs only the CUDA runtime API types.
 #pragma once
