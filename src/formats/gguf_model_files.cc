@@ -32,6 +32,13 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kLayerNa
     {"ffn_down_exps", "mlp.experts.down_proj"},
 }};
 
+// The per-expert tensors of older files ("blk.N.ffn_gate.E.weight"): GGUF -> Hugging Face.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kExpertNames = {{
+    {"ffn_gate", "gate_proj"},
+    {"ffn_up", "up_proj"},
+    {"ffn_down", "down_proj"},
+}};
+
 // llama.cpp stores the q/k rows of these architectures permuted for interleaved RoPE (Mixtral
 // is its `llama` with experts).
 bool arch_permutes_qk(std::string_view arch) {
@@ -78,6 +85,21 @@ std::string GgufModelFiles::canonical_name(std::string_view n) {
   if (kind != "weight" && kind != "bias") return std::string(n);
   for (const auto& [gguf, hf] : kLayerNames) {
     if (base == gguf) return fmt::format("model.layers.{}.{}.{}", layer, hf, kind);
+  }
+  // Files from before llama.cpp stacked the experts: one tensor per expert, "ffn_gate.<e>".
+  const size_t expert_dot = base.rfind('.');
+  if (expert_dot != std::string_view::npos && expert_dot + 1 < base.size()) {
+    unsigned expert = 0;
+    const char* digits = base.data() + expert_dot + 1;
+    const auto [end, err] = std::from_chars(digits, base.data() + base.size(), expert);
+    const std::string_view ffn = base.substr(0, expert_dot);
+    if (err == std::errc() && end == base.data() + base.size()) {
+      for (const auto& [gguf, proj] : kExpertNames) {
+        if (ffn == gguf) {
+          return fmt::format("model.layers.{}.mlp.experts.{}.{}.{}", layer, expert, proj, kind);
+        }
+      }
+    }
   }
   return std::string(n);
 }

@@ -167,7 +167,9 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j) {
   c.num_experts = r.get_int_or("num_local_experts", r.get_int_or("num_experts", 0));
   c.num_experts_per_token = r.get_int_or("num_experts_per_tok", 0);
   c.moe_intermediate_size = r.get_int_or("moe_intermediate_size", 0);
-  c.norm_topk_prob = r.get_bool_or("norm_topk_prob", true);
+  // Absent, transformers' Qwen3-MoE config does not renormalise (Mixtral always does).
+  const bool qwen_moe = hf_arch == "Qwen3MoeForCausalLM" || hf_arch == "qwen3_moe";
+  c.norm_topk_prob = r.get_bool_or("norm_topk_prob", !qwen_moe);
   if (c.num_experts > 0) {
     // Qwen-MoE configs may keep some layers dense; every layer here is sparse.
     const int64_t sparse_step = r.get_int_or("decoder_sparse_step", 1);

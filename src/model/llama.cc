@@ -154,10 +154,13 @@ void LlamaModel::load_weights(const WeightSource& source) {
     w.dtype = backend_.weight_dtype(w.parts.front());
     return w;
   };
+  // A tensor that is not a linear layer's weight (norms, biases, embedding, router, experts):
+  // kept in the compute dtype, so a stored e4m3 one is dequantized with its scales.
   auto add = [&](std::function<Tensor&()> destination, const std::vector<Part>& parts,
                  bool required) {
     std::optional<PlannedWeight> w = stack(parts, required);
     if (!w) return;
+    w->dtype = backend_.compute_dtype();
     const int64_t bytes = w->bytes();
     plan.push_back(Planned{bytes, [this, destination, w = std::move(*w)] {
                              destination() = load_planned(backend_, w);

@@ -108,9 +108,15 @@ TEST(GgufModelFiles, CanonicalNames) {
             "model.layers.1.mlp.experts.up_proj.weight");
   EXPECT_EQ(GgufModelFiles::canonical_name("blk.1.ffn_down_exps.weight"),
             "model.layers.1.mlp.experts.down_proj.weight");
+  // Older files: one tensor per expert.
+  EXPECT_EQ(GgufModelFiles::canonical_name("blk.2.ffn_up.7.weight"),
+            "model.layers.2.mlp.experts.7.up_proj.weight");
+  EXPECT_EQ(GgufModelFiles::canonical_name("blk.2.ffn_down.0.weight"),
+            "model.layers.2.mlp.experts.0.down_proj.weight");
   // Unknown names stay as they are.
   for (const char* n : {"rope_freqs.weight", "blk.x.attn_q.weight", "blk.1.attn_q.scale",
-                        "blk.1.ffn_gate_shexp.weight", "blk..attn_q.weight", "blk.1"}) {
+                        "blk.1.ffn_gate_shexp.weight", "blk.1.ffn_gate.x.weight",
+                        "blk.1.attn_q.3.weight", "blk..attn_q.weight", "blk.1"}) {
     EXPECT_EQ(GgufModelFiles::canonical_name(n), n);
   }
 }
