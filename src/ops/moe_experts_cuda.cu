@@ -1,5 +1,6 @@
-// moe_experts on CUDA (bf16 in/out, f32 accumulation). Five launches, none of which waits for
-// the host (grid sizes follow from T, k and E, known when the step is enqueued):
+// moe_experts on CUDA (bf16 in/out, f32 accumulation). Launches that never wait for the host
+// (grid sizes follow from T, k and E, known when the step is enqueued). Large batches (and every
+// batch in batch-invariant mode) group the pairs by expert:
 //
 //   1. align    one block: counts pairs per expert, lays the groups out in expert order
 //               (expert_offsets), cuts each group into tiles of kMoeTileRows rows (tile_expert,
@@ -15,9 +16,14 @@
 // The grouped GEMM is a plain CUDA-core kernel (shared-memory tiles of kMoeTileRows x 64 x 32,
 // f32 sums in a fixed order over K: a row's result does not depend on the rest of the batch).
 // Grids are sized for the worst case, moe_max_tiles(T k, E) tiles; tiles past num_tiles exit
-// at once. At batch 1 each chosen expert is one tile, so only the chosen experts' weights are
-// read. NOTE: a tensor-core version (wgmma, or a tile per expert with cp.async pipelining) is
+// at once. NOTE: a tensor-core version (wgmma, or a tile per expert with cp.async pipelining) is
 // the next step for large batches.
+//
+// Small batches (T k <= E pairs, decode; not in batch-invariant mode) skip the grouping: every
+// pair streams its expert's weight rows in a GEMV (one warp per output row, 16-byte loads),
+// rows in pair order, then swiglu, the down GEMV and the combine. Only the chosen experts'
+// weights are read either way; a pair's result then depends on the path its batch size picks,
+// as the dense GEMMs' do (cuBLASLt or the GEMV by shape).
 #include "ops/cuda_common.cuh"
 #include "ops/ops_cuda.cuh"
 
@@ -154,11 +160,81 @@ void launch_grouped_gemm(const GroupedGemm& g, int64_t max_tiles, cudaStream_t s
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
+// ---- small batches: one GEMV per pair ------------------------------------------------------
+
+// y[p, n] = sum_k a[p / a_div, k] w[ids[p], n, k] for every pair p (rows in pair order).
+struct PairGemv {
+  const bf16* a = nullptr;
+  int32_t a_div = 1;
+  const int32_t* ids = nullptr;
+  const bf16* w = nullptr;  // [E, n, k]
+  bf16* y = nullptr;        // [pairs, n]
+  int64_t n = 0;
+  int64_t k = 0;  // a multiple of 8; a, w, y 16-byte aligned
+};
+
+constexpr int kGemvWarps = 8;
+constexpr int kGemvUnroll = 4;  // 16-byte weight loads in flight per lane
+
+__device__ __forceinline__ void unpack8(const uint4& v, float (&out)[8]) {
+  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+__global__ void __launch_bounds__(kGemvWarps * 32) moe_pair_gemv_kernel(PairGemv g) {
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
+  if (row >= g.n) return;  // the whole warp leaves together
+  const int64_t pair = blockIdx.y;
+  const int64_t e = g.ids[pair];
+  const int64_t chunks = g.k / 8;
+  const auto* w = reinterpret_cast<const uint4*>(g.w + (e * g.n + row) * g.k);
+  const auto* x = reinterpret_cast<const uint4*>(g.a + pair / g.a_div * g.k);
+  float acc = 0.0f;
+  for (int64_t base = lane; base < chunks; base += 32 * kGemvUnroll) {
+    uint4 wv[kGemvUnroll];
+#pragma unroll
+    for (int u = 0; u < kGemvUnroll; ++u) {
+      const int64_t c = base + 32 * u;
+      wv[u] = c < chunks ? __ldcs(w + c) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kGemvUnroll; ++u) {
+      const int64_t c = base + 32 * u;
+      if (c >= chunks) break;
+      float wf[8], xf[8];
+      unpack8(wv[u], wf);
+      unpack8(__ldg(x + c), xf);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc = fmaf(wf[i], xf[i], acc);
+    }
+  }
+  acc = cuda::warp_sum(acc);
+  if (lane == 0) g.y[pair * g.n + row] = cuda::to_bf16(acc);
+}
+
+void launch_pair_gemv(const PairGemv& g, int64_t pairs, cudaStream_t stream) {
+  const int64_t blocks = (g.n + kGemvWarps - 1) / kGemvWarps;
+  INFLIGHT_CHECK(blocks <= cuda::kMaxGridX && pairs <= 65535,
+                 "moe_experts_cuda: {} x {} GEMV blocks exceed the grid", blocks, pairs);
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(pairs));
+  moe_pair_gemv_kernel<<<grid, kGemvWarps * 32, 0, stream>>>(g);
+  INFLIGHT_CUDA_CHECK_LAUNCH();
+}
+
 // ---- 5. combine ----------------------------------------------------------------------------
 
 constexpr int kCombineThreads = 256;
 
-__global__ void __launch_bounds__(kCombineThreads) moe_combine_kernel(MoeExpertsParams p) {
+// position: the row of each pair (the grouped path's pair_position), or null for rows in pair
+// order (the GEMV path).
+__global__ void __launch_bounds__(kCombineThreads)
+    moe_combine_kernel(MoeExpertsParams p, const int32_t* position) {
   const int64_t t = blockIdx.x;
   const auto* expert_out = static_cast<const bf16*>(p.expert_out);
   bf16* out = static_cast<bf16*>(p.out) + t * p.hidden;
@@ -166,20 +242,69 @@ __global__ void __launch_bounds__(kCombineThreads) moe_combine_kernel(MoeExperts
     float acc = 0.0f;
     for (int32_t j = 0; j < p.k; ++j) {
       const int64_t pair = t * p.k + j;
-      acc += p.weights[pair] * cuda::to_f32(expert_out[p.pair_position[pair] * p.hidden + c]);
+      const int64_t row = position != nullptr ? position[pair] : pair;
+      acc += p.weights[pair] * cuda::to_f32(expert_out[row * p.hidden + c]);
     }
     out[c] = cuda::to_bf16(acc);
   }
 }
 
+void launch_swiglu(const MoeExpertsParams& p, cudaStream_t stream) {
+  SwigluParams s;
+  s.gate_up = p.gate_up;
+  s.out = p.act;
+  s.rows = p.pairs();
+  s.inter = p.inter;
+  s.dtype = DType::kBF16;
+  swiglu_cuda(s, stream);
+}
+
+void launch_combine(const MoeExpertsParams& p, const int32_t* position, cudaStream_t stream) {
+  moe_combine_kernel<<<static_cast<unsigned>(p.tokens), kCombineThreads, 0, stream>>>(p, position);
+  INFLIGHT_CUDA_CHECK_LAUNCH();
+}
+
+// Whether the GEMV path can read every row with 16-byte loads.
+bool gemv_path_fits(const MoeExpertsParams& p) {
+  return p.hidden % 8 == 0 && p.inter % 8 == 0 && cuda::aligned(p.x, 16) &&
+         cuda::aligned(p.gate_up_w, 16) && cuda::aligned(p.down_w, 16) &&
+         cuda::aligned(p.gate_up, 16) && cuda::aligned(p.act, 16) &&
+         cuda::aligned(p.expert_out, 16);
+}
+
+void moe_experts_by_pair(const MoeExpertsParams& p, cudaStream_t stream) {
+  PairGemv g;
+  g.ids = p.ids;
+  g.a = static_cast<const bf16*>(p.x);
+  g.a_div = p.k;
+  g.w = static_cast<const bf16*>(p.gate_up_w);
+  g.y = static_cast<bf16*>(p.gate_up);
+  g.n = 2 * p.inter;
+  g.k = p.hidden;
+  launch_pair_gemv(g, p.pairs(), stream);
+  launch_swiglu(p, stream);
+  g.a = static_cast<const bf16*>(p.act);
+  g.a_div = 1;
+  g.w = static_cast<const bf16*>(p.down_w);
+  g.y = static_cast<bf16*>(p.expert_out);
+  g.n = p.hidden;
+  g.k = p.inter;
+  launch_pair_gemv(g, p.pairs(), stream);
+  launch_combine(p, nullptr, stream);
+}
+
 }  // namespace
 
-void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream) {
+void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream, bool batch_invariant) {
   INFLIGHT_CHECK_CODE(p.dtype == DType::kBF16, ErrorCode::kUnsupported,
                       "moe_experts_cuda: bf16 only, got {}", dtype_name(p.dtype));
   if (p.tokens == 0) return;
   INFLIGHT_CHECK(p.tokens <= cuda::kMaxGridX, "moe_experts_cuda: {} tokens exceed the grid",
                  p.tokens);
+  if (!batch_invariant && p.pairs() <= p.num_experts && gemv_path_fits(p)) {
+    moe_experts_by_pair(p, stream);
+    return;
+  }
   moe_align_kernel<<<1, kAlignThreads, 0, stream>>>(p);
   INFLIGHT_CUDA_CHECK_LAUNCH();
 
@@ -199,13 +324,7 @@ void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream) {
   g.k = p.hidden;
   launch_grouped_gemm(g, max_tiles, stream);
 
-  SwigluParams s;
-  s.gate_up = p.gate_up;
-  s.out = p.act;
-  s.rows = p.pairs();
-  s.inter = p.inter;
-  s.dtype = DType::kBF16;
-  swiglu_cuda(s, stream);
+  launch_swiglu(p, stream);
 
   // down: act rows (already in expert order) -> expert_out [pairs, hidden].
   g.a = static_cast<const bf16*>(p.act);
@@ -217,8 +336,7 @@ void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream) {
   g.k = p.inter;
   launch_grouped_gemm(g, max_tiles, stream);
 
-  moe_combine_kernel<<<static_cast<unsigned>(p.tokens), kCombineThreads, 0, stream>>>(p);
-  INFLIGHT_CUDA_CHECK_LAUNCH();
+  launch_combine(p, p.pair_position, stream);
 }
 
 }  // namespace inflight

@@ -48,7 +48,9 @@ void qk_norm_cuda(const QkNormParams& p, cudaStream_t stream);
 // Mixture of experts (ops/moe_route.h, ops/moe_experts.h): the router's top-k, then grouping
 // by expert, the grouped expert GEMMs and the weighted combine (moe_experts_cuda.cu).
 void moe_route_cuda(const MoeRouteParams& p, cudaStream_t stream);
-void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream);
+// batch_invariant: always the grouped path (a token's result independent of the batch size);
+// otherwise small batches take the per-pair GEMVs.
+void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream, bool batch_invariant);
 
 void rope_kv_write_cuda(const RopeKvWriteParams& p, cudaStream_t stream);
 

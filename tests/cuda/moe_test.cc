@@ -1,8 +1,9 @@
 // The Qwen3 and mixture-of-experts ops on CUDA against the CPU reference: qk_norm, the router's
-// top-k (ids exact: both rank the same f32 logits by the same rule), the experts (grouped GEMMs
-// over tiles, combine) over awkward shapes with experts that get no tokens and groups longer
-// than one tile; a token's result independent of the batch; and both ops captured in a CUDA
-// graph and replayed on new inputs (no host sync inside).
+// top-k (ids exact: both rank the same f32 logits by the same rule), the experts over awkward
+// shapes with experts that get no tokens and groups longer than one tile, on both paths (per-pair
+// GEMVs for small batches; grouped GEMMs over tiles, always in batch-invariant mode, where a
+// token's result must not depend on the batch); and both ops captured in a CUDA graph and
+// replayed on new inputs (no host sync inside).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -39,6 +40,12 @@ MoeWorkspace workspace(Backend& b, int64_t tokens, int64_t k, int64_t experts, i
     ws.*buf.member = b.alloc(buf.shape, buf.dtype);
   }
   return ws;
+}
+
+// The CUDA backend in batch-invariant mode: the experts always take the grouped path.
+Backend& invariant_backend() {
+  static std::unique_ptr<Backend> backend = make_cuda_backend(0, {.batch_invariant = true});
+  return *backend;
 }
 
 TEST(CudaQwen3Test, QkNorm) {
@@ -143,36 +150,45 @@ TEST(CudaMoeTest, ExpertsMatchCpu) {
       const Tensor out_cpu = cpu.alloc({tokens, c.hidden}, DType::kF32);
       cpu.moe_experts(x, r.ids, r.weights, gate_up, down, ws_cpu, out_cpu);
 
-      const MoeWorkspace ws = workspace(gpu, tokens, c.k, c.experts, c.hidden, c.inter);
-      for (const Tensor* t : {&ws.gate_up, &ws.act, &ws.expert_out}) poison(*t);
-      const Tensor out_gpu = gpu.alloc({tokens, c.hidden}, DType::kBF16);
-      poison(out_gpu);
-      const Tensor ids_gpu = upload_i32(gpu, r.ids);
-      const Tensor w_gpu = gpu.upload(r.weights, DType::kF32);
-      const Tensor x_gpu = to_backend(gpu, x);
-      const Tensor gu_gpu = to_backend(gpu, gate_up), down_gpu = to_backend(gpu, down);
-      gpu.moe_experts(x_gpu, ids_gpu, w_gpu, gu_gpu, down_gpu, ws, out_gpu);
-      const Tensor got = to_host(gpu, out_gpu);
-      expect_close("moe_experts", what, got, out_cpu);
-
-      // Token by token: bit for bit what the whole batch gave.
-      for (const int64_t t : {int64_t{0}, tokens / 2, tokens - 1}) {
-        const Tensor one = gpu.alloc({1, c.hidden}, DType::kBF16);
-        gpu.moe_experts(x_gpu.rows(t, t + 1), ids_gpu.rows(t, t + 1), w_gpu.rows(t, t + 1), gu_gpu,
-                        down_gpu, ws, one);
-        const Tensor one_host = to_host(gpu, one);
-        EXPECT_EQ(
-            std::memcmp(one_host.raw(), got.data<float>() + t * c.hidden, c.hidden * sizeof(float)),
-            0)
-            << what << ": token " << t << " alone differs from the batch";
+      for (Backend* b : {&gpu, &invariant_backend()}) {
+        const bool invariant = b != &gpu;
+        const std::string label = what + (invariant ? " batch-invariant" : "");
+        const MoeWorkspace ws = workspace(*b, tokens, c.k, c.experts, c.hidden, c.inter);
+        b->synchronize();  // poison() writes on the legacy stream
+        for (const Tensor* t : {&ws.gate_up, &ws.act, &ws.expert_out}) poison(*t);
+        const Tensor out_gpu = b->alloc({tokens, c.hidden}, DType::kBF16);
+        poison(out_gpu);
+        const Tensor ids_gpu = upload_i32(*b, r.ids);
+        const Tensor w_gpu = b->upload(r.weights, DType::kF32);
+        const Tensor x_gpu = to_backend(*b, x);
+        const Tensor gu_gpu = to_backend(*b, gate_up), down_gpu = to_backend(*b, down);
+        b->moe_experts(x_gpu, ids_gpu, w_gpu, gu_gpu, down_gpu, ws, out_gpu);
+        const Tensor got = to_host(*b, out_gpu);
+        expect_close(invariant ? "moe_experts.grouped" : "moe_experts", label, got, out_cpu);
+        if (!invariant) continue;
+        // Token by token: bit for bit what the whole batch gave.
+        for (const int64_t t : {int64_t{0}, tokens / 2, tokens - 1}) {
+          const Tensor one = b->alloc({1, c.hidden}, DType::kBF16);
+          b->moe_experts(x_gpu.rows(t, t + 1), ids_gpu.rows(t, t + 1), w_gpu.rows(t, t + 1), gu_gpu,
+                         down_gpu, ws, one);
+          const Tensor one_host = to_host(*b, one);
+          EXPECT_EQ(std::memcmp(one_host.raw(), got.data<float>() + t * c.hidden,
+                                c.hidden * sizeof(float)),
+                    0)
+              << label << ": token " << t << " alone differs from the batch";
+        }
       }
     }
   }
 }
 
-TEST(CudaMoeTest, RouteAndExpertsReplayInAGraph) {
+// Both paths: 4 tokens x top-2 of 8 experts take the per-pair GEMVs, the batch-invariant backend
+// the grouped GEMMs.
+class CudaMoeGraphTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CudaMoeGraphTest, RouteAndExpertsReplayInAGraph) {
   INFLIGHT_REQUIRE_CUDA();
-  Backend& gpu = cuda_backend();
+  Backend& gpu = GetParam() ? invariant_backend() : cuda_backend();
   Backend& cpu = cpu_backend();
   std::mt19937 rng(64);
   const int64_t tokens = 4, experts = 8, k = 2, hidden = 64, inter = 96;
@@ -203,9 +219,12 @@ TEST(CudaMoeTest, RouteAndExpertsReplayInAGraph) {
     const Tensor out_cpu = cpu.alloc({tokens, hidden}, DType::kF32);
     cpu.moe_experts(x, r.ids, r.weights, gate_up, down,
                     workspace(cpu, tokens, k, experts, hidden, inter), out_cpu);
-    expect_close("moe_graph", fmt::format("replay {}", replay), to_host(gpu, out_gpu), out_cpu);
+    expect_close("moe_graph", fmt::format("replay {} invariant={}", replay, GetParam()),
+                 to_host(gpu, out_gpu), out_cpu);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, CudaMoeGraphTest, ::testing::Values(false, true));
 
 }  // namespace
 }  // namespace inflight::test

@@ -573,7 +573,8 @@ void CudaBackend::moe_experts(const Tensor& x, const Tensor& ids, const Tensor& 
                               const Tensor& out) {
   INFLIGHT_CHECK_CODE(x.defined() && x.device() == device(), ErrorCode::kInvalidArgument,
                       "cuda moe_experts: expected device tensors");
-  moe_experts_cuda(make_moe_experts_params(x, ids, weights, gate_up, down, ws, out), stream_);
+  moe_experts_cuda(make_moe_experts_params(x, ids, weights, gate_up, down, ws, out), stream_,
+                   options_.batch_invariant);
 }
 
 void CudaBackend::quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,
