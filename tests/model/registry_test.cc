@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "backend/cpu/cpu_backend.h"
 #include "backend/tiny_llama.h"
 #include "core/check.h"
@@ -122,6 +124,77 @@ TEST(Registry, MissingExpertTensorIsNamed) {
   EXPECT_NE(message.find("'model.layers.1.block_sparse_moe.experts.3.w3.weight'"),
             std::string::npos)
       << message;
+}
+
+// A one-sequence step of `tokens` new tokens from position 0 (block size 4, one block each).
+ForwardBatch prompt_step(const std::vector<int32_t>& tokens) {
+  ForwardBatch b;
+  const auto n = static_cast<int32_t>(tokens.size());
+  b.token_ids = tokens;
+  for (int32_t i = 0; i < n; ++i) {
+    b.positions.push_back(i);
+    b.slot_mapping.push_back(i);
+    b.logits_indices.push_back(i);
+  }
+  b.query_start = {0, n};
+  b.context_lens = {n};
+  b.max_blocks_per_seq = (n + 3) / 4;
+  for (int32_t i = 0; i < b.max_blocks_per_seq; ++i) b.block_tables.push_back(i);
+  return b;
+}
+
+TEST(Registry, StackedExpertsLoadAsThePerExpertTensors) {
+  // GGUF files stack a layer's experts into one [E, rows, cols] tensor per projection.
+  CpuBackend backend;
+  const ModelConfig c = testing::tiny_config("qwen3_moe");
+  const WeightMap per_expert = testing::random_weights(c, 5);
+  WeightMap stacked;
+  for (const auto& [name, t] : per_expert) {
+    if (name.find(".experts.") == std::string::npos) stacked[name] = t;
+  }
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
+      const auto name = [&](const std::string& e) {
+        return fmt::format("model.layers.{}.mlp.experts.{}{}.weight", l, e, proj);
+      };
+      const Tensor first = per_expert.at(name("0."));
+      Tensor all = Tensor::empty({c.num_experts, first.size(0), first.size(1)}, DType::kF32);
+      for (int64_t e = 0; e < c.num_experts; ++e) {
+        std::memcpy(all.data<float>() + e * first.numel(),
+                    per_expert.at(name(std::to_string(e) + ".")).raw(), first.nbytes());
+      }
+      stacked[name("")] = all;
+    }
+  }
+  const ForwardBatch b = prompt_step({5, 17, 3, 88, 41, 9, 60});
+  const auto logits = [&](const WeightMap& w) {
+    const std::unique_ptr<Model> m = make_model(c, weights_of(w), backend);
+    KvCache cache = m->make_kv_cache(4, 4);
+    const Tensor out = m->forward(b, cache);
+    return std::vector<float>(out.data<float>(), out.data<float>() + out.numel());
+  };
+  EXPECT_EQ(logits(stacked), logits(per_expert));
+
+  // Fewer stacked experts than the config counts, or a stacked tensor that is not 3-D.
+  std::string message;
+  const auto load_error = [&](const WeightMap& w) {
+    try {
+      make_model(c, weights_of(w), backend);
+    } catch (const Error& e) {
+      message = e.what();
+      return e.code();
+    }
+    return ErrorCode::kInternal;
+  };
+  WeightMap short_stack = stacked;
+  const std::string up = "model.layers.1.mlp.experts.up_proj.weight";
+  short_stack[up] = stacked.at(up).rows(0, c.num_experts - 1);
+  EXPECT_EQ(load_error(short_stack), ErrorCode::kInvalidFile);
+  EXPECT_NE(message.find(up), std::string::npos) << message;
+  WeightMap flat = stacked;
+  flat[up] = stacked.at(up).reshape({c.num_experts * c.moe_intermediate_size, c.hidden_size});
+  EXPECT_EQ(load_error(flat), ErrorCode::kInvalidFile);
+  EXPECT_NE(message.find(up), std::string::npos) << message;
 }
 
 TEST(Registry, EachFamilyBuildsAModelThatRunsAStep) {
