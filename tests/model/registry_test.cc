@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <map>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/tiny_llama.h"
 #include "core/check.h"
+#include "core/fp8.h"
 
 namespace inflight {
 namespace {
@@ -195,6 +198,52 @@ TEST(Registry, StackedExpertsLoadAsThePerExpertTensors) {
   flat[up] = stacked.at(up).reshape({c.num_experts * c.moe_intermediate_size, c.hidden_size});
   EXPECT_EQ(load_error(flat), ErrorCode::kInvalidFile);
   EXPECT_NE(message.find(up), std::string::npos) << message;
+}
+
+TEST(Registry, E4m3ExpertsAreDequantizedAtLoad) {
+  // An FP8 checkpoint's experts (e4m3 with a per-tensor scale) load in the compute dtype, the
+  // values e4m3 x scale: the model equals one given those values as f32.
+  CpuBackend backend;
+  const ModelConfig c = testing::tiny_config("mixtral");
+  WeightMap dequantized = testing::random_weights(c, 6);
+  std::map<std::string, std::pair<std::vector<uint8_t>, std::vector<float>>> fp8;  // bytes, scale
+  for (auto& [name, t] : dequantized) {
+    if (name.find(".experts.") == std::string::npos) continue;
+    float max_abs = 0.0f;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      max_abs = std::max(max_abs, std::abs(t.data<float>()[i]));
+    const float scale = max_abs / kE4M3Max;
+    auto& [bytes, scales] = fp8[name];
+    scales = {scale};
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      bytes.push_back(f32_to_e4m3(t.data<float>()[i] / scale));
+      t.data<float>()[i] = e4m3_to_f32(bytes.back()) * scale;
+    }
+  }
+  const WeightSource plain = weights_of(dequantized);
+  const WeightSource quantized = [&](const std::string& name) -> std::optional<StoredTensor> {
+    const auto it = fp8.find(name);
+    if (it == fp8.end()) return plain(name);
+    StoredTensor t = *plain(name);
+    t.type = StoredType::kF8E4M3;
+    t.data = it->second.first.data();
+    t.owner = nullptr;
+    auto scale = std::make_shared<StoredTensor>();
+    scale->name = name + "_scale";
+    scale->shape = {1};
+    scale->type = StoredType::kF32;
+    scale->data = reinterpret_cast<const uint8_t*>(it->second.second.data());
+    t.scale = scale;
+    return t;
+  };
+  const ForwardBatch b = prompt_step({2, 7, 1, 64, 30});
+  const auto logits = [&](const WeightSource& w) {
+    const std::unique_ptr<Model> m = make_model(c, w, backend);
+    KvCache cache = m->make_kv_cache(2, 4);
+    const Tensor out = m->forward(b, cache);
+    return std::vector<float>(out.data<float>(), out.data<float>() + out.numel());
+  };
+  EXPECT_EQ(logits(quantized), logits(plain));
 }
 
 TEST(Registry, EachFamilyBuildsAModelThatRunsAStep) {
