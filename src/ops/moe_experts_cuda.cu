@@ -14,7 +14,8 @@
 //   5. combine  out[t] = sum_j weights[t, j] expert_out[pair_position[t k + j]], j in order
 //
 // The grouped GEMM is a plain CUDA-core kernel (shared-memory tiles of kMoeTileRows x 64 x 32,
-// f32 sums in a fixed order over K: a row's result does not depend on the rest of the batch).
+// loaded 16 bytes at a time where K allows, f32 sums in a fixed order over K: a row's result
+// does not depend on the rest of the batch).
 // Grids are sized for the worst case, moe_max_tiles(T k, E) tiles; tiles past num_tiles exit
 // at once. NOTE: a tensor-core version (wgmma, or a tile per expert with cp.async pipelining) is
 // the next step for large batches.
@@ -94,6 +95,19 @@ constexpr int kTileK = 32;
 constexpr int kGemmThreads = 256;  // 16 x 16: each thread 2 rows x 4 columns
 static_assert(kTileM == 32, "the thread layout covers 32 rows");
 
+__device__ __forceinline__ void unpack8(const uint4& v, float* out) {
+  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+// kVec: k % 8 == 0 and a, w 16-byte aligned: tiles are loaded 8 elements (16 bytes) at a time
+// (a chunk of 8 lies wholly inside or outside [0, k)); else element by element.
+template <bool kVec>
 __global__ void __launch_bounds__(kGemmThreads) moe_grouped_gemm_kernel(GroupedGemm g) {
   const auto tile = static_cast<int32_t>(blockIdx.x);
   if (tile >= *g.num_tiles) return;
@@ -117,14 +131,37 @@ __global__ void __launch_bounds__(kGemmThreads) moe_grouped_gemm_kernel(GroupedG
   const int tx = static_cast<int>(threadIdx.x % 16), ty = static_cast<int>(threadIdx.x / 16);
   float acc[2][4] = {};
   for (int64_t k0 = 0; k0 < g.k; k0 += kTileK) {
-    for (int i = static_cast<int>(threadIdx.x); i < kTileM * kTileK; i += kGemmThreads) {
-      const int r = i / kTileK, c = i % kTileK;
-      const int64_t src = a_row[r];
-      a_tile[r][c] = src >= 0 && k0 + c < g.k ? cuda::to_f32(g.a[src * g.k + k0 + c]) : 0.0f;
-    }
-    for (int i = static_cast<int>(threadIdx.x); i < kTileN * kTileK; i += kGemmThreads) {
-      const int r = i / kTileK, c = i % kTileK;
-      w_tile[r][c] = n0 + r < g.n && k0 + c < g.k ? cuda::to_f32(w[(n0 + r) * g.k + k0 + c]) : 0.0f;
+    if constexpr (kVec) {
+      constexpr int kChunks = kTileK / 8;  // 16-byte chunks per tile row
+      for (int i = static_cast<int>(threadIdx.x); i < kTileM * kChunks; i += kGemmThreads) {
+        const int r = i / kChunks, c = i % kChunks * 8;
+        const int64_t src = a_row[r];
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (src >= 0 && k0 + c < g.k) {
+          v = *reinterpret_cast<const uint4*>(g.a + src * g.k + k0 + c);
+        }
+        unpack8(v, &a_tile[r][c]);
+      }
+      for (int i = static_cast<int>(threadIdx.x); i < kTileN * kChunks; i += kGemmThreads) {
+        const int r = i / kChunks, c = i % kChunks * 8;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (n0 + r < g.n && k0 + c < g.k) {
+          // A plain load: other tiles of this expert read the same weights (kept in L2).
+          v = *reinterpret_cast<const uint4*>(w + (n0 + r) * g.k + k0 + c);
+        }
+        unpack8(v, &w_tile[r][c]);
+      }
+    } else {
+      for (int i = static_cast<int>(threadIdx.x); i < kTileM * kTileK; i += kGemmThreads) {
+        const int r = i / kTileK, c = i % kTileK;
+        const int64_t src = a_row[r];
+        a_tile[r][c] = src >= 0 && k0 + c < g.k ? cuda::to_f32(g.a[src * g.k + k0 + c]) : 0.0f;
+      }
+      for (int i = static_cast<int>(threadIdx.x); i < kTileN * kTileK; i += kGemmThreads) {
+        const int r = i / kTileK, c = i % kTileK;
+        w_tile[r][c] =
+            n0 + r < g.n && k0 + c < g.k ? cuda::to_f32(w[(n0 + r) * g.k + k0 + c]) : 0.0f;
+      }
     }
     __syncthreads();
 #pragma unroll 8
@@ -156,7 +193,11 @@ void launch_grouped_gemm(const GroupedGemm& g, int64_t max_tiles, cudaStream_t s
   INFLIGHT_CHECK(max_tiles <= cuda::kMaxGridX && col_tiles <= 65535,
                  "moe_experts_cuda: {} x {} tiles exceed the grid", max_tiles, col_tiles);
   const dim3 grid(static_cast<unsigned>(max_tiles), static_cast<unsigned>(col_tiles));
-  moe_grouped_gemm_kernel<<<grid, kGemmThreads, 0, stream>>>(g);
+  if (g.k % 8 == 0 && cuda::aligned(g.a, 16) && cuda::aligned(g.w, 16)) {
+    moe_grouped_gemm_kernel<true><<<grid, kGemmThreads, 0, stream>>>(g);
+  } else {
+    moe_grouped_gemm_kernel<false><<<grid, kGemmThreads, 0, stream>>>(g);
+  }
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
@@ -175,16 +216,6 @@ struct PairGemv {
 
 constexpr int kGemvWarps = 8;
 constexpr int kGemvUnroll = 4;  // 16-byte weight loads in flight per lane
-
-__device__ __forceinline__ void unpack8(const uint4& v, float (&out)[8]) {
-  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h[i]);
-    out[2 * i] = f.x;
-    out[2 * i + 1] = f.y;
-  }
-}
 
 __global__ void __launch_bounds__(kGemvWarps * 32) moe_pair_gemv_kernel(PairGemv g) {
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
