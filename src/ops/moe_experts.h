@@ -7,15 +7,18 @@
 //   as the dense MLP fuses them), down [E, hidden, I], out [T, hidden]; silu_mul as swiglu.
 //
 // Every (token, choice) pair p = t k + j is one row of the workspace (MoeWorkspace): its
-// expert's gate/up output, the activation, and the expert's down output, so each pair's row is
-// computed on its own (in the same order whatever else is in the batch: batch invariance), and
-// the weighted sum over a token's k rows is taken in order j = 0..k-1 (runtime/moe_workspace.h).
-//   CPU (the reference): row p belongs to pair p; experts are applied per pair.
+// expert's gate/up output, the activation, and the expert's down output, each pair's row
+// computed on its own, and the weighted sum over a token's k rows is taken in order
+// j = 0..k-1 (runtime/moe_workspace.h).
+//   CPU (the reference): row p belongs to pair p; experts are applied per pair (a row's result
+//   does not depend on the batch).
 //   CUDA: rows are grouped by expert (pairs sorted by expert: `sorted_pairs`, inverse
 //   `pair_position`, group starts `expert_offsets`), each group cut into tiles of
 //   kMoeTileRows rows (`tile_expert`, `tile_start`, `num_tiles`), and one grouped GEMM over the
 //   tiles reads each expert's weights once per tile; the tile table is built on the device,
-//   so nothing waits for the host and the step can be captured in a CUDA graph.
+//   so nothing waits for the host and the step can be captured in a CUDA graph. Small batches
+//   (T k <= E) take one GEMV per pair instead, rows in pair order, unless the backend is in
+//   batch-invariant mode (ops/ops_cuda.cuh moe_experts_cuda).
 // An expert that gets no tokens costs nothing on either backend.
 #pragma once
 

@@ -5,7 +5,8 @@
 // Rows are (token, choice) pairs p = t k + j of a step's T tokens routed to k experts each
 // (T k rows). Which row holds which pair is the backend's: the CPU reference keeps pair order;
 // CUDA sorts the pairs by expert (sorted_pairs / pair_position) and cuts each expert's group
-// into tiles of kMoeTileRows rows (tile_expert, tile_start, num_tiles).
+// into tiles of kMoeTileRows rows (tile_expert, tile_start, num_tiles), except for small
+// batches, which keep pair order.
 #pragma once
 
 #include <cstdint>
