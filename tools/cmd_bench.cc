@@ -96,7 +96,7 @@ void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, 
                "Random weights of --arch (or --config) made on the device; token-id prompts");
   app.add_option("--arch", g_engine.arch,
                  "Architecture for --dummy-weights: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, "
-                 "mistral-7b, smollm2-135m");
+                 "mistral-7b, qwen3-8b, qwen3-30b-a3b, mixtral-8x7b, smollm2-135m");
   app.add_option("--config", g_engine.config, "Hugging Face config.json for --dummy-weights");
   app.add_option("--device", g_engine.device, "Backend device: auto | cpu | cuda | cuda:N")
       ->capture_default_str();

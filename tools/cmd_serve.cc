@@ -195,7 +195,7 @@ void setup(CLI::App& app) {
                              "--tokenizer)");
   app.add_option("--arch", opts.arch,
                  "Dummy-weights architecture: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, "
-                 "mistral-7b, smollm2-135m")
+                 "mistral-7b, qwen3-8b, qwen3-30b-a3b, mixtral-8x7b, smollm2-135m")
       ->needs(dummy);
   app.add_option("--config", opts.config, "Dummy-weights shapes from a Hugging Face config.json")
       ->needs(dummy);

@@ -38,19 +38,28 @@ double median_seconds(Backend& backend, int32_t repeats, Op op) {
 
 ModelCost model_cost(const ModelConfig& c, int64_t elem_bytes, int64_t tokens) {
   const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+  const int64_t attention = c.hidden_size * (q + 2 * kv) + q * c.hidden_size;
+  // A dense MLP; or the router and the experts, of which a token uses (and a batch-1 decode
+  // step reads) num_experts_per_token.
+  const int64_t expert = 3 * c.hidden_size * c.expert_intermediate_size();
+  const int64_t router = c.num_experts * c.hidden_size;
+  const bool moe = c.num_experts > 0;
   const int64_t linear_per_layer =
-      c.hidden_size * (q + 2 * kv) + q * c.hidden_size + 3 * c.hidden_size * c.intermediate_size;
-  const int64_t norms = (2 * c.num_layers + 1) * c.hidden_size;
+      attention + (moe ? router + c.num_experts * expert : 3 * c.hidden_size * c.intermediate_size);
+  const int64_t active_per_layer =
+      moe ? attention + router + c.num_experts_per_token * expert : linear_per_layer;
+  const int64_t norms =
+      (2 * c.num_layers + 1) * c.hidden_size + (c.qk_norm ? 2 * c.num_layers * c.head_dim : 0);
   const int64_t embed = c.vocab_size * c.hidden_size;
   const int64_t lm_head = embed;  // tied or not, a decode step reads vocab x hidden once
   ModelCost cost;
   cost.weight_bytes =
       (c.num_layers * linear_per_layer + norms + embed + (c.tie_word_embeddings ? 0 : lm_head)) *
       elem_bytes;
-  cost.decode_read_bytes = (c.num_layers * linear_per_layer + norms + lm_head) * elem_bytes;
+  cost.decode_read_bytes = (c.num_layers * active_per_layer + norms + lm_head) * elem_bytes;
   // QK^T and PV over the causal triangle: 2 x 2 x heads x head_dim per (query, key) pair.
   const int64_t pairs = tokens * (tokens + 1) / 2;
-  cost.prefill_flops = 2 * c.num_layers * linear_per_layer * tokens +
+  cost.prefill_flops = 2 * c.num_layers * active_per_layer * tokens +
                        4 * c.num_layers * q * pairs + 2 * lm_head;
   return cost;
 }

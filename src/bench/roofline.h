@@ -36,8 +36,11 @@ struct RooflineOptions {
 // Bytes and FLOPs of a model shape in an element type of `elem_bytes`.
 struct ModelCost {
   int64_t weight_bytes = 0;       // every weight, the embedding table included
-  int64_t decode_read_bytes = 0;  // what a decode step reads: all but the embedding table
-  int64_t prefill_flops = 0;      // one prompt of `tokens`: linear layers, attention, one row
+  // What a batch-1 decode step reads: all but the embedding table, and of a mixture of experts
+  // only the num_experts_per_token experts of each layer that the token is routed to.
+  int64_t decode_read_bytes = 0;
+  int64_t prefill_flops = 0;  // one prompt of `tokens`: linear layers (active experts),
+                              // attention, one row
 };
 ModelCost model_cost(const ModelConfig& c, int64_t elem_bytes, int64_t tokens);
 

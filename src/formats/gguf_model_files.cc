@@ -11,21 +11,38 @@ namespace inflight {
 namespace {
 
 // Per-layer tensor suffixes: GGUF -> Hugging Face (both without ".weight" / ".bias").
-constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kLayerNames = {{
+// The experts of a mixture-of-experts layer are stacked, [experts, rows, cols], under names of
+// their own (no Hugging Face checkpoint has them): the model takes expert e as slice e
+// (model/weight_source.h with_stacked_experts).
+constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kLayerNames = {{
     {"attn_norm", "input_layernorm"},
     {"attn_q", "self_attn.q_proj"},
     {"attn_k", "self_attn.k_proj"},
     {"attn_v", "self_attn.v_proj"},
     {"attn_output", "self_attn.o_proj"},
+    {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"},
     {"ffn_norm", "post_attention_layernorm"},
     {"ffn_gate", "mlp.gate_proj"},
     {"ffn_up", "mlp.up_proj"},
     {"ffn_down", "mlp.down_proj"},
+    {"ffn_gate_inp", "mlp.gate"},  // the MoE router
+    {"ffn_gate_exps", "mlp.experts.gate_proj"},
+    {"ffn_up_exps", "mlp.experts.up_proj"},
+    {"ffn_down_exps", "mlp.experts.down_proj"},
 }};
 
-// llama.cpp stores the q/k rows of these architectures permuted for interleaved RoPE.
+// The per-expert tensors of older files ("blk.N.ffn_gate.E.weight"): GGUF -> Hugging Face.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kExpertNames = {{
+    {"ffn_gate", "gate_proj"},
+    {"ffn_up", "up_proj"},
+    {"ffn_down", "down_proj"},
+}};
+
+// llama.cpp stores the q/k rows of these architectures permuted for interleaved RoPE (Mixtral
+// is its `llama` with experts).
 bool arch_permutes_qk(std::string_view arch) {
-  return arch == "llama" || arch == "mistral";
+  return arch == "llama" || arch == "mistral" || arch == "mixtral";
 }
 
 RopeScaling read_rope_scaling(const GgufFile& f, const std::string& p) {
@@ -69,6 +86,21 @@ std::string GgufModelFiles::canonical_name(std::string_view n) {
   for (const auto& [gguf, hf] : kLayerNames) {
     if (base == gguf) return fmt::format("model.layers.{}.{}.{}", layer, hf, kind);
   }
+  // Files from before llama.cpp stacked the experts: one tensor per expert, "ffn_gate.<e>".
+  const size_t expert_dot = base.rfind('.');
+  if (expert_dot != std::string_view::npos && expert_dot + 1 < base.size()) {
+    unsigned expert = 0;
+    const char* digits = base.data() + expert_dot + 1;
+    const auto [end, err] = std::from_chars(digits, base.data() + base.size(), expert);
+    const std::string_view ffn = base.substr(0, expert_dot);
+    if (err == std::errc() && end == base.data() + base.size()) {
+      for (const auto& [gguf, proj] : kExpertNames) {
+        if (ffn == gguf) {
+          return fmt::format("model.layers.{}.mlp.experts.{}.{}.{}", layer, expert, proj, kind);
+        }
+      }
+    }
+  }
   return std::string(n);
 }
 
@@ -84,7 +116,19 @@ ModelConfig GgufModelFiles::read_config(const GgufFile& f) {
     c.name = std::string(f.get_string_or("general.name", ""));
     c.hidden_size = f.get_int(p + "embedding_length");
     c.num_layers = f.get_int(p + "block_count");
-    c.intermediate_size = f.get_int(p + "feed_forward_length");
+    // Mixture of experts: llama.cpp renormalises the chosen experts' weights unless the file
+    // says otherwise (Mixtral, Qwen3-MoE).
+    c.num_experts = f.get_int_or(p + "expert_count", 0);
+    c.num_experts_per_token = f.get_int_or(p + "expert_used_count", 0);
+    c.moe_intermediate_size = f.get_int_or(p + "expert_feed_forward_length", 0);
+    c.norm_topk_prob = f.get_bool_or(p + "expert_weights_norm", true);
+    if (c.num_experts > 0 && !f.has(p + "feed_forward_length") && c.moe_intermediate_size > 0) {
+      c.intermediate_size = c.moe_intermediate_size;
+    } else {
+      c.intermediate_size = f.get_int(p + "feed_forward_length");
+    }
+    // llama.cpp writes Mixtral as `llama` with experts.
+    if (arch == "llama" && c.num_experts > 0) c.architecture = "mixtral";
     c.num_heads = f.get_int(p + "attention.head_count");
     c.num_kv_heads = f.get_int_or(p + "attention.head_count_kv", c.num_heads);
     if (f.has(p + "attention.key_length")) {

@@ -167,7 +167,21 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j) {
   c.num_experts = r.get_int_or("num_local_experts", r.get_int_or("num_experts", 0));
   c.num_experts_per_token = r.get_int_or("num_experts_per_tok", 0);
   c.moe_intermediate_size = r.get_int_or("moe_intermediate_size", 0);
-  c.norm_topk_prob = r.get_bool_or("norm_topk_prob", true);
+  // Absent, transformers' Qwen3-MoE config does not renormalise (Mixtral always does).
+  const bool qwen_moe = hf_arch == "Qwen3MoeForCausalLM" || hf_arch == "qwen3_moe";
+  c.norm_topk_prob = r.get_bool_or("norm_topk_prob", !qwen_moe);
+  if (c.num_experts > 0) {
+    // Qwen-MoE configs may keep some layers dense; every layer here is sparse.
+    const int64_t sparse_step = r.get_int_or("decoder_sparse_step", 1);
+    const bool dense_layers = j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array() &&
+                              !j["mlp_only_layers"].empty();
+    INFLIGHT_CHECK_CODE(
+        sparse_step == 1 && !dense_layers, ErrorCode::kUnsupported,
+        "config.json: decoder_sparse_step {} / mlp_only_layers {}: dense layers "
+        "between the mixture-of-experts layers are not supported",
+        sparse_step,
+        j.contains("mlp_only_layers") ? j["mlp_only_layers"].dump() : std::string("[]"));
+  }
   c.bos_token_id = r.get_int_or("bos_token_id", -1);
   c.eos_token_ids = eos_from_json(j);
   c.quantization = Quantization::from_hf(j, nullptr);
@@ -274,8 +288,7 @@ int64_t ModelConfig::num_weight_elements() const {
                                   hidden_size, "MLP: 3 x intermediate_size x hidden_size");
   layer = checked_add(layer, mlp, "one layer");
   if (num_experts > 0) {
-    const int64_t expert_width =
-        moe_intermediate_size > 0 ? moe_intermediate_size : intermediate_size;
+    const int64_t expert_width = expert_intermediate_size();
     const int64_t experts =
         checked_mul(checked_mul(num_experts, 3 * expert_width, "num_experts x 3 x expert width"),
                     hidden_size, "experts x hidden_size");

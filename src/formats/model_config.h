@@ -54,6 +54,10 @@ struct ModelConfig {
   int64_t num_experts_per_token = 0;  // HF num_experts_per_tok: experts each token is routed to
   int64_t moe_intermediate_size = 0;  // one expert's MLP width (0: intermediate_size)
   bool norm_topk_prob = true;         // renormalise the chosen experts' router weights
+  // One expert's MLP width: moe_intermediate_size, or intermediate_size where that is 0 (Mixtral).
+  int64_t expert_intermediate_size() const {
+    return moe_intermediate_size > 0 ? moe_intermediate_size : intermediate_size;
+  }
   // Position information: rotary (RoPE) or attention biases (ALiBi, MPT).
   enum class Positions { kRope, kAlibi };
   Positions positions = Positions::kRope;

@@ -33,6 +33,25 @@ ModelConfig llama31(int64_t hidden, int64_t inter, int64_t layers, int64_t heads
   return c;
 }
 
+// Qwen3 (dense and MoE): q/k norms, no biases, head_dim 128, 152k vocab.
+ModelConfig qwen3(int64_t hidden, int64_t inter, int64_t layers, int64_t heads, int64_t kv_heads) {
+  ModelConfig c;
+  c.vocab_size = 151936;
+  c.hidden_size = hidden;
+  c.intermediate_size = inter;
+  c.num_layers = layers;
+  c.num_heads = heads;
+  c.num_kv_heads = kv_heads;
+  c.head_dim = 128;
+  c.max_position_embeddings = 40960;
+  c.rms_norm_eps = 1e-6f;
+  c.rope_theta = 1000000.0f;
+  c.qk_norm = true;
+  c.bos_token_id = 151643;
+  c.eos_token_ids = {151645, 151643};
+  return c;
+}
+
 struct Preset {
   const char* name;
   ModelConfig (*make)();
@@ -87,6 +106,45 @@ const Preset kPresets[] = {
        c.rms_norm_eps = 1e-5f;
        c.rope_theta = 10000.0f;
        c.sliding_window = 4096;
+       c.bos_token_id = 1;
+       c.eos_token_ids = {2};
+       return c;
+     }},
+    {"qwen3-8b",
+     [] {
+       ModelConfig c = qwen3(4096, 12288, 36, 32, 8);
+       c.architecture = "qwen3";
+       c.name = "Qwen3-8B (dummy weights)";
+       return c;
+     }},
+    {"qwen3-30b-a3b",
+     [] {
+       ModelConfig c = qwen3(2048, 6144, 48, 32, 4);
+       c.architecture = "qwen3_moe";
+       c.name = "Qwen3-30B-A3B (dummy weights)";
+       c.num_experts = 128;
+       c.num_experts_per_token = 8;
+       c.moe_intermediate_size = 768;
+       c.norm_topk_prob = true;
+       return c;
+     }},
+    {"mixtral-8x7b",
+     [] {
+       ModelConfig c;
+       c.architecture = "mixtral";
+       c.name = "Mixtral-8x7B-v0.1 (dummy weights)";
+       c.vocab_size = 32000;
+       c.hidden_size = 4096;
+       c.intermediate_size = 14336;  // each expert's width
+       c.num_layers = 32;
+       c.num_heads = 32;
+       c.num_kv_heads = 8;
+       c.head_dim = 128;
+       c.max_position_embeddings = 32768;
+       c.rms_norm_eps = 1e-5f;
+       c.rope_theta = 1000000.0f;
+       c.num_experts = 8;
+       c.num_experts_per_token = 2;
        c.bos_token_id = 1;
        c.eos_token_ids = {2};
        return c;

@@ -6,6 +6,9 @@
 //   llama-3.1-70b  80 layers, 8192 wide, GQA 64/8, 128k vocab
 //   qwen2.5-7b     28 layers, 3584 wide, GQA 28/4, q/k/v biases, 152k vocab
 //   mistral-7b     v0.1: 32 layers, 4096 wide, GQA 32/8, sliding window 4096, 32k vocab
+//   qwen3-8b       36 layers, 4096 wide, GQA 32/8, q/k norms, 152k vocab
+//   qwen3-30b-a3b  48 layers, 2048 wide, GQA 32/4, q/k norms, 128 experts of 768, top-8
+//   mixtral-8x7b   32 layers, 4096 wide, GQA 32/8, 8 experts of 14336, top-2, 32k vocab
 //   smollm2-135m   30 layers, 576 wide, GQA 9/3, tied embeddings, 49k vocab
 #pragma once
 

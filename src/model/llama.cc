@@ -21,6 +21,22 @@ std::string layer_name(int64_t layer, const char* suffix) {
   return "model.layers." + std::to_string(layer) + "." + suffix;
 }
 
+// Where a checkpoint keeps a layer's experts: "<block>.gate.weight" (the router) and
+// "<block>.experts.<e>.<proj>.weight". GGUF files use the second layout's names
+// (formats/gguf_model_files.h), with the experts stacked.
+struct MoeLayout {
+  const char* block;
+  const char* gate;
+  const char* up;
+  const char* down;
+};
+constexpr MoeLayout kMixtralLayout{"block_sparse_moe", "w1", "w3", "w2"};
+constexpr MoeLayout kQwenMoeLayout{"mlp", "gate_proj", "up_proj", "down_proj"};
+
+std::string expert_name(int64_t layer, const MoeLayout& m, int64_t expert, const char* proj) {
+  return fmt::format("model.layers.{}.{}.experts.{}.{}.weight", layer, m.block, expert, proj);
+}
+
 }  // namespace
 
 std::vector<float> rope_inv_freq(const ModelConfig& config) {
@@ -74,6 +90,17 @@ void LlamaModel::check_config() const {
   // Positive sizes of at most 2^31 - 1 (sliding_window and vocab_size included) whose products
   // fit int64, GQA divisibility, even head_dim, RoPE scaling parameters.
   config_.validate();
+  if (has_experts()) {
+    INFLIGHT_CHECK_CODE(config_.num_experts_per_token >= 1, ErrorCode::kInvalidFile,
+                        "model config: {} experts but num_experts_per_tok is {}",
+                        config_.num_experts, config_.num_experts_per_token);
+    INFLIGHT_CHECK_CODE(
+        config_.num_experts <= kMoeMaxExperts && config_.num_experts_per_token <= kMoeMaxTopK,
+        ErrorCode::kUnsupported,
+        "model config: {} experts with {} per token (at most {} experts, {} per "
+        "token are supported)",
+        config_.num_experts, config_.num_experts_per_token, kMoeMaxExperts, kMoeMaxTopK);
+  }
 }
 
 void LlamaModel::set_inv_freq(const Tensor* divisors) {
@@ -86,10 +113,13 @@ void LlamaModel::set_inv_freq(const Tensor* divisors) {
   inv_freq_ = backend_.upload(host, DType::kF32);
 }
 
-void LlamaModel::load_weights(const WeightSource& weights) {
+void LlamaModel::load_weights(const WeightSource& source) {
   const ModelConfig& c = config_;
   const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
   const int64_t kv_dim = c.num_kv_heads * c.head_dim, inter = c.intermediate_size;
+  const int64_t experts = c.num_experts, expert_inter = c.expert_intermediate_size();
+  // Per-expert names, or slices of the stacked experts of a GGUF file.
+  const WeightSource weights = with_stacked_experts(source);
   struct Part {
     std::string name;
     Shape shape;
@@ -124,10 +154,13 @@ void LlamaModel::load_weights(const WeightSource& weights) {
     w.dtype = backend_.weight_dtype(w.parts.front());
     return w;
   };
+  // A tensor that is not a linear layer's weight (norms, biases, embedding, router, experts):
+  // kept in the compute dtype, so a stored e4m3 one is dequantized with its scales.
   auto add = [&](std::function<Tensor&()> destination, const std::vector<Part>& parts,
                  bool required) {
     std::optional<PlannedWeight> w = stack(parts, required);
     if (!w) return;
+    w->dtype = backend_.compute_dtype();
     const int64_t bytes = w->bytes();
     plan.push_back(Planned{bytes, [this, destination, w = std::move(*w)] {
                              destination() = load_planned(backend_, w);
@@ -166,6 +199,8 @@ void LlamaModel::load_weights(const WeightSource& weights) {
                         "weight 'rope_freqs.weight' has shape {}, expected [{}]",
                         shape_str(divisors->shape), c.head_dim / 2);
   }
+  const MoeLayout& m =
+      weights("model.layers.0.block_sparse_moe.gate.weight") ? kMixtralLayout : kQwenMoeLayout;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     auto name = [l](const char* suffix) { return layer_name(l, suffix); };
     // A layer without its first tensor is one the config counts and the files do not hold
@@ -196,11 +231,32 @@ void LlamaModel::load_weights(const WeightSource& weights) {
     if (c.o_proj_bias)
       add(in_layer(l, [](Layer& x) -> Tensor& { return x.o.bias; }),
           {{name("self_attn.o_proj.bias"), {hidden}}}, false);
-    linear(in_layer(l, [](Layer& x) -> Linear& { return x.gate_up; }),
-           {{name("mlp.gate_proj.weight"), {inter, hidden}},
-            {name("mlp.up_proj.weight"), {inter, hidden}}});
-    linear(in_layer(l, [](Layer& x) -> Linear& { return x.down; }),
-           {{name("mlp.down_proj.weight"), {hidden, inter}}});
+    if (c.qk_norm) {
+      one(in_layer(l, [](Layer& x) -> Tensor& { return x.q_norm; }),
+          name("self_attn.q_norm.weight"), {c.head_dim});
+      one(in_layer(l, [](Layer& x) -> Tensor& { return x.k_norm; }),
+          name("self_attn.k_norm.weight"), {c.head_dim});
+    }
+    if (!has_experts()) {
+      linear(in_layer(l, [](Layer& x) -> Linear& { return x.gate_up; }),
+             {{name("mlp.gate_proj.weight"), {inter, hidden}},
+              {name("mlp.up_proj.weight"), {inter, hidden}}});
+      linear(in_layer(l, [](Layer& x) -> Linear& { return x.down; }),
+             {{name("mlp.down_proj.weight"), {hidden, inter}}});
+      continue;
+    }
+    // Experts, stacked along the first dimension: [gate_0; up_0; gate_1; up_1; ...] and
+    // [down_0; down_1; ...], viewed as [E, 2 I_e, hidden] and [E, hidden, I_e] once loaded.
+    one(in_layer(l, [](Layer& x) -> Tensor& { return x.router.weight; }),
+        fmt::format("model.layers.{}.{}.gate.weight", l, m.block), {experts, hidden});
+    std::vector<Part> gate_up, down;
+    for (int64_t e = 0; e < experts; ++e) {
+      gate_up.push_back({expert_name(l, m, e, m.gate), {expert_inter, hidden}});
+      gate_up.push_back({expert_name(l, m, e, m.up), {expert_inter, hidden}});
+      down.push_back({expert_name(l, m, e, m.down), {hidden, expert_inter}});
+    }
+    add(in_layer(l, [](Layer& x) -> Tensor& { return x.experts_gate_up; }), gate_up, true);
+    add(in_layer(l, [](Layer& x) -> Tensor& { return x.experts_down; }), down, true);
   }
 
   // Pass 2: the device must hold them all; then allocate and load.
@@ -211,6 +267,12 @@ void LlamaModel::load_weights(const WeightSource& weights) {
   // (load_linear leaves a layer's bias alone, whichever is loaded first.)
   for (const Planned& p : plan) p.load();
   if (c.tie_word_embeddings) lm_head_.weight = embed_;
+  if (has_experts()) {
+    for (Layer& layer : layers_) {
+      layer.experts_gate_up = layer.experts_gate_up.reshape({experts, 2 * expert_inter, hidden});
+      layer.experts_down = layer.experts_down.reshape({experts, hidden, expert_inter});
+    }
+  }
   fp8_ = std::any_of(layers_.begin(), layers_.end(), [](const Layer& l) {
     return l.qkv.quantized() || l.o.quantized() || l.gate_up.quantized() || l.down.quantized();
   });
@@ -242,12 +304,19 @@ int64_t LlamaModel::dummy_weight_bytes() const {
   // FP8 linear layers: one byte per weight and an f32 scale per row; the largest is made in the
   // compute dtype first.
   const bool fp8 = quantizes_dummy_linears();
-  const int64_t linear_rows = qkv_rows + hidden + 3 * c.intermediate_size;
-  const int64_t linear = qkv_rows * hidden + hidden * q_dim + 3 * c.intermediate_size * hidden;
+  // The dense MLP is a linear layer (FP8 with the rest); experts and router stay unquantized.
+  const int64_t mlp_inter = has_experts() ? 0 : c.intermediate_size;
+  const int64_t linear_rows = qkv_rows + hidden + 3 * mlp_inter;
+  const int64_t linear = qkv_rows * hidden + hidden * q_dim + 3 * mlp_inter * hidden;
   int64_t layer = 2 * hidden * dt + (fp8 ? linear + 4 * linear_rows : linear * dt);
   if (has_qkv_bias()) layer += qkv_rows * dt;
+  if (c.qk_norm) layer += 2 * c.head_dim * dt;
+  if (has_experts()) {
+    layer += c.num_experts * (hidden + 3 * c.expert_intermediate_size() * hidden) * dt;
+  }
   const int64_t embed = c.vocab_size * hidden;
-  const int64_t staging = fp8 ? 2 * c.intermediate_size * hidden * dt : 0;
+  const int64_t largest = std::max({qkv_rows * hidden, hidden * q_dim, 2 * mlp_inter * hidden});
+  const int64_t staging = fp8 ? largest * dt : 0;
   return c.num_layers * layer + (embed * (c.tie_word_embeddings ? 1 : 2) + hidden) * dt + staging;
 }
 
@@ -294,8 +363,20 @@ void LlamaModel::init_random_weights(uint64_t seed) {
     layer.qkv = linear(q_dim + 2 * kv_dim, hidden);
     if (has_qkv_bias()) layer.qkv.bias = make({q_dim + 2 * kv_dim}, 0.1f, 0.0f);
     layer.o = linear(hidden, q_dim);
-    layer.gate_up = linear(2 * inter, hidden);
-    layer.down = linear(hidden, inter);
+    if (c.qk_norm) {
+      layer.q_norm = make({c.head_dim}, 0.1f, 1.0f);
+      layer.k_norm = make({c.head_dim}, 0.1f, 1.0f);
+    }
+    if (!has_experts()) {
+      layer.gate_up = linear(2 * inter, hidden);
+      layer.down = linear(hidden, inter);
+      continue;
+    }
+    const int64_t e = c.num_experts, ie = c.expert_intermediate_size();
+    layer.router.weight = weight(e, hidden);
+    layer.experts_gate_up =
+        make({e, 2 * ie, hidden}, 1.0f / std::sqrt(static_cast<float>(hidden)), 0.0f);
+    layer.experts_down = make({e, hidden, ie}, 1.0f / std::sqrt(static_cast<float>(ie)), 0.0f);
   }
   fp8_ = fp8;
 }
@@ -306,6 +387,9 @@ int64_t LlamaModel::weight_bytes() const {
   for (const Layer& l : layers_) {
     bytes += static_cast<int64_t>(l.input_norm.nbytes() + l.post_norm.nbytes());
     bytes += l.qkv.nbytes() + l.o.nbytes() + l.gate_up.nbytes() + l.down.nbytes();
+    bytes += static_cast<int64_t>(l.q_norm.nbytes() + l.k_norm.nbytes());
+    bytes += l.router.nbytes() +
+             static_cast<int64_t>(l.experts_gate_up.nbytes() + l.experts_down.nbytes());
   }
   return bytes;
 }
@@ -314,17 +398,30 @@ std::vector<LlamaModel::Buffer> LlamaModel::token_buffers(int64_t cap) const {
   const ModelConfig& c = config_;
   const DType dt = backend_.compute_dtype();
   const int64_t qkv_cols = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
+  // The dense MLP's buffers, or the router's (the experts' scratch: moe_buffers).
+  const int64_t dense = has_experts() ? 1 : cap, moe = has_experts() ? cap : 1;
+  const int64_t k = std::max<int64_t>(c.num_experts_per_token, 1);
   return {{&Workspace::residual, {cap, c.hidden_size}, dt},
           {&Workspace::normed, {cap, c.hidden_size}, dt},
           {&Workspace::qkv, {cap, qkv_cols}, dt},
           {&Workspace::q, {cap, c.num_heads, c.head_dim}, dt},
           {&Workspace::attn, {cap, c.num_heads, c.head_dim}, dt},
           {&Workspace::sublayer_out, {cap, c.hidden_size}, dt},
-          {&Workspace::gate_up, {cap, 2 * c.intermediate_size}, dt},
-          {&Workspace::act, {cap, c.intermediate_size}, dt},
+          {&Workspace::gate_up, {dense, 2 * c.intermediate_size}, dt},
+          {&Workspace::act, {dense, c.intermediate_size}, dt},
+          {&Workspace::router_logits, {moe, std::max<int64_t>(c.num_experts, 1)}, DType::kF32},
+          {&Workspace::expert_ids, {moe, k}, DType::kI32},
+          {&Workspace::expert_weights, {moe, k}, DType::kF32},
           // FP8 layers' inputs, quantized (runtime/linear.h): any layer's [t, K] fits.
           {&Workspace::xq, {fp8_ ? cap * max_in_features() : 1}, DType::kF8E4M3},
           {&Workspace::xq_scales, {fp8_ ? cap * max_scale_groups() : 1}, DType::kF32}};
+}
+
+std::vector<MoeWorkspaceBuffer> LlamaModel::moe_buffers(int64_t cap) const {
+  const ModelConfig& c = config_;
+  if (!has_experts()) return {};
+  return moe_workspace_buffers(cap, c.num_experts_per_token, c.num_experts, c.hidden_size,
+                               c.expert_intermediate_size(), backend_.compute_dtype());
 }
 
 int64_t LlamaModel::max_in_features() const {
@@ -378,14 +475,16 @@ int64_t logits_capacity(int64_t logits) {
 
 int64_t LlamaModel::workspace_bytes(int64_t tokens, int64_t logits) const {
   int64_t bytes = 0;
+  const auto add = [&bytes](const Shape& shape, DType dtype) {
+    int64_t n = static_cast<int64_t>(dtype_size(dtype));
+    for (const int64_t d : shape) n *= d;
+    bytes += n;
+  };
   for (const auto& list :
        {token_buffers(token_capacity(tokens)), logits_buffers(logits_capacity(logits))}) {
-    for (const Buffer& b : list) {
-      int64_t n = static_cast<int64_t>(dtype_size(b.dtype));
-      for (const int64_t d : b.shape) n *= d;
-      bytes += n;
-    }
+    for (const Buffer& b : list) add(b.shape, b.dtype);
   }
+  for (const MoeWorkspaceBuffer& b : moe_buffers(token_capacity(tokens))) add(b.shape, b.dtype);
   return bytes;
 }
 
@@ -395,6 +494,8 @@ bool LlamaModel::reserve(int64_t tokens, int64_t logits) {
     ws_.capacity = token_capacity(tokens);
     for (const Buffer& b : token_buffers(ws_.capacity))
       ws_.*b.member = backend_.alloc(b.shape, b.dtype);
+    for (const MoeWorkspaceBuffer& b : moe_buffers(ws_.capacity))
+      ws_.moe.*b.member = backend_.alloc(b.shape, b.dtype);
     grew = true;
   }
   if (std::max<int64_t>(logits, 1) > ws_.logits_capacity) {
@@ -420,8 +521,6 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
   const Tensor attn = ws_.attn.rows(0, t);
   const Tensor attn_2d = attn.reshape({t, c.num_heads * c.head_dim});
   const Tensor sublayer_out = ws_.sublayer_out.rows(0, t);
-  const Tensor gate_up = ws_.gate_up.rows(0, t);
-  const Tensor act = ws_.act.rows(0, t);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const auto window = static_cast<int32_t>(c.sliding_window);
 
@@ -434,13 +533,15 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
     backend_.rms_norm(l == 0 ? nullptr : &sublayer_out, residual, layer.input_norm, c.rms_norm_eps,
                       normed);
     project(normed, layer.qkv, qkv);
+    if (c.qk_norm) {
+      backend_.qk_norm(qkv, c.num_heads, c.num_kv_heads, layer.q_norm, layer.k_norm,
+                       c.rms_norm_eps);
+    }
     backend_.rope_kv_write(qkv, in, inv_freq_, q, cache.layer(l));
     backend_.paged_attention(q, cache.layer(l), in, scale, window, attn);
     project(attn_2d, layer.o, sublayer_out);
     backend_.rms_norm(&sublayer_out, residual, layer.post_norm, c.rms_norm_eps, normed);
-    project(normed, layer.gate_up, gate_up);
-    backend_.swiglu(gate_up, act);
-    project(act, layer.down, sublayer_out);
+    mlp(layer, normed, sublayer_out);
   }
   const Tensor logits = ws_.logits.rows(0, num_logits);
   if (num_logits > 0) {
@@ -450,6 +551,25 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
     backend_.gemm(picked, lm_head_, logits);  // f32 out
   }
   return logits;
+}
+
+void LlamaModel::mlp(const Layer& layer, const Tensor& x, const Tensor& out) {
+  const int64_t t = x.size(0);
+  if (!has_experts()) {
+    const Tensor gate_up = ws_.gate_up.rows(0, t);
+    const Tensor act = ws_.act.rows(0, t);
+    project(x, layer.gate_up, gate_up);
+    backend_.swiglu(gate_up, act);
+    project(act, layer.down, out);
+    return;
+  }
+  const Tensor router_logits = ws_.router_logits.rows(0, t);
+  const Tensor ids = ws_.expert_ids.rows(0, t);
+  const Tensor weights = ws_.expert_weights.rows(0, t);
+  backend_.gemm(x, layer.router, router_logits);  // f32 out: routing is not decided by rounding
+  backend_.moe_route(router_logits, static_cast<int32_t>(config_.num_experts_per_token),
+                     config_.norm_topk_prob, ids, weights);
+  backend_.moe_experts(x, ids, weights, layer.experts_gate_up, layer.experts_down, ws_.moe, out);
 }
 
 }  // namespace inflight

@@ -1,14 +1,21 @@
 // LlamaModel: the decoder-only transformer of the Llama family (Llama 2/3/3.1, SmolLM2,
-// Mistral, Qwen2: one graph with switches), written against the abstract Backend.
+// Mistral, Qwen2, Qwen3, and the mixture-of-experts Mixtral and Qwen3-MoE: one graph with
+// switches), written against the abstract Backend.
 //
 // One step over a ragged batch (T tokens, see runtime/forward_batch.h), per layer:
 //   residual += sublayer output; x = rms_norm(residual)            (fused, ops/rms_norm.h)
 //   qkv = x Wqkv^T (+ b)                  [T, (H + 2 KH) D]   fused q/k/v projection
+//   q, k = rms_norm per head (q_norm, k_norm)                  (Qwen3: config.qk_norm)
 //   q = rope(q); cache[slot] = rope(k), v                      (ops/rope_kv_write.h)
 //   a = paged_attention(q, cache)         [T, H, D]
 //   o = a Wo^T (+ b)                      [T, hidden]
 //   residual += o; x = rms_norm(residual)
-//   m = down(silu(x Wgate^T) * x Wup^T)   fused [gate; up] weight [2 I, hidden]
+//   dense:   m = down(silu(x Wgate^T) * x Wup^T)   fused [gate; up] weight [2 I, hidden]
+//   experts: (config.num_experts > 0: Mixtral, Qwen3-MoE)
+//            ids, w = top-k(softmax(x Wrouter^T))   [T, k]     (ops/moe_route.h)
+//            m = sum_j w[:, j] expert_{ids[:, j]}(x)           (ops/moe_experts.h)
+//            each expert a SwiGLU MLP of width I_e, weights stacked [E, 2 I_e, hidden] and
+//            [E, hidden, I_e]
 // then residual += m, the final norm, the rows in logits_indices, and the LM head (the token
 // embedding itself when tied) into f32 logits.
 #pragma once
@@ -19,6 +26,7 @@
 #include "model/weight_source.h"
 #include "runtime/linear.h"
 #include "runtime/model.h"
+#include "runtime/moe_workspace.h"
 
 namespace inflight {
 
@@ -49,8 +57,14 @@ class LlamaModel final : public Model {
     Linear qkv;         // [(H + 2 KH) D, hidden] (+ bias)
     Linear o;           // [hidden, H D] (+ bias)
     Tensor post_norm;   // [hidden]
-    Linear gate_up;     // [2 I, hidden]
+    Linear gate_up;     // [2 I, hidden] (dense MLP)
     Linear down;        // [hidden, I]
+    Tensor q_norm;      // [D] (config.qk_norm)
+    Tensor k_norm;      // [D]
+    // Mixture of experts instead of gate_up / down (config.num_experts E > 0), I_e wide:
+    Linear router;           // [E, hidden], the compute dtype (never FP8), f32 logits out
+    Tensor experts_gate_up;  // [E, 2 I_e, hidden]: each expert's [gate; up]
+    Tensor experts_down;     // [E, hidden, I_e]
   };
 
   // Activations of one step, allocated for `capacity` tokens and viewed for fewer.
@@ -63,8 +77,12 @@ class LlamaModel final : public Model {
     Tensor q;             // [cap, H, D]
     Tensor attn;          // [cap, H, D]
     Tensor sublayer_out;  // [cap, hidden]: o_proj, then down_proj output
-    Tensor gate_up;       // [cap, 2 I]
+    Tensor gate_up;       // [cap, 2 I] (dense MLP)
     Tensor act;           // [cap, I]
+    Tensor router_logits;   // [cap, E] f32 (mixture of experts)
+    Tensor expert_ids;      // [cap, k] i32
+    Tensor expert_weights;  // [cap, k] f32
+    MoeWorkspace moe;       // runtime/moe_workspace.h, for cap tokens
     Tensor xq;            // [cap * max K] f8_e4m3: an FP8 layer's input (empty without FP8)
     Tensor xq_scales;     // [cap * max groups] f32: its scales
     Tensor picked;        // [logits_cap, hidden]
@@ -83,7 +101,7 @@ class LlamaModel final : public Model {
   void check_config() const;
   // Plans every weight (lookup and shape check), checks that they fit the device, then
   // allocates and loads.
-  void load_weights(const WeightSource& weights);
+  void load_weights(const WeightSource& source);
   // Whether dummy linear layers are quantized (config().quantization online FP8); throws when
   // that cannot be done.
   bool quantizes_dummy_linears() const;
@@ -92,6 +110,10 @@ class LlamaModel final : public Model {
   // inv_freq [D / 2] f32 on the device, each divided by `divisors[i]` when given.
   void set_inv_freq(const Tensor* divisors);
   bool has_qkv_bias() const { return config_.attention_bias; }
+  bool has_experts() const { return config_.num_experts > 0; }
+  std::vector<MoeWorkspaceBuffer> moe_buffers(int64_t capacity) const;
+  // The layer's MLP: dense, or routed to experts. x [T, hidden] -> out [T, hidden].
+  void mlp(const Layer& layer, const Tensor& x, const Tensor& out);
   // y = x W^T through the layer's format: a plain GEMM, or x quantized into the workspace and
   // the FP8 GEMM (runtime/linear.h).
   void project(const Tensor& x, const Linear& w, const Tensor& y);

@@ -14,14 +14,29 @@ std::unique_ptr<Model> build_llama(const ModelConfig& config, const WeightSource
   return std::make_unique<LlamaModel>(config, backend, seed);
 }
 
-// LlamaModel is dense, rotary and RMS-normalised: a config asking for more is another model.
-void require_llama_graph(const ModelConfig& c) {
-  INFLIGHT_CHECK_CODE(c.num_experts == 0 && c.positions == ModelConfig::Positions::kRope &&
-                          c.norm == ModelConfig::Norm::kRms && !c.qk_norm,
+// LlamaModel is rotary and RMS-normalised; its switches (q/k norms, experts) are each
+// family's to set: a config asking for more is another model.
+void require_llama_graph(const ModelConfig& c, bool experts, bool qk_norm) {
+  INFLIGHT_CHECK_CODE((c.num_experts > 0) == experts && c.qk_norm == qk_norm &&
+                          c.positions == ModelConfig::Positions::kRope &&
+                          c.norm == ModelConfig::Norm::kRms,
                       ErrorCode::kUnsupported,
                       "model config: {} with {} experts, ALiBi, LayerNorm or q/k norms is not "
                       "supported by the Llama graph",
                       c.architecture, c.num_experts);
+}
+
+void require_llama_graph(const ModelConfig& c) {
+  require_llama_graph(c, /*experts=*/false, /*qk_norm=*/false);
+}
+
+// A mixture of experts needs its experts per token (HF num_experts_per_tok, GGUF
+// expert_used_count).
+void require_experts(ModelConfig& c) {
+  INFLIGHT_CHECK_CODE(c.num_experts > 0 && c.num_experts_per_token > 0, ErrorCode::kInvalidFile,
+                      "model config: {} needs num_local_experts (num_experts) and "
+                      "num_experts_per_tok, found {} and {}",
+                      c.architecture, c.num_experts, c.num_experts_per_token);
 }
 
 void configure_llama(ModelConfig& c) {
@@ -42,6 +57,28 @@ void configure_qwen2(ModelConfig& c) {
                       "model config: use_sliding_window=true is not supported for Qwen2");
 }
 
+void configure_qwen3(ModelConfig& c) {
+  c.qk_norm = true;  // per-head RMSNorm of q and k before RoPE; its config has no key for it
+  require_llama_graph(c, /*experts=*/false, /*qk_norm=*/true);
+  // Like Qwen2, a window would apply only to layers >= max_window_layers.
+  INFLIGHT_CHECK_CODE(c.sliding_window == 0, ErrorCode::kUnsupported,
+                      "model config: use_sliding_window=true is not supported for Qwen3");
+}
+
+void configure_mixtral(ModelConfig& c) {
+  require_experts(c);
+  require_llama_graph(c, /*experts=*/true, /*qk_norm=*/false);
+  c.norm_topk_prob = true;  // Mixtral always renormalises the chosen experts' weights
+}
+
+void configure_qwen3_moe(ModelConfig& c) {
+  c.qk_norm = true;
+  require_experts(c);
+  require_llama_graph(c, /*experts=*/true, /*qk_norm=*/true);
+  INFLIGHT_CHECK_CODE(c.sliding_window == 0, ErrorCode::kUnsupported,
+                      "model config: use_sliding_window=true is not supported for Qwen3-MoE");
+}
+
 }  // namespace
 
 const std::vector<Architecture>& architectures() {
@@ -49,6 +86,14 @@ const std::vector<Architecture>& architectures() {
       {"llama", {"LlamaForCausalLM", "llama"}, {"llama"}, configure_llama, build_llama},
       {"mistral", {"MistralForCausalLM", "mistral"}, {"mistral"}, configure_mistral, build_llama},
       {"qwen2", {"Qwen2ForCausalLM", "qwen2"}, {"qwen2"}, configure_qwen2, build_llama},
+      {"qwen3", {"Qwen3ForCausalLM", "qwen3"}, {"qwen3"}, configure_qwen3, build_llama},
+      // GGUF: llama.cpp's `llama` with experts (formats/gguf_model_files.cc names it "mixtral").
+      {"mixtral", {"MixtralForCausalLM", "mixtral"}, {}, configure_mixtral, build_llama},
+      {"qwen3_moe",
+       {"Qwen3MoeForCausalLM", "qwen3_moe"},
+       {"qwen3moe"},
+       configure_qwen3_moe,
+       build_llama},
   };
   return kArchitectures;
 }

@@ -23,4 +23,11 @@ using WeightMap = std::unordered_map<std::string, Tensor>;
 WeightSource weights_of(const ModelFiles& files);
 WeightSource weights_of(const WeightMap& weights);
 
+// `inner`, where a per-expert name "<prefix>.experts.<e>.<proj>.weight" that `inner` lacks is
+// slice e of the stacked tensor "<prefix>.experts.<proj>.weight" [experts, rows, cols] (GGUF
+// files stack the experts of a layer: formats/gguf_model_files.h). Throws Error(kInvalidFile)
+// for a stacked tensor that is not 3-D or has no expert e, Error(kUnsupported) for one with
+// quantization scales.
+WeightSource with_stacked_experts(WeightSource inner);
+
 }  // namespace inflight

@@ -5,12 +5,13 @@
 // Error(kUnsupported) for another dtype and Error(kInternal) when the launch fails.
 // Zero-sized problems enqueue nothing.
 //
-// The kernels of a layer's chain (rms_norm, the GEMV, rope_kv_write, the attention tiles,
-// swiglu) are launched with programmatic dependent launch (cuda_common.cuh): each lets the next
-// one launch early and waits for its predecessor before touching activations, and the GEMV
-// issues its first weight loads before that wait, so a decode step's weight streaming goes on
-// across the small kernels between the GEMVs. The simple attention kernel, top-k, gather_rows,
-// fill_random and cuBLASLt launch as usual (they wait for everything before them).
+// The kernels of a layer's chain (rms_norm, the GEMV, qk_norm, rope_kv_write, the attention
+// tiles, swiglu) are launched with programmatic dependent launch (cuda_common.cuh): each lets
+// the next one launch early and waits for its predecessor before touching activations, and the
+// GEMV issues its first weight loads before that wait, so a decode step's weight streaming goes
+// on across the small kernels between the GEMVs. The simple attention kernel, top-k,
+// gather_rows, fill_random, the MoE kernels (but swiglu) and cuBLASLt launch as usual (they
+// wait for everything before them).
 //
 // Plain C++ (no kernels) may include this header: it needs only the CUDA runtime API types.
 #pragma once
@@ -20,7 +21,10 @@
 #include "ops/fill_random.h"
 #include "ops/gather_rows.h"
 #include "ops/gemm.h"
+#include "ops/moe_experts.h"
+#include "ops/moe_route.h"
 #include "ops/paged_attention.h"
+#include "ops/qk_norm.h"
 #include "ops/quantize_fp8.h"
 #include "ops/rms_norm.h"
 #include "ops/rope_kv_write.h"
@@ -36,6 +40,17 @@ void gather_rows_cuda(const GatherRowsParams& p, cudaStream_t stream);
 void rms_norm_cuda(const RmsNormParams& p, cudaStream_t stream);
 
 void swiglu_cuda(const SwigluParams& p, cudaStream_t stream);
+
+// head_dim <= kQkNormMaxHeadDim.
+constexpr int64_t kQkNormMaxHeadDim = 512;
+void qk_norm_cuda(const QkNormParams& p, cudaStream_t stream);
+
+// Mixture of experts (ops/moe_route.h, ops/moe_experts.h): the router's top-k, then grouping
+// by expert, the grouped expert GEMMs and the weighted combine (moe_experts_cuda.cu).
+void moe_route_cuda(const MoeRouteParams& p, cudaStream_t stream);
+// batch_invariant: always the grouped path (a token's result independent of the batch size);
+// otherwise small batches take the per-pair GEMVs.
+void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream, bool batch_invariant);
 
 void rope_kv_write_cuda(const RopeKvWriteParams& p, cudaStream_t stream);
 

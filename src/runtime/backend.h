@@ -25,6 +25,7 @@
 #include "core/tensor.h"
 #include "formats/stored_tensor.h"
 #include "runtime/linear.h"
+#include "runtime/moe_workspace.h"
 #include "runtime/step_inputs.h"
 
 namespace inflight {
@@ -155,6 +156,21 @@ class Backend {
                                float scale, int32_t sliding_window, const Tensor& out) = 0;
   // out = silu(gate) * up for gate_up [R, 2I] = [gate | up], out [R, I].
   virtual void swiglu(const Tensor& gate_up, const Tensor& out) = 0;
+  // Per-head RMSNorm of the q and k heads of qkv [T, (H + 2 KH) D], in place, with q_weight and
+  // k_weight [D] (Qwen3, before RoPE; ops/qk_norm.h).
+  virtual void qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,
+                       const Tensor& q_weight, const Tensor& k_weight, float eps) = 0;
+
+  // ---- mixture of experts (ops/moe_route.h, ops/moe_experts.h) -----------------------------
+  // Router logits [T, E] f32 -> each token's k best experts ids [T, k] i32 (best first, ties
+  // by lower id) and their softmax weights [T, k] f32, renormalised over the k when asked.
+  virtual void moe_route(const Tensor& logits, int32_t k, bool renormalize, const Tensor& ids,
+                         const Tensor& weights) = 0;
+  // out [T, hidden] = sum_j weights[t, j] * expert ids[t, j]'s SwiGLU MLP of x [T, hidden], with
+  // gate_up [E, 2 I, hidden] and down [E, hidden, I]; `ws` is scratch of at least T k rows.
+  virtual void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights,
+                           const Tensor& gate_up, const Tensor& down, const MoeWorkspace& ws,
+                           const Tensor& out) = 0;
 
   // ---- FP8 (runtime/linear.h; backends without it throw Error(kUnsupported)) -----------------
   // x [M, K] -> e4m3 values [M, K] and f32 scales (ops/quantize_fp8.h): per row (group 0),

@@ -15,7 +15,9 @@
 namespace inflight::testing {
 
 // A tiny config with awkward sizes (GQA 3:1, head_dim 8, vocab 97) for `arch`: llama with llama3
-// RoPE scaling, mistral with a sliding window of 9, qwen2 with q/k/v biases and tied embeddings.
+// RoPE scaling, mistral with a sliding window of 9, qwen2 with q/k/v biases and tied embeddings,
+// qwen3 with q/k norms and head_dim 16 (q wider than hidden), mixtral with 5 experts of 32
+// (top-2) and a window of 9, qwen3_moe with q/k norms and 7 experts of 24 (top-3).
 inline ModelConfig tiny_config(const std::string& arch) {
   ModelConfig c;
   c.architecture = arch;
@@ -34,6 +36,19 @@ inline ModelConfig tiny_config(const std::string& arch) {
     c.tie_word_embeddings = true;
   } else if (arch == "mistral") {
     c.sliding_window = 9;
+  } else if (arch == "qwen3") {
+    c.qk_norm = true;
+    c.head_dim = 16;
+  } else if (arch == "mixtral") {
+    c.sliding_window = 9;
+    c.intermediate_size = 32;
+    c.num_experts = 5;
+    c.num_experts_per_token = 2;
+  } else if (arch == "qwen3_moe") {
+    c.qk_norm = true;
+    c.num_experts = 7;
+    c.num_experts_per_token = 3;
+    c.moe_intermediate_size = 24;
   } else {
     c.rope_scaling.type = RopeScaling::Type::kLlama3;
     c.rope_scaling.factor = 8.0f;
@@ -69,9 +84,27 @@ inline WeightMap random_weights(const ModelConfig& c, uint32_t seed) {
       add(p + "self_attn.k_proj.bias", {kv}, 0.0f, 0.3f);
       add(p + "self_attn.v_proj.bias", {kv}, 0.0f, 0.3f);
     }
-    add(p + "mlp.gate_proj.weight", {c.intermediate_size, h}, 0.0f, 0.3f);
-    add(p + "mlp.up_proj.weight", {c.intermediate_size, h}, 0.0f, 0.3f);
-    add(p + "mlp.down_proj.weight", {h, c.intermediate_size}, 0.0f, 0.2f);
+    if (c.qk_norm) {
+      add(p + "self_attn.q_norm.weight", {c.head_dim}, 1.0f, 0.2f);
+      add(p + "self_attn.k_norm.weight", {c.head_dim}, 1.0f, 0.2f);
+    }
+    if (c.num_experts == 0) {
+      add(p + "mlp.gate_proj.weight", {c.intermediate_size, h}, 0.0f, 0.3f);
+      add(p + "mlp.up_proj.weight", {c.intermediate_size, h}, 0.0f, 0.3f);
+      add(p + "mlp.down_proj.weight", {h, c.intermediate_size}, 0.0f, 0.2f);
+      continue;
+    }
+    // Experts under each family's checkpoint names (Mixtral: w1 gate, w3 up, w2 down).
+    const bool mixtral = c.architecture == "mixtral" || c.architecture == "MixtralForCausalLM";
+    const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");
+    const int64_t ie = c.expert_intermediate_size();
+    add(block + "gate.weight", {c.num_experts, h}, 0.0f, 0.5f);
+    for (int64_t e = 0; e < c.num_experts; ++e) {
+      const std::string x = block + "experts." + std::to_string(e) + ".";
+      add(x + (mixtral ? "w1" : "gate_proj") + ".weight", {ie, h}, 0.0f, 0.3f);
+      add(x + (mixtral ? "w3" : "up_proj") + ".weight", {ie, h}, 0.0f, 0.3f);
+      add(x + (mixtral ? "w2" : "down_proj") + ".weight", {h, ie}, 0.0f, 0.2f);
+    }
   }
   return w;
 }

@@ -22,6 +22,7 @@
 #include <map>
 #include <numeric>
 
+#include "core/dtype.h"
 #include "cuda_test_util.h"
 #include "formats/model_files.h"
 #include "model/llama.h"
@@ -230,6 +231,63 @@ TinyConfig tiny_qwen2_window() {
   return {"tiny_qwen2_window5", c};
 }
 
+// Qwen3: q/k norms, q/k/v wider than hidden (head_dim 16).
+TinyConfig tiny_qwen3() {
+  ModelConfig c;
+  c.architecture = "qwen3";
+  c.vocab_size = 89;
+  c.hidden_size = 64;
+  c.intermediate_size = 112;
+  c.num_layers = 2;
+  c.num_heads = 8;
+  c.num_kv_heads = 2;
+  c.head_dim = 16;
+  c.max_position_embeddings = 512;
+  c.rope_theta = 1000000.0f;
+  c.qk_norm = true;
+  return {"tiny_qwen3", c};
+}
+
+// Mixtral: 5 experts of 48, top-2, a window of 6.
+TinyConfig tiny_mixtral_window() {
+  ModelConfig c;
+  c.architecture = "mixtral";
+  c.vocab_size = 83;
+  c.hidden_size = 64;
+  c.intermediate_size = 48;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 16;
+  c.max_position_embeddings = 512;
+  c.rope_theta = 1000000.0f;
+  c.sliding_window = 6;
+  c.num_experts = 5;
+  c.num_experts_per_token = 2;
+  return {"tiny_mixtral_window6", c};
+}
+
+// Qwen3-MoE: q/k norms, 12 experts of 40, top-4, weights not renormalised.
+TinyConfig tiny_qwen3_moe() {
+  ModelConfig c;
+  c.architecture = "qwen3_moe";
+  c.vocab_size = 71;
+  c.hidden_size = 48;
+  c.intermediate_size = 96;
+  c.moe_intermediate_size = 40;
+  c.num_layers = 2;
+  c.num_heads = 6;
+  c.num_kv_heads = 3;
+  c.head_dim = 8;
+  c.max_position_embeddings = 512;
+  c.rope_theta = 1000000.0f;
+  c.qk_norm = true;
+  c.num_experts = 12;
+  c.num_experts_per_token = 4;
+  c.norm_topk_prob = false;
+  return {"tiny_qwen3_moe", c};
+}
+
 WeightMap random_weights(const ModelConfig& c, std::mt19937& rng) {
   WeightMap w;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
@@ -248,9 +306,43 @@ WeightMap random_weights(const ModelConfig& c, std::mt19937& rng) {
     linear(p + "self_attn.k_proj.weight", kv, h);
     linear(p + "self_attn.v_proj.weight", kv, h);
     linear(p + "self_attn.o_proj.weight", h, q);
-    linear(p + "mlp.gate_proj.weight", c.intermediate_size, h);
-    linear(p + "mlp.up_proj.weight", c.intermediate_size, h);
-    linear(p + "mlp.down_proj.weight", h, c.intermediate_size);
+    if (c.num_experts == 0) {
+      linear(p + "mlp.gate_proj.weight", c.intermediate_size, h);
+      linear(p + "mlp.up_proj.weight", c.intermediate_size, h);
+      linear(p + "mlp.down_proj.weight", h, c.intermediate_size);
+    } else {
+      // A sharp router (logits of std ~4), and experts that share a base and differ by
+      // +-10% each: a routing decision that flips at bf16 precision (the k-th and (k+1)-th
+      // router logits within rounding of each other) then moves the MLP output by a fraction
+      // of one expert's difference, where fully distinct experts would move it by a whole
+      // expert's output. (Emulated with transformers in bf16, these tiny models with distinct
+      // experts had 17-24% of logits rows past the 2e-2 bar, with +-10% experts under 1%, as
+      // the dense model.) The op tests (moe_test.cc) compare fully distinct experts.
+      const bool mixtral = c.architecture == "mixtral";
+      const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");
+      const int64_t ie = c.expert_intermediate_size();
+      w[block + "gate.weight"] = random_host({c.num_experts, h}, rng, -7.0f / std::sqrt(float(h)),
+                                             7.0f / std::sqrt(float(h)));
+      auto experts = [&](const char* proj, int64_t out, int64_t in) {
+        const float a = std::sqrt(3.0f / static_cast<float>(in));
+        const Tensor base = random_host({out, in}, rng, -a, a);
+        for (int64_t e = 0; e < c.num_experts; ++e) {
+          Tensor t = random_host({out, in}, rng, -0.1f * a, 0.1f * a);
+          for (int64_t i = 0; i < t.numel(); ++i) {
+            t.data<float>()[i] =
+                bf16_to_f32(f32_to_bf16(t.data<float>()[i] + base.data<float>()[i]));
+          }
+          w[block + "experts." + std::to_string(e) + "." + proj + ".weight"] = t;
+        }
+      };
+      experts(mixtral ? "w1" : "gate_proj", ie, h);
+      experts(mixtral ? "w3" : "up_proj", ie, h);
+      experts(mixtral ? "w2" : "down_proj", h, ie);
+    }
+    if (c.qk_norm) {
+      w[p + "self_attn.q_norm.weight"] = random_host({c.head_dim}, rng, 0.8f, 1.2f);
+      w[p + "self_attn.k_norm.weight"] = random_host({c.head_dim}, rng, 0.8f, 1.2f);
+    }
     if (c.architecture == "qwen2") {
       w[p + "self_attn.q_proj.bias"] = random_host({q}, rng, -0.2f, 0.2f);
       w[p + "self_attn.k_proj.bias"] = random_host({kv}, rng, -0.2f, 0.2f);
@@ -318,6 +410,18 @@ class CoreGemmBackend final : public Backend {
     inner_.paged_attention(q, kv, in, scale, sliding_window, out);
   }
   void swiglu(const Tensor& gate_up, const Tensor& out) override { inner_.swiglu(gate_up, out); }
+  void qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads, const Tensor& q_weight,
+               const Tensor& k_weight, float eps) override {
+    inner_.qk_norm(qkv, num_heads, num_kv_heads, q_weight, k_weight, eps);
+  }
+  void moe_route(const Tensor& logits, int32_t k, bool renormalize, const Tensor& ids,
+                 const Tensor& weights) override {
+    inner_.moe_route(logits, k, renormalize, ids, weights);
+  }
+  void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
+                   const Tensor& down, const MoeWorkspace& ws, const Tensor& out) override {
+    inner_.moe_experts(x, ids, weights, gate_up, down, ws, out);
+  }
   void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) override {
     inner_.fill_random(t, seed, scale, offset);
   }
@@ -335,23 +439,26 @@ class CoreGemmBackend final : public Backend {
 // bf16 on the GPU, hence the looser bar).
 void run_tiny_configs(Backend& gpu_backend, const std::string& suffix,
                       const Quantization& quantization = {}, double tolerance = kBf16Tolerance) {
-  for (TinyConfig tc : {tiny_llama(), tiny_qwen2_window()}) {
+  for (TinyConfig tc :
+       {tiny_llama(), tiny_qwen2_window(), tiny_qwen3(), tiny_mixtral_window(), tiny_qwen3_moe()}) {
     SCOPED_TRACE(tc.label);
     tc.config.quantization = quantization;
     std::mt19937 rng(21);
     const WeightMap weights = random_weights(tc.config, rng);
-    LlamaModel cpu_model(tc.config, weights_of(weights), cpu_backend());
-    LlamaModel gpu_model(tc.config, weights_of(weights), gpu_backend);
+    const std::unique_ptr<Model> cpu_model =
+        make_model(tc.config, weights_of(weights), cpu_backend());
+    const std::unique_ptr<Model> gpu_model =
+        make_model(tc.config, weights_of(weights), gpu_backend);
     const int32_t block_size = 3;
-    KvCache cpu_cache = cpu_model.make_kv_cache(64, block_size);
-    KvCache gpu_cache = gpu_model.make_kv_cache(64, block_size);
+    KvCache cpu_cache = cpu_model->make_kv_cache(64, block_size);
+    KvCache gpu_cache = gpu_model->make_kv_cache(64, block_size);
     const std::vector<Prompt> prompts = {
         {random_tokens(5, tc.config.vocab_size, rng), 0, 64},
         {random_tokens(17, tc.config.vocab_size, rng), 2, 4},  // chunked next to decodes
         {random_tokens(1, tc.config.vocab_size, rng), 3, 64},
     };
-    BackendRun cpu{&cpu_model, &cpu_cache, {}};
-    BackendRun gpu{&gpu_model, &gpu_cache, {}};
+    BackendRun cpu{cpu_model.get(), &cpu_cache, {}};
+    BackendRun gpu{gpu_model.get(), &gpu_cache, {}};
     generate(cpu, gpu, prompts, /*num_generate=*/20, block_size, /*teacher_forced=*/true,
              tc.label + suffix, tolerance);
   }

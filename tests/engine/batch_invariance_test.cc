@@ -2,10 +2,12 @@
 // mode, skipped without a GPU): each of 64 concurrent greedy requests of mixed lengths (real
 // prompts: the fortune items of the shared prompt set) produces exactly the tokens it produces
 // alone, also with prefix-cache hits, chunked prefill and forced preemption. Prompts and
-// outputs are short to keep a 2-core run modest.
+// outputs are short to keep a 2-core run modest. Tiny random mixture-of-experts models, the same
+// on both devices.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "engine_harness.h"
@@ -131,6 +133,37 @@ TEST_P(SmolLmBatchInvariance, ChunkedPrefillWithForcedPreemption) {
   EXPECT_GT(s.num_preemptions, 0u);
   EXPECT_EQ(s.num_free_kv_blocks, s.num_kv_blocks);
 }
+
+// Mixture-of-experts models (tiny random Mixtral and Qwen3-MoE weights): each of 48 concurrent
+// greedy requests produces exactly the tokens it produces alone; routing, the grouping by expert
+// and the weighted sum of a token do not depend on which other tokens share its step.
+class TinyMoeBatchInvariance
+    : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(TinyMoeBatchInvariance, ConcurrentMatchesAlone) {
+  const auto& [device, family] = GetParam();
+  INFLIGHT_REQUIRE_DEVICE(device);
+  const ModelConfig config = tiny_config(family);
+  const WeightMap weight_map = random_weights(config, 42);
+  const WeightSource weights = weights_of(weight_map);
+  const auto start = [&](const EngineConfig& c) {
+    return make_engine(c, make_runner(test_backend(device), config, &weights));
+  };
+  const std::vector<Request> requests = mixed_requests(7, 48);
+  EngineConfig alone_config = small_config();
+  alone_config.enable_prefix_caching = false;  // each request really alone
+  auto alone_engine = start(alone_config);
+  const std::vector<Completion> alone = run_alone(*alone_engine, requests);
+  auto engine = start(small_config());
+  expect_same_tokens(run_all(*engine, requests), alone, family + " on " + device);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, TinyMoeBatchInvariance,
+                         ::testing::Combine(::testing::Values("cpu", "cuda"),
+                                            ::testing::Values("mixtral", "qwen3_moe")),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
 
 }  // namespace
 }  // namespace inflight::testing

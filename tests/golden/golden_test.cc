@@ -1,7 +1,8 @@
 // Logits and greedy continuations against Hugging Face transformers (fp32), from the fixtures
-// that make_golden.py wrote: tiny random Llama / Qwen2 / Mistral models loaded from their
-// safetensors directories, and SmolLM2-135M loaded from the GGUF (the reference used the same
-// dequantised weights).
+// that make_golden.py wrote: tiny random Llama / Qwen2 / Mistral / Qwen3 / Mixtral / Qwen3-MoE
+// models loaded from their safetensors directories, the Qwen3 / Mixtral / Qwen3-MoE ones also
+// from GGUF files named as llama.cpp names them (same weights, same golden logits), and
+// SmolLM2-135M loaded from the GGUF (the reference used the same dequantised weights).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -113,28 +114,47 @@ void check_case(Model& model, const json& c, int32_t block_size, const std::stri
 
 class TinyGolden : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(TinyGolden, LogitsAndGreedyMatchTransformers) {
-  const fs::path dir = fixtures() / GetParam();
-  const json golden = read_json(dir / "golden.json");
-  const auto files = ModelFiles::open(dir.string());
+// The model at `path` (a directory or a GGUF file) against the golden cases of `name`.
+void check_tiny(const std::string& name, const fs::path& path, const std::string& label) {
+  const json golden = read_json(fixtures() / name / "golden.json");
+  const auto files = ModelFiles::open(path.string());
   CpuBackend backend;
   const std::unique_ptr<Model> model_owner = load_model(*files, backend);
   Model& model = *model_owner;
   int32_t block_size = 1;
   for (const json& c : golden.at("cases")) {
-    check_case(model, c, block_size,
-               GetParam() + "/len" + std::to_string(c.at("prompt_ids").size()));
+    check_case(model, c, block_size, label + "/len" + std::to_string(c.at("prompt_ids").size()));
     block_size = block_size == 1 ? 3 : 16;  // page sizes 1, 3, 16 across the cases
   }
 }
 
+std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+}
+
+TEST_P(TinyGolden, LogitsAndGreedyMatchTransformers) {
+  check_tiny(GetParam(), fixtures() / GetParam(), GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, TinyGolden,
-                         ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-mistral"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
-                         });
+                         ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-qwen3",
+                                           "tiny-mixtral", "tiny-qwen3-moe"),
+                         test_name);
+
+// The same weights written as GGUF (f32) the way llama.cpp's converter writes them: per-head
+// q/k norms (attn_q_norm / attn_k_norm), stacked experts (ffn_*_exps, router ffn_gate_inp),
+// Mixtral as `llama` with experts and its q/k rows permuted.
+class TinyGgufGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TinyGgufGolden, LogitsAndGreedyMatchTransformers) {
+  check_tiny(GetParam(), fixtures() / (GetParam() + ".gguf"), GetParam() + ".gguf");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TinyGgufGolden,
+                         ::testing::Values("tiny-qwen3", "tiny-mixtral", "tiny-qwen3-moe"),
+                         test_name);
 
 TEST(SmolLM2Golden, LogitsAndGreedyMatchTransformersOnDequantisedWeights) {
   INFLIGHT_REQUIRE_MODEL(path);

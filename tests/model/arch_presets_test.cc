@@ -14,8 +14,12 @@ namespace {
 
 int64_t parameters(const ModelConfig& c) {
   const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
-  const int64_t layer = c.hidden_size * (q + 2 * kv) + q * c.hidden_size +
-                        3 * c.hidden_size * c.intermediate_size + 2 * c.hidden_size;
+  // A dense MLP, or the experts and their router.
+  const int64_t mlp = c.num_experts > 0
+                          ? c.num_experts * c.hidden_size * (3 * c.expert_intermediate_size() + 1)
+                          : 3 * c.hidden_size * c.intermediate_size;
+  const int64_t layer = c.hidden_size * (q + 2 * kv) + q * c.hidden_size + mlp + 2 * c.hidden_size +
+                        (c.qk_norm ? 2 * c.head_dim : 0);
   return c.num_layers * layer + c.vocab_size * c.hidden_size * (c.tie_word_embeddings ? 1 : 2);
 }
 
@@ -30,6 +34,10 @@ TEST(ArchPresets, PublishedShapes) {
   EXPECT_NEAR(static_cast<double>(parameters(*arch_preset("qwen2.5-7b"))), 7.6e9, 0.05e9);
   EXPECT_NEAR(static_cast<double>(parameters(*arch_preset("mistral-7b"))), 7.24e9, 0.01e9);
   EXPECT_NEAR(static_cast<double>(parameters(*arch_preset("smollm2-135m"))), 134.5e6, 0.5e6);
+  // Hugging Face model cards: Qwen3-8B 8.2B, Mixtral-8x7B 46.7B, Qwen3-30B-A3B 30.5B.
+  EXPECT_NEAR(static_cast<double>(parameters(*arch_preset("qwen3-8b"))), 8.19e9, 0.01e9);
+  EXPECT_NEAR(static_cast<double>(parameters(*arch_preset("mixtral-8x7b"))), 46.70e9, 0.01e9);
+  EXPECT_NEAR(static_cast<double>(parameters(*arch_preset("qwen3-30b-a3b"))), 30.53e9, 0.02e9);
   EXPECT_FALSE(arch_preset("llama-9").has_value());
 }
 

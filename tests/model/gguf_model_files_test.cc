@@ -95,9 +95,28 @@ TEST(GgufModelFiles, CanonicalNames) {
             "model.layers.3.input_layernorm.weight");
   EXPECT_EQ(GgufModelFiles::canonical_name("blk.29.ffn_gate.weight"),
             "model.layers.29.mlp.gate_proj.weight");
+  // Qwen3 q/k norms; mixture-of-experts router and stacked experts.
+  EXPECT_EQ(GgufModelFiles::canonical_name("blk.4.attn_q_norm.weight"),
+            "model.layers.4.self_attn.q_norm.weight");
+  EXPECT_EQ(GgufModelFiles::canonical_name("blk.4.attn_k_norm.weight"),
+            "model.layers.4.self_attn.k_norm.weight");
+  EXPECT_EQ(GgufModelFiles::canonical_name("blk.1.ffn_gate_inp.weight"),
+            "model.layers.1.mlp.gate.weight");
+  EXPECT_EQ(GgufModelFiles::canonical_name("blk.1.ffn_gate_exps.weight"),
+            "model.layers.1.mlp.experts.gate_proj.weight");
+  EXPECT_EQ(GgufModelFiles::canonical_name("blk.1.ffn_up_exps.weight"),
+            "model.layers.1.mlp.experts.up_proj.weight");
+  EXPECT_EQ(GgufModelFiles::canonical_name("blk.1.ffn_down_exps.weight"),
+            "model.layers.1.mlp.experts.down_proj.weight");
+  // Older files: one tensor per expert.
+  EXPECT_EQ(GgufModelFiles::canonical_name("blk.2.ffn_up.7.weight"),
+            "model.layers.2.mlp.experts.7.up_proj.weight");
+  EXPECT_EQ(GgufModelFiles::canonical_name("blk.2.ffn_down.0.weight"),
+            "model.layers.2.mlp.experts.0.down_proj.weight");
   // Unknown names stay as they are.
   for (const char* n : {"rope_freqs.weight", "blk.x.attn_q.weight", "blk.1.attn_q.scale",
-                        "blk.1.ffn_gate_exps.weight", "blk..attn_q.weight", "blk.1"}) {
+                        "blk.1.ffn_gate_shexp.weight", "blk.1.ffn_gate.x.weight",
+                        "blk.1.attn_q.3.weight", "blk..attn_q.weight", "blk.1"}) {
     EXPECT_EQ(GgufModelFiles::canonical_name(n), n);
   }
 }

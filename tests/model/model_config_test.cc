@@ -53,6 +53,42 @@ const char* kMistral = R"({
   "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.34.0.dev0",
   "use_cache": true, "vocab_size": 32000})";
 
+// Qwen/Qwen3-8B config.json
+const char* kQwen3 = R"({
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 12288,
+  "max_position_embeddings": 40960, "max_window_layers": 36, "model_type": "qwen3",
+  "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+  "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})";
+
+// mistralai/Mixtral-8x7B-v0.1 config.json
+const char* kMixtral = R"({
+  "architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1,
+  "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+  "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mixtral",
+  "num_attention_heads": 32, "num_experts_per_tok": 2, "num_hidden_layers": 32,
+  "num_key_value_heads": 8, "num_local_experts": 8, "output_router_logits": false,
+  "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.02,
+  "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "transformers_version": "4.36.0.dev0", "use_cache": true, "vocab_size": 32000})";
+
+// Qwen/Qwen3-30B-A3B config.json
+const char* kQwen3Moe = R"({
+  "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128,
+  "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+  "intermediate_size": 6144, "max_position_embeddings": 40960, "max_window_layers": 48,
+  "mlp_only_layers": [], "model_type": "qwen3_moe", "moe_intermediate_size": 768,
+  "norm_topk_prob": true, "num_attention_heads": 32, "num_experts": 128,
+  "num_experts_per_tok": 8, "num_hidden_layers": 48, "num_key_value_heads": 4,
+  "output_router_logits": false, "rms_norm_eps": 1e-06, "rope_scaling": null,
+  "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001, "sliding_window": null,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+  "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})";
+
 // Throws with `code` and a message containing `needle`.
 void expect_hf_error(const json& j, ErrorCode code, const std::string& needle) {
   try {
@@ -112,6 +148,57 @@ TEST(ModelConfig, MistralSlidingWindow) {
   json v02 = json::parse(kMistral);
   v02["sliding_window"] = nullptr;  // Mistral v0.2+ turned it off
   EXPECT_EQ(parse(v02).sliding_window, 0);
+}
+
+TEST(ModelConfig, Qwen3HasQkNormsAndAnExplicitHeadDim) {
+  const ModelConfig c = parse(json::parse(kQwen3));
+  EXPECT_EQ(c.architecture, "qwen3");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.num_experts, 0);
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_EQ(c.rope_theta, 1e6f);
+}
+
+TEST(ModelConfig, MixtralExperts) {
+  const ModelConfig c = parse(json::parse(kMixtral));
+  EXPECT_EQ(c.architecture, "mixtral");
+  EXPECT_EQ(c.num_experts, 8);
+  EXPECT_EQ(c.num_experts_per_token, 2);
+  EXPECT_EQ(c.expert_intermediate_size(), 14336);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.sliding_window, 0);  // null
+  json windowed = json::parse(kMixtral);
+  windowed["sliding_window"] = 4096;
+  EXPECT_EQ(parse(windowed).sliding_window, 4096);
+  json dense = json::parse(kMixtral);
+  dense.erase("num_local_experts");
+  expect_hf_error(dense, ErrorCode::kInvalidFile, "mixture of experts");
+  json too_many = json::parse(kMixtral);
+  too_many["num_experts_per_tok"] = 9;
+  expect_hf_error(too_many, ErrorCode::kInvalidFile, "9 per token");
+}
+
+TEST(ModelConfig, Qwen3MoeExperts) {
+  const ModelConfig c = parse(json::parse(kQwen3Moe));
+  EXPECT_EQ(c.architecture, "qwen3_moe");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.num_experts, 128);
+  EXPECT_EQ(c.num_experts_per_token, 8);
+  EXPECT_EQ(c.moe_intermediate_size, 768);
+  EXPECT_EQ(c.expert_intermediate_size(), 768);
+  EXPECT_TRUE(c.norm_topk_prob);
+  json no_key = json::parse(kQwen3Moe);
+  no_key.erase("norm_topk_prob");
+  EXPECT_FALSE(parse(no_key).norm_topk_prob);  // transformers' Qwen3-MoE default
+  json dense_layers = json::parse(kQwen3Moe);
+  dense_layers["mlp_only_layers"] = {0, 47};
+  expect_hf_error(dense_layers, ErrorCode::kUnsupported, "mlp_only_layers");
+  json sparse_step = json::parse(kQwen3Moe);
+  sparse_step["decoder_sparse_step"] = 2;
+  expect_hf_error(sparse_step, ErrorCode::kUnsupported, "decoder_sparse_step");
 }
 
 TEST(ModelConfig, ExplicitHeadDimAndDefaults) {

@@ -9,7 +9,10 @@
 #include "ops/fill_random.h"
 #include "ops/gather_rows.h"
 #include "ops/gemm.h"
+#include "ops/moe_experts.h"
+#include "ops/moe_route.h"
 #include "ops/paged_attention.h"
+#include "ops/qk_norm.h"
 #include "ops/quantize_fp8.h"
 #include "ops/rms_norm.h"
 #include "ops/rope_kv_write.h"
@@ -127,6 +130,22 @@ void CpuBackend::paged_attention(const Tensor& q, const KvCacheLayer& kv, const 
 
 void CpuBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
   swiglu_cpu(make_swiglu_params(gate_up, out));
+}
+
+void CpuBackend::qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,
+                         const Tensor& q_weight, const Tensor& k_weight, float eps) {
+  qk_norm_cpu(make_qk_norm_params(qkv, num_heads, num_kv_heads, q_weight, k_weight, eps));
+}
+
+void CpuBackend::moe_route(const Tensor& logits, int32_t k, bool renormalize, const Tensor& ids,
+                           const Tensor& weights) {
+  moe_route_cpu(make_moe_route_params(logits, k, renormalize, ids, weights));
+}
+
+void CpuBackend::moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights,
+                             const Tensor& gate_up, const Tensor& down, const MoeWorkspace& ws,
+                             const Tensor& out) {
+  moe_experts_cpu(make_moe_experts_params(x, ids, weights, gate_up, down, ws, out));
 }
 
 void CpuBackend::quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,

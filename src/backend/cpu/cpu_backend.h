@@ -38,6 +38,12 @@ class CpuBackend final : public Backend {
   void paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in, float scale,
                        int32_t sliding_window, const Tensor& out) override;
   void swiglu(const Tensor& gate_up, const Tensor& out) override;
+  void qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads, const Tensor& q_weight,
+               const Tensor& k_weight, float eps) override;
+  void moe_route(const Tensor& logits, int32_t k, bool renormalize, const Tensor& ids,
+                 const Tensor& weights) override;
+  void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
+                   const Tensor& down, const MoeWorkspace& ws, const Tensor& out) override;
   void quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,
                     const Tensor& values, const Tensor& scales) override;
   void gemm(const QuantizedActivations& x, const Linear& w, const Tensor& y) override;

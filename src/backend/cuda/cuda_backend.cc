@@ -142,6 +142,12 @@ class CudaBackend final : public Backend {
   void paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in, float scale,
                        int32_t sliding_window, const Tensor& out) override;
   void swiglu(const Tensor& gate_up, const Tensor& out) override;
+  void qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads, const Tensor& q_weight,
+               const Tensor& k_weight, float eps) override;
+  void moe_route(const Tensor& logits, int32_t k, bool renormalize, const Tensor& ids,
+                 const Tensor& weights) override;
+  void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
+                   const Tensor& down, const MoeWorkspace& ws, const Tensor& out) override;
   // FP8 tensor cores: compute capability 8.9 and up.
   bool supports_fp8() const override { return fp8_; }
   void quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,
@@ -543,6 +549,29 @@ void CudaBackend::paged_attention(const Tensor& q, const KvCacheLayer& kv, const
 
 void CudaBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
   swiglu_cuda(make_swiglu_params(gate_up, out), stream_);
+}
+
+void CudaBackend::qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,
+                          const Tensor& q_weight, const Tensor& k_weight, float eps) {
+  INFLIGHT_CHECK_CODE(qkv.defined() && qkv.device() == device(), ErrorCode::kInvalidArgument,
+                      "cuda qk_norm: expected device tensors");
+  qk_norm_cuda(make_qk_norm_params(qkv, num_heads, num_kv_heads, q_weight, k_weight, eps), stream_);
+}
+
+void CudaBackend::moe_route(const Tensor& logits, int32_t k, bool renormalize, const Tensor& ids,
+                            const Tensor& weights) {
+  INFLIGHT_CHECK_CODE(logits.defined() && logits.device() == device(), ErrorCode::kInvalidArgument,
+                      "cuda moe_route: expected device tensors");
+  moe_route_cuda(make_moe_route_params(logits, k, renormalize, ids, weights), stream_);
+}
+
+void CudaBackend::moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights,
+                              const Tensor& gate_up, const Tensor& down, const MoeWorkspace& ws,
+                              const Tensor& out) {
+  INFLIGHT_CHECK_CODE(x.defined() && x.device() == device(), ErrorCode::kInvalidArgument,
+                      "cuda moe_experts: expected device tensors");
+  moe_experts_cuda(make_moe_experts_params(x, ids, weights, gate_up, down, ws, out), stream_,
+                   options_.batch_invariant);
 }
 
 void CudaBackend::quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,

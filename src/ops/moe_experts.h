@@ -1,0 +1,70 @@
+// moe_experts: the experts of a mixture-of-experts MLP (Mixtral, Qwen3-MoE) applied to the
+// tokens the router sent them (ops/moe_route.h), weighted and summed:
+//
+//   out[t] = sum_j weights[t, j] * down[e] silu_mul(gate_up[e] x[t]),   e = ids[t, j]
+//
+//   x [T, hidden], ids / weights [T, k], gate_up [E, 2 I, hidden] (each expert's [gate; up],
+//   as the dense MLP fuses them), down [E, hidden, I], out [T, hidden]; silu_mul as swiglu.
+//
+// Every (token, choice) pair p = t k + j is one row of the workspace (MoeWorkspace): its
+// expert's gate/up output, the activation, and the expert's down output, each pair's row
+// computed on its own, and the weighted sum over a token's k rows is taken in order
+// j = 0..k-1 (runtime/moe_workspace.h).
+//   CPU (the reference): row p belongs to pair p; experts are applied per pair (a row's result
+//   does not depend on the batch).
+//   CUDA: rows are grouped by expert (pairs sorted by expert: `sorted_pairs`, inverse
+//   `pair_position`, group starts `expert_offsets`), each group cut into tiles of
+//   kMoeTileRows rows (`tile_expert`, `tile_start`, `num_tiles`), and one grouped GEMM over the
+//   tiles reads each expert's weights once per tile; the tile table is built on the device,
+//   so nothing waits for the host and the step can be captured in a CUDA graph. Small batches
+//   (T k <= E) take one GEMV per pair instead, rows in pair order, unless the backend is in
+//   batch-invariant mode (ops/ops_cuda.cuh moe_experts_cuda).
+// An expert that gets no tokens costs nothing on either backend.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "runtime/moe_workspace.h"
+
+namespace inflight {
+
+struct MoeExpertsParams {
+  const void* x = nullptr;          // [tokens, hidden]
+  const int32_t* ids = nullptr;     // [tokens, k]
+  const float* weights = nullptr;   // [tokens, k]
+  const void* gate_up_w = nullptr;  // [num_experts, 2 inter, hidden]
+  const void* down_w = nullptr;     // [num_experts, hidden, inter]
+  void* out = nullptr;              // [tokens, hidden]
+  // Workspace (MoeWorkspace), rows for tokens * k pairs.
+  void* gate_up = nullptr;     // [pairs, 2 inter]
+  void* act = nullptr;         // [pairs, inter]
+  void* expert_out = nullptr;  // [pairs, hidden]
+  int32_t* expert_offsets = nullptr;
+  int32_t* sorted_pairs = nullptr;
+  int32_t* pair_position = nullptr;
+  int32_t* tile_expert = nullptr;
+  int32_t* tile_start = nullptr;
+  int32_t* num_tiles = nullptr;
+  int64_t tokens = 0;
+  int64_t hidden = 0;
+  int64_t inter = 0;
+  int64_t num_experts = 0;
+  int32_t k = 0;
+  DType dtype = DType::kF32;
+
+  int64_t pairs() const { return tokens * k; }
+};
+
+// Validates x [T, hidden] (float), ids [T, k] i32 and weights [T, k] f32, gate_up_w
+// [E, 2 I, hidden] and down_w [E, hidden, I] and out [T, hidden] of x's dtype, the workspace
+// (at least T k rows, E + 1 offsets, moe_max_tiles tiles), all on x's device, with
+// 1 <= k <= min(E, kMoeMaxTopK), E <= kMoeMaxExperts and T k < 2^31. out must not alias x.
+MoeExpertsParams make_moe_experts_params(const Tensor& x, const Tensor& ids, const Tensor& weights,
+                                         const Tensor& gate_up_w, const Tensor& down_w,
+                                         const MoeWorkspace& ws, const Tensor& out);
+
+// f32 only. Expert ids outside [0, E) are an error of the caller (moe_route never makes one).
+void moe_experts_cpu(const MoeExpertsParams& p);
+
+}  // namespace inflight

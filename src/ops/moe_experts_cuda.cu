@@ -1,0 +1,373 @@
+// moe_experts on CUDA (bf16 in/out, f32 accumulation). Launches that never wait for the host
+// (grid sizes follow from T, k and E, known when the step is enqueued). Large batches (and every
+// batch in batch-invariant mode) group the pairs by expert:
+//
+//   1. align    one block: counts pairs per expert, lays the groups out in expert order
+//               (expert_offsets), cuts each group into tiles of kMoeTileRows rows (tile_expert,
+//               tile_start, num_tiles) and scatters the pairs into their group (sorted_pairs,
+//               pair_position). The order of pairs inside a group is whatever the atomics give;
+//               nothing below depends on it (every row is computed on its own).
+//   2. gate/up  grouped GEMM over the tiles: row r of a tile is x[token of sorted pair r] times
+//               its expert's [gate; up] weight -> gate_up [pairs, 2 I], rows in expert order
+//   3. swiglu   the dense MLP's kernel over all pairs -> act [pairs, I]
+//   4. down     grouped GEMM: act rows times their expert's down weight -> expert_out
+//   5. combine  out[t] = sum_j weights[t, j] expert_out[pair_position[t k + j]], j in order
+//
+// The grouped GEMM is a plain CUDA-core kernel (shared-memory tiles of kMoeTileRows x 64 x 32,
+// loaded 16 bytes at a time where K allows, f32 sums in a fixed order over K: a row's result
+// does not depend on the rest of the batch).
+// Grids are sized for the worst case, moe_max_tiles(T k, E) tiles; tiles past num_tiles exit
+// at once. NOTE: a tensor-core version (wgmma, or a tile per expert with cp.async pipelining) is
+// the next step for large batches.
+//
+// Small batches (T k <= E pairs, decode; not in batch-invariant mode) skip the grouping: every
+// pair streams its expert's weight rows in a GEMV (one warp per output row, 16-byte loads),
+// rows in pair order, then swiglu, the down GEMV and the combine. Only the chosen experts'
+// weights are read either way; a pair's result then depends on the path its batch size picks,
+// as the dense GEMMs' do (cuBLASLt or the GEMV by shape).
+#include "ops/cuda_common.cuh"
+#include "ops/ops_cuda.cuh"
+
+namespace inflight {
+
+namespace {
+
+using cuda::bf16;
+
+// ---- 1. align ----------------------------------------------------------------------------------
+
+constexpr int kAlignThreads = 1024;
+
+__global__ void __launch_bounds__(kAlignThreads) moe_align_kernel(MoeExpertsParams p) {
+  __shared__ int32_t counts[kMoeMaxExperts];
+  __shared__ int32_t cursor[kMoeMaxExperts];
+  const auto num_experts = static_cast<int32_t>(p.num_experts);
+  const int64_t pairs = p.tokens * p.k;
+  for (int32_t e = threadIdx.x; e < num_experts; e += blockDim.x) counts[e] = 0;
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < pairs; i += blockDim.x) atomicAdd(&counts[p.ids[i]], 1);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    // Serial over experts and tiles: E + T k / kMoeTileRows steps at most.
+    int32_t offset = 0, tiles = 0;
+    for (int32_t e = 0; e < num_experts; ++e) {
+      p.expert_offsets[e] = offset;
+      cursor[e] = offset;
+      for (int32_t s = 0; s < counts[e]; s += static_cast<int32_t>(kMoeTileRows)) {
+        p.tile_expert[tiles] = e;
+        p.tile_start[tiles] = offset + s;
+        ++tiles;
+      }
+      offset += counts[e];
+    }
+    p.expert_offsets[num_experts] = offset;
+    *p.num_tiles = tiles;
+  }
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < pairs; i += blockDim.x) {
+    const int32_t position = atomicAdd(&cursor[p.ids[i]], 1);
+    p.sorted_pairs[position] = static_cast<int32_t>(i);
+    p.pair_position[i] = position;
+  }
+}
+
+// ---- 2, 4. grouped GEMM ----------------------------------------------------------------------
+
+// y[r, n] = sum_k a[a_row(r), k] w[e(r), n, k] for the rows r of every tile, where a_row(r) =
+// a_rows[r] / a_div (gathered: the token of a sorted pair) or r itself (a_rows null).
+struct GroupedGemm {
+  const bf16* a = nullptr;
+  const int32_t* a_rows = nullptr;
+  int32_t a_div = 1;
+  const bf16* w = nullptr;  // [E, n, k]
+  bf16* y = nullptr;        // [pairs, n]
+  const int32_t* tile_expert = nullptr;
+  const int32_t* tile_start = nullptr;
+  const int32_t* num_tiles = nullptr;
+  const int32_t* expert_offsets = nullptr;
+  int64_t n = 0;
+  int64_t k = 0;
+};
+
+constexpr int kTileM = static_cast<int>(kMoeTileRows);  // 32
+constexpr int kTileN = 64;
+constexpr int kTileK = 32;
+constexpr int kGemmThreads = 256;  // 16 x 16: each thread 2 rows x 4 columns
+static_assert(kTileM == 32, "the thread layout covers 32 rows");
+
+__device__ __forceinline__ void unpack8(const uint4& v, float* out) {
+  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+// kVec: k % 8 == 0 and a, w 16-byte aligned: tiles are loaded 8 elements (16 bytes) at a time
+// (a chunk of 8 lies wholly inside or outside [0, k)); else element by element.
+template <bool kVec>
+__global__ void __launch_bounds__(kGemmThreads) moe_grouped_gemm_kernel(GroupedGemm g) {
+  const auto tile = static_cast<int32_t>(blockIdx.x);
+  if (tile >= *g.num_tiles) return;
+  const int32_t e = g.tile_expert[tile];
+  const int32_t row0 = g.tile_start[tile];
+  const int32_t rows = min(kTileM, g.expert_offsets[e + 1] - row0);
+  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kTileN;
+  const bf16* w = g.w + static_cast<int64_t>(e) * g.n * g.k;
+
+  __shared__ float a_tile[kTileM][kTileK + 1];
+  __shared__ float w_tile[kTileN][kTileK + 1];
+  __shared__ int64_t a_row[kTileM];
+  if (threadIdx.x < kTileM) {
+    const int32_t r = row0 + static_cast<int32_t>(threadIdx.x);
+    a_row[threadIdx.x] = static_cast<int32_t>(threadIdx.x) >= rows ? -1
+                         : g.a_rows != nullptr                     ? g.a_rows[r] / g.a_div
+                                                                   : r;
+  }
+  __syncthreads();
+
+  const int tx = static_cast<int>(threadIdx.x % 16), ty = static_cast<int>(threadIdx.x / 16);
+  float acc[2][4] = {};
+  for (int64_t k0 = 0; k0 < g.k; k0 += kTileK) {
+    if constexpr (kVec) {
+      constexpr int kChunks = kTileK / 8;  // 16-byte chunks per tile row
+      for (int i = static_cast<int>(threadIdx.x); i < kTileM * kChunks; i += kGemmThreads) {
+        const int r = i / kChunks, c = i % kChunks * 8;
+        const int64_t src = a_row[r];
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (src >= 0 && k0 + c < g.k) {
+          v = *reinterpret_cast<const uint4*>(g.a + src * g.k + k0 + c);
+        }
+        unpack8(v, &a_tile[r][c]);
+      }
+      for (int i = static_cast<int>(threadIdx.x); i < kTileN * kChunks; i += kGemmThreads) {
+        const int r = i / kChunks, c = i % kChunks * 8;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (n0 + r < g.n && k0 + c < g.k) {
+          // A plain load: other tiles of this expert read the same weights (kept in L2).
+          v = *reinterpret_cast<const uint4*>(w + (n0 + r) * g.k + k0 + c);
+        }
+        unpack8(v, &w_tile[r][c]);
+      }
+    } else {
+      for (int i = static_cast<int>(threadIdx.x); i < kTileM * kTileK; i += kGemmThreads) {
+        const int r = i / kTileK, c = i % kTileK;
+        const int64_t src = a_row[r];
+        a_tile[r][c] = src >= 0 && k0 + c < g.k ? cuda::to_f32(g.a[src * g.k + k0 + c]) : 0.0f;
+      }
+      for (int i = static_cast<int>(threadIdx.x); i < kTileN * kTileK; i += kGemmThreads) {
+        const int r = i / kTileK, c = i % kTileK;
+        w_tile[r][c] =
+            n0 + r < g.n && k0 + c < g.k ? cuda::to_f32(w[(n0 + r) * g.k + k0 + c]) : 0.0f;
+      }
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int c = 0; c < kTileK; ++c) {
+      const float a0 = a_tile[ty][c], a1 = a_tile[ty + 16][c];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float b = w_tile[tx + 16 * j][c];
+        acc[0][j] += a0 * b;
+        acc[1][j] += a1 * b;
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int r = ty + 16 * i;
+    if (r >= rows) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t col = n0 + tx + 16 * j;
+      if (col < g.n) g.y[(row0 + r) * g.n + col] = cuda::to_bf16(acc[i][j]);
+    }
+  }
+}
+
+void launch_grouped_gemm(const GroupedGemm& g, int64_t max_tiles, cudaStream_t stream) {
+  const int64_t col_tiles = (g.n + kTileN - 1) / kTileN;
+  INFLIGHT_CHECK(max_tiles <= cuda::kMaxGridX && col_tiles <= 65535,
+                 "moe_experts_cuda: {} x {} tiles exceed the grid", max_tiles, col_tiles);
+  const dim3 grid(static_cast<unsigned>(max_tiles), static_cast<unsigned>(col_tiles));
+  if (g.k % 8 == 0 && cuda::aligned(g.a, 16) && cuda::aligned(g.w, 16)) {
+    moe_grouped_gemm_kernel<true><<<grid, kGemmThreads, 0, stream>>>(g);
+  } else {
+    moe_grouped_gemm_kernel<false><<<grid, kGemmThreads, 0, stream>>>(g);
+  }
+  INFLIGHT_CUDA_CHECK_LAUNCH();
+}
+
+// ---- small batches: one GEMV per pair ------------------------------------------------------
+
+// y[p, n] = sum_k a[p / a_div, k] w[ids[p], n, k] for every pair p (rows in pair order).
+struct PairGemv {
+  const bf16* a = nullptr;
+  int32_t a_div = 1;
+  const int32_t* ids = nullptr;
+  const bf16* w = nullptr;  // [E, n, k]
+  bf16* y = nullptr;        // [pairs, n]
+  int64_t n = 0;
+  int64_t k = 0;  // a multiple of 8; a, w, y 16-byte aligned
+};
+
+constexpr int kGemvWarps = 8;
+constexpr int kGemvUnroll = 4;  // 16-byte weight loads in flight per lane
+
+__global__ void __launch_bounds__(kGemvWarps * 32) moe_pair_gemv_kernel(PairGemv g) {
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
+  if (row >= g.n) return;  // the whole warp leaves together
+  const int64_t pair = blockIdx.y;
+  const int64_t e = g.ids[pair];
+  const int64_t chunks = g.k / 8;
+  const auto* w = reinterpret_cast<const uint4*>(g.w + (e * g.n + row) * g.k);
+  const auto* x = reinterpret_cast<const uint4*>(g.a + pair / g.a_div * g.k);
+  float acc = 0.0f;
+  for (int64_t base = lane; base < chunks; base += 32 * kGemvUnroll) {
+    uint4 wv[kGemvUnroll];
+#pragma unroll
+    for (int u = 0; u < kGemvUnroll; ++u) {
+      const int64_t c = base + 32 * u;
+      wv[u] = c < chunks ? __ldcs(w + c) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kGemvUnroll; ++u) {
+      const int64_t c = base + 32 * u;
+      if (c >= chunks) break;
+      float wf[8], xf[8];
+      unpack8(wv[u], wf);
+      unpack8(__ldg(x + c), xf);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc = fmaf(wf[i], xf[i], acc);
+    }
+  }
+  acc = cuda::warp_sum(acc);
+  if (lane == 0) g.y[pair * g.n + row] = cuda::to_bf16(acc);
+}
+
+void launch_pair_gemv(const PairGemv& g, int64_t pairs, cudaStream_t stream) {
+  const int64_t blocks = (g.n + kGemvWarps - 1) / kGemvWarps;
+  INFLIGHT_CHECK(blocks <= cuda::kMaxGridX && pairs <= 65535,
+                 "moe_experts_cuda: {} x {} GEMV blocks exceed the grid", blocks, pairs);
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(pairs));
+  moe_pair_gemv_kernel<<<grid, kGemvWarps * 32, 0, stream>>>(g);
+  INFLIGHT_CUDA_CHECK_LAUNCH();
+}
+
+// ---- 5. combine ----------------------------------------------------------------------------
+
+constexpr int kCombineThreads = 256;
+
+// position: the row of each pair (the grouped path's pair_position), or null for rows in pair
+// order (the GEMV path).
+__global__ void __launch_bounds__(kCombineThreads)
+    moe_combine_kernel(MoeExpertsParams p, const int32_t* position) {
+  const int64_t t = blockIdx.x;
+  const auto* expert_out = static_cast<const bf16*>(p.expert_out);
+  bf16* out = static_cast<bf16*>(p.out) + t * p.hidden;
+  for (int64_t c = threadIdx.x; c < p.hidden; c += blockDim.x) {
+    float acc = 0.0f;
+    for (int32_t j = 0; j < p.k; ++j) {
+      const int64_t pair = t * p.k + j;
+      const int64_t row = position != nullptr ? position[pair] : pair;
+      acc += p.weights[pair] * cuda::to_f32(expert_out[row * p.hidden + c]);
+    }
+    out[c] = cuda::to_bf16(acc);
+  }
+}
+
+void launch_swiglu(const MoeExpertsParams& p, cudaStream_t stream) {
+  SwigluParams s;
+  s.gate_up = p.gate_up;
+  s.out = p.act;
+  s.rows = p.pairs();
+  s.inter = p.inter;
+  s.dtype = DType::kBF16;
+  swiglu_cuda(s, stream);
+}
+
+void launch_combine(const MoeExpertsParams& p, const int32_t* position, cudaStream_t stream) {
+  moe_combine_kernel<<<static_cast<unsigned>(p.tokens), kCombineThreads, 0, stream>>>(p, position);
+  INFLIGHT_CUDA_CHECK_LAUNCH();
+}
+
+// Whether the GEMV path can read every row with 16-byte loads.
+bool gemv_path_fits(const MoeExpertsParams& p) {
+  return p.hidden % 8 == 0 && p.inter % 8 == 0 && cuda::aligned(p.x, 16) &&
+         cuda::aligned(p.gate_up_w, 16) && cuda::aligned(p.down_w, 16) &&
+         cuda::aligned(p.gate_up, 16) && cuda::aligned(p.act, 16) &&
+         cuda::aligned(p.expert_out, 16);
+}
+
+void moe_experts_by_pair(const MoeExpertsParams& p, cudaStream_t stream) {
+  PairGemv g;
+  g.ids = p.ids;
+  g.a = static_cast<const bf16*>(p.x);
+  g.a_div = p.k;
+  g.w = static_cast<const bf16*>(p.gate_up_w);
+  g.y = static_cast<bf16*>(p.gate_up);
+  g.n = 2 * p.inter;
+  g.k = p.hidden;
+  launch_pair_gemv(g, p.pairs(), stream);
+  launch_swiglu(p, stream);
+  g.a = static_cast<const bf16*>(p.act);
+  g.a_div = 1;
+  g.w = static_cast<const bf16*>(p.down_w);
+  g.y = static_cast<bf16*>(p.expert_out);
+  g.n = p.hidden;
+  g.k = p.inter;
+  launch_pair_gemv(g, p.pairs(), stream);
+  launch_combine(p, nullptr, stream);
+}
+
+}  // namespace
+
+void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream, bool batch_invariant) {
+  INFLIGHT_CHECK_CODE(p.dtype == DType::kBF16, ErrorCode::kUnsupported,
+                      "moe_experts_cuda: bf16 only, got {}", dtype_name(p.dtype));
+  if (p.tokens == 0) return;
+  INFLIGHT_CHECK(p.tokens <= cuda::kMaxGridX, "moe_experts_cuda: {} tokens exceed the grid",
+                 p.tokens);
+  if (!batch_invariant && p.pairs() <= p.num_experts && gemv_path_fits(p)) {
+    moe_experts_by_pair(p, stream);
+    return;
+  }
+  moe_align_kernel<<<1, kAlignThreads, 0, stream>>>(p);
+  INFLIGHT_CUDA_CHECK_LAUNCH();
+
+  const int64_t max_tiles = moe_max_tiles(p.pairs(), p.num_experts);
+  GroupedGemm g;
+  g.tile_expert = p.tile_expert;
+  g.tile_start = p.tile_start;
+  g.num_tiles = p.num_tiles;
+  g.expert_offsets = p.expert_offsets;
+  // gate/up: x rows gathered by sorted pair -> gate_up [pairs, 2 I].
+  g.a = static_cast<const bf16*>(p.x);
+  g.a_rows = p.sorted_pairs;
+  g.a_div = p.k;
+  g.w = static_cast<const bf16*>(p.gate_up_w);
+  g.y = static_cast<bf16*>(p.gate_up);
+  g.n = 2 * p.inter;
+  g.k = p.hidden;
+  launch_grouped_gemm(g, max_tiles, stream);
+
+  launch_swiglu(p, stream);
+
+  // down: act rows (already in expert order) -> expert_out [pairs, hidden].
+  g.a = static_cast<const bf16*>(p.act);
+  g.a_rows = nullptr;
+  g.a_div = 1;
+  g.w = static_cast<const bf16*>(p.down_w);
+  g.y = static_cast<bf16*>(p.expert_out);
+  g.n = p.hidden;
+  g.k = p.inter;
+  launch_grouped_gemm(g, max_tiles, stream);
+
+  launch_combine(p, p.pair_position, stream);
+}
+
+}  // namespace inflight

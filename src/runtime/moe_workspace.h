@@ -1,0 +1,68 @@
+// MoeWorkspace: the scratch of one mixture-of-experts MLP call (Backend::moe_experts,
+// ops/moe_experts.h), part of a model's preallocated workspace so that a step allocates nothing
+// and a decode step can be captured in a CUDA graph.
+//
+// Rows are (token, choice) pairs p = t k + j of a step's T tokens routed to k experts each
+// (T k rows). Which row holds which pair is the backend's: the CPU reference keeps pair order;
+// CUDA sorts the pairs by expert (sorted_pairs / pair_position) and cuts each expert's group
+// into tiles of kMoeTileRows rows (tile_expert, tile_start, num_tiles), except for small
+// batches, which keep pair order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace inflight {
+
+// Experts per router at most (the CUDA router keeps one token's logits in a warp's registers),
+// and experts per token at most.
+constexpr int64_t kMoeMaxExperts = 1024;
+constexpr int32_t kMoeMaxTopK = 32;
+
+// Rows of one tile of the grouped expert GEMMs on CUDA.
+constexpr int64_t kMoeTileRows = 32;
+
+// Tiles of `pairs` rows over `num_experts` groups at most: each non-empty group ends in at most
+// one partial tile.
+inline int64_t moe_max_tiles(int64_t pairs, int64_t num_experts) {
+  return (pairs + kMoeTileRows - 1) / kMoeTileRows + num_experts;
+}
+
+struct MoeWorkspace {
+  Tensor gate_up;         // [>= T k, 2 I] compute dtype: each pair's expert [gate; up] output
+  Tensor act;             // [>= T k, I]: silu(gate) * up
+  Tensor expert_out;      // [>= T k, hidden]: the expert's down projection
+  Tensor expert_offsets;  // [E + 1] i32: where each expert's group starts (CUDA)
+  Tensor sorted_pairs;    // [>= T k] i32: the pair at each row (CUDA)
+  Tensor pair_position;   // [>= T k] i32: the row of each pair (CUDA)
+  Tensor tile_expert;     // [>= moe_max_tiles(T k, E)] i32 (CUDA)
+  Tensor tile_start;      // [>= moe_max_tiles(T k, E)] i32: a tile's first row (CUDA)
+  Tensor num_tiles;       // [1] i32 (CUDA)
+};
+
+// One buffer of a MoeWorkspace for `capacity` tokens: the single definition of the sizes, which
+// model workspaces use both to count bytes and to allocate.
+struct MoeWorkspaceBuffer {
+  Tensor MoeWorkspace::*member;
+  Shape shape;
+  DType dtype;
+};
+
+inline std::vector<MoeWorkspaceBuffer> moe_workspace_buffers(int64_t capacity, int64_t k,
+                                                             int64_t num_experts, int64_t hidden,
+                                                             int64_t inter, DType dtype) {
+  const int64_t pairs = capacity * k, tiles = moe_max_tiles(pairs, num_experts);
+  return {{&MoeWorkspace::gate_up, {pairs, 2 * inter}, dtype},
+          {&MoeWorkspace::act, {pairs, inter}, dtype},
+          {&MoeWorkspace::expert_out, {pairs, hidden}, dtype},
+          {&MoeWorkspace::expert_offsets, {num_experts + 1}, DType::kI32},
+          {&MoeWorkspace::sorted_pairs, {pairs}, DType::kI32},
+          {&MoeWorkspace::pair_position, {pairs}, DType::kI32},
+          {&MoeWorkspace::tile_expert, {tiles}, DType::kI32},
+          {&MoeWorkspace::tile_start, {tiles}, DType::kI32},
+          {&MoeWorkspace::num_tiles, {1}, DType::kI32}};
+}
+
+}  // namespace inflight

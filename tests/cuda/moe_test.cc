@@ -1,0 +1,230 @@
+// The Qwen3 and mixture-of-experts ops on CUDA against the CPU reference: qk_norm, the router's
+// top-k (ids exact: both rank the same f32 logits by the same rule), the experts over awkward
+// shapes with experts that get no tokens and groups longer than one tile, on both paths (per-pair
+// GEMVs for small batches; grouped GEMMs over tiles, always in batch-invariant mode, where a
+// token's result must not depend on the batch); and both ops captured in a CUDA graph and
+// replayed on new inputs (no host sync inside).
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <tuple>
+
+#include "cuda_test_util.h"
+#include "ops/ops_cuda.cuh"
+
+namespace inflight::test {
+namespace {
+
+// A host i32 tensor on the device, bit for bit.
+Tensor upload_i32(Backend& gpu, const Tensor& host) {
+  const Tensor t = gpu.alloc(host.shape(), DType::kI32);
+  gpu.synchronize();
+  EXPECT_EQ(cudaMemcpy(t.raw(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  return t;
+}
+
+Tensor download_raw(Backend& gpu, const Tensor& t) {
+  const Tensor host = Tensor::empty(t.shape(), t.dtype());
+  gpu.download(t, host);
+  gpu.synchronize();
+  return host;
+}
+
+MoeWorkspace workspace(Backend& b, int64_t tokens, int64_t k, int64_t experts, int64_t hidden,
+                       int64_t inter) {
+  MoeWorkspace ws;
+  for (const MoeWorkspaceBuffer& buf :
+       moe_workspace_buffers(tokens, k, experts, hidden, inter, b.compute_dtype())) {
+    ws.*buf.member = b.alloc(buf.shape, buf.dtype);
+  }
+  return ws;
+}
+
+// The CUDA backend in batch-invariant mode: the experts always take the grouped path.
+Backend& invariant_backend() {
+  static std::unique_ptr<Backend> backend = make_cuda_backend(0, {.batch_invariant = true});
+  return *backend;
+}
+
+TEST(CudaQwen3Test, QkNorm) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = cuda_backend();
+  Backend& cpu = cpu_backend();
+  std::mt19937 rng(61);
+  const std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes = {
+      {6, 2, 8}, {32, 8, 128}, {7, 1, 62}, {4, 4, 256}, {2, 1, 512}};
+  for (const int64_t tokens : {1, 3, 7, 91}) {
+    for (const auto& [heads, kv_heads, dim] : shapes) {
+      const Tensor qkv = random_host({tokens, (heads + 2 * kv_heads) * dim}, rng, -3.0f, 3.0f);
+      const Tensor qw = random_host({dim}, rng, 0.5f, 1.5f), kw = random_host({dim}, rng);
+      const Tensor qkv_gpu = to_backend(gpu, qkv), qkv_cpu = to_backend(cpu, qkv);
+      gpu.qk_norm(qkv_gpu, heads, kv_heads, to_backend(gpu, qw), to_backend(gpu, kw), 1e-6f);
+      cpu.qk_norm(qkv_cpu, heads, kv_heads, to_backend(cpu, qw), to_backend(cpu, kw), 1e-6f);
+      expect_close("qk_norm", fmt::format("T={} H={} KH={} D={}", tokens, heads, kv_heads, dim),
+                   to_host(gpu, qkv_gpu), qkv_cpu);
+    }
+  }
+}
+
+struct Routed {
+  Tensor ids;      // host i32 [T, k]
+  Tensor weights;  // host f32 [T, k]
+};
+
+// Routes the same f32 logits on both backends: ids must be equal, weights close.
+Routed route_both(const Tensor& logits, int32_t k, bool renormalize, const std::string& what) {
+  Backend& gpu = cuda_backend();
+  Backend& cpu = cpu_backend();
+  const int64_t tokens = logits.size(0);
+  const Tensor ids_gpu = gpu.alloc({tokens, k}, DType::kI32);
+  const Tensor w_gpu = gpu.alloc({tokens, k}, DType::kF32);
+  poison(ids_gpu);
+  poison(w_gpu);
+  gpu.moe_route(gpu.upload(logits, DType::kF32), k, renormalize, ids_gpu, w_gpu);
+  Routed cpu_r{Tensor::empty({tokens, k}, DType::kI32), Tensor::empty({tokens, k}, DType::kF32)};
+  cpu.moe_route(logits, k, renormalize, cpu_r.ids, cpu_r.weights);
+  const Tensor got_ids = download_raw(gpu, ids_gpu);
+  EXPECT_EQ(std::memcmp(got_ids.raw(), cpu_r.ids.raw(), cpu_r.ids.nbytes()), 0)
+      << what << ": expert ids differ";
+  expect_close("moe_route.weights", what, to_host(gpu, w_gpu), cpu_r.weights, 1e-5);
+  return cpu_r;
+}
+
+TEST(CudaMoeTest, RouteMatchesCpuIncludingTies) {
+  INFLIGHT_REQUIRE_CUDA();
+  std::mt19937 rng(62);
+  for (const int64_t tokens : {1, 3, 7, 91}) {
+    for (const int64_t experts : {1, 5, 8, 60, 128, 1024}) {
+      for (const int32_t k : {1, 2, 8, 32}) {
+        if (k > experts) continue;
+        for (const bool renormalize : {true, false}) {
+          const std::string what =
+              fmt::format("T={} E={} k={} renorm={}", tokens, experts, k, renormalize);
+          route_both(random_host({tokens, experts}, rng, -4.0f, 4.0f), k, renormalize, what);
+          // Integer logits: ties at every rank.
+          Tensor ties = random_host({tokens, experts}, rng, 0.0f, 3.0f);
+          for (int64_t i = 0; i < ties.numel(); ++i) {
+            ties.data<float>()[i] = std::floor(ties.data<float>()[i]);
+          }
+          route_both(ties, k, renormalize, what + " ties");
+        }
+      }
+    }
+  }
+}
+
+struct ExpertCase {
+  int64_t experts, k, hidden, inter;
+};
+
+TEST(CudaMoeTest, ExpertsMatchCpu) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = cuda_backend();
+  Backend& cpu = cpu_backend();
+  std::mt19937 rng(63);
+  // Mixtral-like (8 of 2), Qwen3-MoE-like (128 of 8), primes and sizes off the 32 x 64 x 32
+  // tiles; 300 tokens put more than one tile into an expert's group.
+  for (const ExpertCase c :
+       {ExpertCase{5, 2, 48, 32}, ExpertCase{8, 2, 256, 384}, ExpertCase{7, 3, 33, 71},
+        ExpertCase{128, 8, 128, 96}, ExpertCase{1, 1, 64, 65}}) {
+    for (const int64_t tokens : {1, 3, 7, 91, 300}) {
+      const std::string what =
+          fmt::format("E={} k={} hidden={} I={} T={}", c.experts, c.k, c.hidden, c.inter, tokens);
+      const Tensor x = random_host({tokens, c.hidden}, rng, -2.0f, 2.0f);
+      const float a = 1.0f / std::sqrt(static_cast<float>(c.hidden));
+      const float b = 1.0f / std::sqrt(static_cast<float>(c.inter));
+      const Tensor gate_up = random_host({c.experts, 2 * c.inter, c.hidden}, rng, -a, a);
+      const Tensor down = random_host({c.experts, c.hidden, c.inter}, rng, -b, b);
+      // Odd experts lose every race where there are enough even ones: experts without tokens.
+      Tensor logits = random_host({tokens, c.experts}, rng, -3.0f, 3.0f);
+      if (c.experts >= 2 * c.k) {
+        for (int64_t i = 0; i < logits.numel(); ++i) {
+          if (i % c.experts % 2 == 1) logits.data<float>()[i] -= 100.0f;
+        }
+      }
+      const Routed r = route_both(logits, static_cast<int32_t>(c.k), true, what);
+
+      const MoeWorkspace ws_cpu = workspace(cpu, tokens, c.k, c.experts, c.hidden, c.inter);
+      const Tensor out_cpu = cpu.alloc({tokens, c.hidden}, DType::kF32);
+      cpu.moe_experts(x, r.ids, r.weights, gate_up, down, ws_cpu, out_cpu);
+
+      for (Backend* b : {&gpu, &invariant_backend()}) {
+        const bool invariant = b != &gpu;
+        const std::string label = what + (invariant ? " batch-invariant" : "");
+        const MoeWorkspace ws = workspace(*b, tokens, c.k, c.experts, c.hidden, c.inter);
+        b->synchronize();  // poison() writes on the legacy stream
+        for (const Tensor* t : {&ws.gate_up, &ws.act, &ws.expert_out}) poison(*t);
+        const Tensor out_gpu = b->alloc({tokens, c.hidden}, DType::kBF16);
+        poison(out_gpu);
+        const Tensor ids_gpu = upload_i32(*b, r.ids);
+        const Tensor w_gpu = b->upload(r.weights, DType::kF32);
+        const Tensor x_gpu = to_backend(*b, x);
+        const Tensor gu_gpu = to_backend(*b, gate_up), down_gpu = to_backend(*b, down);
+        b->moe_experts(x_gpu, ids_gpu, w_gpu, gu_gpu, down_gpu, ws, out_gpu);
+        const Tensor got = to_host(*b, out_gpu);
+        expect_close(invariant ? "moe_experts.grouped" : "moe_experts", label, got, out_cpu);
+        if (!invariant) continue;
+        // Token by token: bit for bit what the whole batch gave.
+        for (const int64_t t : {int64_t{0}, tokens / 2, tokens - 1}) {
+          const Tensor one = b->alloc({1, c.hidden}, DType::kBF16);
+          b->moe_experts(x_gpu.rows(t, t + 1), ids_gpu.rows(t, t + 1), w_gpu.rows(t, t + 1), gu_gpu,
+                         down_gpu, ws, one);
+          const Tensor one_host = to_host(*b, one);
+          EXPECT_EQ(std::memcmp(one_host.raw(), got.data<float>() + t * c.hidden,
+                                c.hidden * sizeof(float)),
+                    0)
+              << label << ": token " << t << " alone differs from the batch";
+        }
+      }
+    }
+  }
+}
+
+// Both paths: 4 tokens x top-2 of 8 experts take the per-pair GEMVs, the batch-invariant backend
+// the grouped GEMMs.
+class CudaMoeGraphTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CudaMoeGraphTest, RouteAndExpertsReplayInAGraph) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = GetParam() ? invariant_backend() : cuda_backend();
+  Backend& cpu = cpu_backend();
+  std::mt19937 rng(64);
+  const int64_t tokens = 4, experts = 8, k = 2, hidden = 64, inter = 96;
+  const Tensor gate_up = random_host({experts, 2 * inter, hidden}, rng, -0.125f, 0.125f);
+  const Tensor down = random_host({experts, hidden, inter}, rng, -0.1f, 0.1f);
+  const Tensor gu_gpu = to_backend(gpu, gate_up), down_gpu = to_backend(gpu, down);
+  const Tensor x_gpu = gpu.alloc({tokens, hidden}, DType::kBF16);
+  const Tensor logits_gpu = gpu.alloc({tokens, experts}, DType::kF32);
+  const Tensor ids_gpu = gpu.alloc({tokens, k}, DType::kI32);
+  const Tensor w_gpu = gpu.alloc({tokens, k}, DType::kF32);
+  const Tensor out_gpu = gpu.alloc({tokens, hidden}, DType::kBF16);
+  const MoeWorkspace ws = workspace(gpu, tokens, k, experts, hidden, inter);
+  gpu.synchronize();
+  gpu.begin_capture();
+  gpu.moe_route(logits_gpu, k, true, ids_gpu, w_gpu);
+  gpu.moe_experts(x_gpu, ids_gpu, w_gpu, gu_gpu, down_gpu, ws, out_gpu);
+  const std::unique_ptr<BackendGraph> graph = gpu.end_capture();
+  for (int replay = 0; replay < 3; ++replay) {
+    // New inputs in the captured buffers: different routing every time.
+    const Tensor x = random_host({tokens, hidden}, rng, -2.0f, 2.0f);
+    const Tensor logits = random_host({tokens, experts}, rng, -3.0f, 3.0f);
+    gpu.copy(to_backend(gpu, x), x_gpu);
+    gpu.copy(gpu.upload(logits, DType::kF32), logits_gpu);
+    poison(out_gpu);
+    gpu.replay(*graph);
+    Routed r{Tensor::empty({tokens, k}, DType::kI32), Tensor::empty({tokens, k}, DType::kF32)};
+    cpu.moe_route(logits, k, true, r.ids, r.weights);
+    const Tensor out_cpu = cpu.alloc({tokens, hidden}, DType::kF32);
+    cpu.moe_experts(x, r.ids, r.weights, gate_up, down,
+                    workspace(cpu, tokens, k, experts, hidden, inter), out_cpu);
+    expect_close("moe_graph", fmt::format("replay {} invariant={}", replay, GetParam()),
+                 to_host(gpu, out_gpu), out_cpu);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, CudaMoeGraphTest, ::testing::Values(false, true));
+
+}  // namespace
+}  // namespace inflight::test
