@@ -85,10 +85,12 @@ EvalModel load_eval_model(const ModelFiles& files, Backend& backend, const EvalM
   const int32_t block_size = kEvalBlockSize;
   const int64_t num_blocks = (context + block_size - 1) / block_size;
   out.cache = make_kv_cache(*out.model, num_blocks, block_size);
+  Quantization weights = config.quantization;
+  weights.fp8_kv_cache = false;  // described apart
   out.description =
       fmt::format("weights: {}, kv cache: {}",
-                  config.quantization.enabled()
-                      ? config.quantization.describe()
+                  weights.enabled()
+                      ? weights.describe()
                       : fmt::format("as stored, in {}", dtype_name(backend.compute_dtype())),
                   mode.kv_cache_dtype == "auto" ? std::string(dtype_name(out.cache->dtype()))
                                                 : mode.kv_cache_dtype);

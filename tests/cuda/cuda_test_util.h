@@ -30,10 +30,11 @@ constexpr double kBf16Tolerance = 2e-2;
 // FP8 (W8A8, or an e4m3 KV cache) GPU against the CPU's exact emulation: the same e4m3
 // weights, activations (or k and v) quantized from bf16 on one side and f32 on the other: about
 // 1 element in 30 rounds to the neighbouring e4m3 value (1/16 to 1/8 away), 1-2% per GEMM,
-// compounding through a tiny random model whose logits are nearly flat (measured on an H100:
-// worst logits row 1.19e-1 for W8A8 with the FP8 GEMV at decode, 3.7e-2 for the KV cache). A
-// scale on the wrong rows, blocks or tokens is off by O(1).
-constexpr double kFp8Tolerance = 1.5e-1;
+// compounding through a tiny random model whose logits are nearly flat (measured on an H100
+// over five tiny architectures: worst logits row rel_l2 1.21e-1, rel_max 1.63e-1 for W8A8 with
+// the FP8 GEMV at decode; 4.5e-2 for the KV cache). A scale on the wrong rows, blocks or tokens
+// is off by O(1).
+constexpr double kFp8Tolerance = 2e-1;
 
 // One process-wide backend of each kind (creating a CUDA backend costs a cuBLASLt handle).
 Backend& cuda_backend();
