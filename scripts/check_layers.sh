@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails when a source file includes a header of a layer above its own (docs/architecture.md):
-#   core < formats < tokenizer, runtime < ops < backend < model < engine < frontend < server
-#   < bench, eval < tools
+#   core < formats < tokenizer, runtime < ops < backend < model < parallel < engine < frontend
+#   < server < bench, eval < tools
 # Each layer lists the layers it may include; include/inflight (the public API) includes only
 # itself and is usable from the engine up.
 set -euo pipefail
@@ -15,7 +15,8 @@ declare -A allowed=(
   [ops]="core runtime ops"
   [backend]="core formats runtime ops backend"
   [model]="core formats runtime model"
-  [engine]="core formats tokenizer runtime model backend engine inflight"
+  [parallel]="core formats runtime parallel"
+  [engine]="core formats tokenizer runtime model backend parallel engine inflight"
   [frontend]="core formats tokenizer engine frontend inflight"
   [server]="core formats tokenizer engine frontend server inflight"
   [bench]="core formats tokenizer runtime backend model engine bench inflight"

@@ -11,6 +11,7 @@ apt_packages=(
   libgtest-dev python3 python3-venv python3-pip
   clang libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for the fuzz targets
   prometheus                 # promtool, to check the /metrics exposition format
+  libopenmpi-dev openmpi-bin # MPI: launches the ranks of tensor/pipeline parallelism
 )
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -28,6 +28,7 @@
 #include "inflight/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
+#include "tools/parallel_launch.h"
 #include "tools/precision_options.h"
 
 namespace inflight::tools {
@@ -50,6 +51,8 @@ struct Options {
   std::string device = "auto";
   std::string quantization;
   std::string kv_cache_dtype = "auto";
+  int32_t tensor_parallel_size = 1;
+  int32_t pipeline_parallel_size = 1;
   bool dummy_weights = false;
   std::string arch;
   std::string config;
@@ -57,7 +60,7 @@ struct Options {
 };
 Options opts;
 
-std::unique_ptr<Engine> start_engine() {
+ModelSource model_source() {
   ModelSource source;
   if (opts.dummy_weights) {
     INFLIGHT_CHECK_CODE(!opts.arch.empty() || !opts.config.empty(), ErrorCode::kInvalidArgument,
@@ -71,6 +74,13 @@ std::unique_ptr<Engine> start_engine() {
   source.device = opts.device;
   source.quantization = opts.quantization;
   source.kv_cache_dtype = opts.kv_cache_dtype;
+  source.tensor_parallel_size = opts.tensor_parallel_size;
+  source.pipeline_parallel_size = opts.pipeline_parallel_size;
+  return source;
+}
+
+std::unique_ptr<Engine> start_engine() {
+  const ModelSource source = model_source();
   EngineConfig config;
   config.max_num_seqs = opts.max_num_seqs;
   config.max_num_batched_tokens = opts.max_num_batched_tokens;
@@ -336,6 +346,7 @@ void setup(CLI::App& app) {
                  "Longest prompt + output (default: the model's context length)");
   app.add_option("--device", opts.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   add_precision_options(app, opts.quantization, opts.kv_cache_dtype);
+  add_parallel_options(app, opts.tensor_parallel_size, opts.pipeline_parallel_size);
   auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
                              "Random weights made on the device (needs --arch or --config)");
   app.add_option("--arch", opts.arch,
@@ -351,6 +362,7 @@ void setup(CLI::App& app) {
 int run() {
   INFLIGHT_CHECK_CODE(!opts.prompt.empty() || !opts.prompts_file.empty(),
                       ErrorCode::kInvalidArgument, "give --prompt TEXT or --prompts-file FILE");
+  if (const std::optional<int> rc = start_parallel_job(model_source())) return *rc;
   return opts.prompts_file.empty() ? run_single() : run_file();
 }
 

@@ -38,6 +38,7 @@
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
+#include "tools/parallel_launch.h"
 #include "tools/precision_options.h"
 
 namespace inflight::tools {
@@ -55,6 +56,8 @@ struct Options {
   std::string device = "auto";
   std::string quantization;
   std::string kv_cache_dtype = "auto";
+  int32_t tensor_parallel_size = 1;
+  int32_t pipeline_parallel_size = 1;
   bool dummy_weights = false;
   std::string arch;
   std::string config;
@@ -87,7 +90,7 @@ std::string special_text(const Tokenizer& tok, int32_t id) {
   return id == kNoToken ? std::string() : std::string(tok.token_text(id));
 }
 
-std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path) {
+ModelSource model_source(const std::string& path) {
   ModelSource source;
   if (opts.dummy_weights) {
     INFLIGHT_CHECK_CODE(!opts.tokenizer.empty(), ErrorCode::kInvalidArgument,
@@ -104,6 +107,13 @@ std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path)
   source.device = opts.device;
   source.quantization = opts.quantization;
   source.kv_cache_dtype = opts.kv_cache_dtype;
+  source.tensor_parallel_size = opts.tensor_parallel_size;
+  source.pipeline_parallel_size = opts.pipeline_parallel_size;
+  return source;
+}
+
+std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path) {
+  const ModelSource source = model_source(path);
   EngineConfig config;
   config.max_model_len = opts.max_model_len;
   config.max_num_seqs = opts.max_num_seqs;
@@ -190,6 +200,7 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--device", opts.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   add_precision_options(app, opts.quantization, opts.kv_cache_dtype);
+  add_parallel_options(app, opts.tensor_parallel_size, opts.pipeline_parallel_size);
   auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
                              "Random weights made on the device (needs --arch or --config, and "
                              "--tokenizer)");
@@ -261,6 +272,7 @@ int run() {
   const std::string path = opts.dummy_weights   ? std::string()
                            : opts.model.empty() ? find_default_model()
                                                 : opts.model;
+  if (const std::optional<int> rc = start_parallel_job(model_source(path))) return *rc;
   auto& names = opts.server.frontend.served_model_name;
   if (names.empty()) {
     names = opts.dummy_weights ? (opts.arch.empty() ? std::string("dummy") : opts.arch)

@@ -3,10 +3,15 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/check.h"
 #include "core/logging.h"
 #include "tools/command.h"
+#include "tools/parallel_launch.h"
 
 namespace inflight::tools {
 
@@ -22,13 +27,42 @@ bool register_command(Command command) {
   return true;
 }
 
-const std::vector<Command>& commands() { return registry(); }
+const std::vector<Command>& commands() {
+  return registry();
+}
 
 }  // namespace inflight::tools
+
+namespace {
+
+// vLLM's multi-letter short options, which CLI11 does not take, as their long names.
+std::vector<std::string> with_long_names(int argc, char** argv) {
+  static const std::pair<std::string_view, std::string_view> kAliases[] = {
+      {"-tp", "--tensor-parallel-size"}, {"-pp", "--pipeline-parallel-size"}};
+  std::vector<std::string> args;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    for (const auto& [short_name, long_name] : kAliases) {
+      if (a == short_name || a.rfind(std::string(short_name) + "=", 0) == 0) {
+        a = std::string(long_name) + a.substr(short_name.size());
+      }
+    }
+    args.push_back(std::move(a));
+  }
+  return args;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using inflight::tools::commands;
   inflight::init_logging();
+  inflight::tools::set_command_line(argc, argv);
+  std::vector<std::string> args = with_long_names(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : args) arg_ptrs.push_back(a.data());
+  argc = static_cast<int>(arg_ptrs.size());
+  argv = arg_ptrs.data();
   CLI::App app{"inflight: LLM inference engine and server"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "inflight 0.1.0");

@@ -88,6 +88,12 @@ struct ModelSource {
   // compute dtype), "bf16" (the compute dtype) or "fp8" (e4m3 with a scale per token and kv
   // head, docs/quantization.md); "bfloat16" and "fp8_e4m3" are accepted as aliases.
   std::string kv_cache_dtype = "auto";
+  // Tensor parallelism: the model split over this many ranks, one process per GPU (or per CPU
+  // process), launched by mpirun (docs/deploy.md). Rank 0 calls Engine::load and serves; every
+  // other rank calls Engine::run_worker with the same source.
+  int32_t tensor_parallel_size = 1;
+  // Pipeline parallelism: the layers split into this many stages (not available yet: 1).
+  int32_t pipeline_parallel_size = 1;
 };
 
 }  // namespace inflight

@@ -44,6 +44,15 @@ class Engine {
   static Result<std::unique_ptr<Engine>> load(const ModelSource& source,
                                               const EngineConfig& config = {});
 
+  // Tensor parallelism (source.tensor_parallel_size > 1, one process per rank under mpirun):
+  // rank 0 calls load(); every other rank calls run_worker(), which loads that rank's shard of
+  // `source` and runs the steps rank 0's engine sends until that engine is destroyed. A failure
+  // on any rank ends every rank with a message naming it.
+  static Status run_worker(const ModelSource& source);
+  // This process's rank in the parallel job mpirun launched it into (0 outside one). Initialises
+  // MPI there: call it on the main thread, before load() or run_worker().
+  static int join_parallel_job();
+
   // Validates `config`, sizes and allocates the KV cache through `runner` and starts the loop.
   // `tokenizer` may be null: then prompts must be token ids, outputs carry no text and stop
   // strings are refused.

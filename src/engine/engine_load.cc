@@ -10,6 +10,8 @@
 #include "formats/model_files.h"
 #include "model/arch_presets.h"
 #include "model/registry.h"
+#include "parallel/parallel_runner.h"
+#include "parallel/world.h"
 #include "runtime/device_runner.h"
 #include "tokenizer/tokenizer.h"
 
@@ -45,56 +47,129 @@ void apply_quantization(const ModelSource& source, ModelConfig& config) {
   }
 }
 
+// The device of this rank: the GPU of its local rank under tensor parallelism.
+std::string rank_device(const ModelSource& source, const World& world) {
+  if (world.size() == 1) return source.device;
+  const std::string device = resolve_device(source.device);
+  if (device == "cpu") return device;
+  INFLIGHT_CHECK_CODE(device == "cuda" || device == "cuda:0", ErrorCode::kInvalidArgument,
+                      "--device {}: under tensor parallelism each rank takes the GPU of its local "
+                      "rank; give --device cuda (or auto)",
+                      source.device);
+  return "cuda:" + std::to_string(world.local_rank());
+}
+
+// What one rank loads: its backend and the runner of its shard of the model, the tokenizer and
+// chat template (rank 0), and what was loaded.
+struct LoadedShard {
+  std::unique_ptr<DeviceRunner> runner;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::string name;  // the path, or the dummy architecture
+  std::string chat_template;
+};
+
+LoadedShard load_shard(const ModelSource& source, bool with_tokenizer) {
+  const auto begin = std::chrono::steady_clock::now();
+  const bool dummy = !source.dummy_arch.empty() || !source.dummy_config.empty();
+  INFLIGHT_CHECK_CODE(dummy != !source.path.empty(), ErrorCode::kInvalidArgument,
+                      "give either a model path or dummy weights (an architecture or a "
+                      "config.json)");
+  INFLIGHT_CHECK_CODE(source.tensor_parallel_size >= 1 && source.pipeline_parallel_size >= 1,
+                      ErrorCode::kInvalidArgument,
+                      "tensor_parallel_size {} and pipeline_parallel_size {} must be at least 1",
+                      source.tensor_parallel_size, source.pipeline_parallel_size);
+  INFLIGHT_CHECK_CODE(source.pipeline_parallel_size == 1, ErrorCode::kUnsupported,
+                      "pipeline parallelism (--pipeline-parallel-size {}) is not available yet",
+                      source.pipeline_parallel_size);
+  const int ranks = source.tensor_parallel_size;
+  World& world = ranks > 1 ? World::get() : World::single();
+  INFLIGHT_CHECK_CODE(ranks > 1 || World::environment_size() <= 1, ErrorCode::kInvalidArgument,
+                      "launched as {} processes by mpirun, but the tensor parallel size is 1 "
+                      "(give --tensor-parallel-size {})",
+                      World::environment_size(), World::environment_size());
+  INFLIGHT_CHECK_CODE(world.size() == ranks, ErrorCode::kInvalidArgument,
+                      "tensor parallel size {} needs {} processes, one per rank, and this job has "
+                      "{} (launch them with `mpirun -np {} inflight ...`, or let `inflight "
+                      "serve` start them)",
+                      ranks, ranks, world.size(), ranks);
+  std::shared_ptr<Backend> backend = make_backend(rank_device(source, world));
+  const std::shared_ptr<Communicator> tp = world.make_communicator(*backend);
+  LoadedShard out;
+  std::unique_ptr<Model> model;
+  if (dummy) {
+    out.name = source.dummy_arch.empty() ? source.dummy_config : source.dummy_arch;
+    if (with_tokenizer && !source.tokenizer.empty()) {
+      out.tokenizer = Tokenizer::from_path(source.tokenizer);
+    }
+    ModelConfig config = dummy_model_config(source.dummy_arch, source.dummy_config);
+    apply_quantization(source, config);
+    model = make_dummy_model(config, *backend, source.dummy_seed, tp.get());
+  } else {
+    out.name = source.path;
+    const std::unique_ptr<ModelFiles> files = ModelFiles::open(source.path);
+    if (with_tokenizer) {
+      out.tokenizer = Tokenizer::from_path(source.tokenizer.empty() ? files->tokenizer_path()
+                                                                    : source.tokenizer);
+      out.chat_template = files->chat_template();
+    }
+    const double opened = seconds_since(begin);
+    const auto weights_begin = std::chrono::steady_clock::now();
+    ModelConfig config = files->config();
+    apply_quantization(source, config);
+    model = make_model(config, weights_of(*files), *backend, tp.get());
+    backend->synchronize();  // the last copies of the weights
+    const double loaded = seconds_since(weights_begin);
+    INFLIGHT_LOG_INFO(
+        "loaded {}{}: files and tokenizer {:.2f} s, weights {:.2f} GiB in {:.2f} s "
+        "({:.1f} GiB/s, converted from their stored format on {})",
+        source.path, ranks > 1 ? fmt::format(" (rank {} of {})", world.rank(), ranks) : "", opened,
+        static_cast<double>(model->weight_bytes()) / (1 << 30), loaded,
+        static_cast<double>(model->weight_bytes()) / (1 << 30) / std::max(loaded, 1e-9),
+        backend->name());
+  }
+  out.runner =
+      std::make_unique<DeviceRunner>(std::move(backend), std::move(model), RunnerOptions{}, tp);
+  return out;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::load(const ModelSource& source,
                                              const EngineConfig& config) {
-  const bool dummy = !source.dummy_arch.empty() || !source.dummy_config.empty();
-  if (dummy == !source.path.empty()) {
-    return Status(StatusCode::kInvalidArgument,
-                  "give either a model path or dummy weights (an architecture or a config.json)");
-  }
   try {
     const auto begin = std::chrono::steady_clock::now();
-    std::unique_ptr<Backend> backend = make_backend(source.device);
-    std::shared_ptr<const Tokenizer> tokenizer;
-    Impl::ModelInfo info;
-    std::unique_ptr<Model> model;
-    if (dummy) {
-      info.name = source.dummy_arch.empty() ? source.dummy_config : source.dummy_arch;
-      if (!source.tokenizer.empty()) tokenizer = Tokenizer::from_path(source.tokenizer);
-      ModelConfig config = dummy_model_config(source.dummy_arch, source.dummy_config);
-      apply_quantization(source, config);
-      model = make_dummy_model(config, *backend, source.dummy_seed);
-    } else {
-      info.name = source.path;
-      const std::unique_ptr<ModelFiles> files = ModelFiles::open(source.path);
-      tokenizer = Tokenizer::from_path(source.tokenizer.empty() ? files->tokenizer_path()
-                                                                : source.tokenizer);
-      info.chat_template = files->chat_template();
-      const double opened = seconds_since(begin);
-      const auto weights_begin = std::chrono::steady_clock::now();
-      ModelConfig config = files->config();
-      apply_quantization(source, config);
-      model = make_model(config, weights_of(*files), *backend);
-      backend->synchronize();  // the last copies of the weights
-      const double loaded = seconds_since(weights_begin);
-      INFLIGHT_LOG_INFO(
-          "loaded {}: files and tokenizer {:.2f} s, weights {:.2f} GiB in {:.2f} s "
-          "({:.1f} GiB/s, converted from their stored format on {})",
-          source.path, opened, static_cast<double>(model->weight_bytes()) / (1 << 30), loaded,
-          static_cast<double>(model->weight_bytes()) / (1 << 30) / std::max(loaded, 1e-9),
-          backend->name());
+    LoadedShard shard = load_shard(source, /*with_tokenizer=*/true);
+    std::unique_ptr<ModelRunner> runner = std::move(shard.runner);
+    if (source.tensor_parallel_size > 1) {
+      runner = std::make_unique<ParallelRunner>(
+          std::unique_ptr<DeviceRunner>(static_cast<DeviceRunner*>(runner.release())),
+          World::get());
     }
-    auto runner = std::make_unique<DeviceRunner>(std::move(backend), std::move(model));
-    Result<std::unique_ptr<Engine>> engine = create(config, std::move(runner), tokenizer);
+    Result<std::unique_ptr<Engine>> engine = create(config, std::move(runner), shard.tokenizer);
     if (!engine.ok()) return engine.status();
-    engine.value()->impl_->set_model_info(std::move(info));
+    engine.value()->impl_->set_model_info({std::move(shard.name), std::move(shard.chat_template)});
     INFLIGHT_LOG_INFO("engine ready in {:.2f} s", seconds_since(begin));
     return engine;
   } catch (const std::exception& e) {
     return status_from(e);
   }
+}
+
+Status Engine::run_worker(const ModelSource& source) {
+  try {
+    World& world = World::get();
+    INFLIGHT_CHECK_CODE(world.rank() != 0, ErrorCode::kInvalidArgument,
+                        "rank 0 runs the engine (Engine::load), not a worker");
+    LoadedShard shard = load_shard(source, /*with_tokenizer=*/false);
+    serve_steps(*shard.runner, world);
+    return Status();
+  } catch (const std::exception& e) {
+    return status_from(e);
+  }
+}
+
+int Engine::join_parallel_job() {
+  return World::get().rank();
 }
 
 }  // namespace inflight

@@ -19,11 +19,16 @@ namespace {
 // The ggml type that reads a stored type (f32/f16/bf16 are ggml types of block size 1).
 GgmlType as_ggml(const StoredTensor& t) {
   switch (t.type) {
-    case StoredType::kF32: return GgmlType::kF32;
-    case StoredType::kF16: return GgmlType::kF16;
-    case StoredType::kBF16: return GgmlType::kBF16;
-    case StoredType::kGgml: return t.ggml_type;
-    default: break;
+    case StoredType::kF32:
+      return GgmlType::kF32;
+    case StoredType::kF16:
+      return GgmlType::kF16;
+    case StoredType::kBF16:
+      return GgmlType::kBF16;
+    case StoredType::kGgml:
+      return t.ggml_type;
+    default:
+      break;
   }
   INFLIGHT_THROW(ErrorCode::kUnsupported, "tensor '{}': stored type {} cannot be converted yet",
                  t.name, stored_type_name(t.type));
@@ -40,20 +45,26 @@ struct ScaleGrid {
   int64_t block_rows = 1, block_cols = 1, grid_cols = 1;
 };
 
-// Element i of a f32, bf16 or f16 tensor (file bytes need not be aligned).
-float float_at(const StoredTensor& s, int64_t i) {
+// Element (row, col) of a f32, bf16 or f16 tensor (file bytes need not be aligned).
+float float_at(const StoredTensor& s, int64_t row, int64_t col) {
   uint32_t f32 = 0;
   uint16_t half = 0;
+  const uint8_t* p = s.data + row * s.stride();
   switch (s.type) {
     case StoredType::kF32: {
-      std::memcpy(&f32, s.data + i * 4, 4);
+      std::memcpy(&f32, p + col * 4, 4);
       float v;
       std::memcpy(&v, &f32, 4);
       return v;
     }
-    case StoredType::kBF16: std::memcpy(&half, s.data + i * 2, 2); return bf16_to_f32(half);
-    case StoredType::kF16: std::memcpy(&half, s.data + i * 2, 2); return f16_to_f32(half);
-    default: break;
+    case StoredType::kBF16:
+      std::memcpy(&half, p + col * 2, 2);
+      return bf16_to_f32(half);
+    case StoredType::kF16:
+      std::memcpy(&half, p + col * 2, 2);
+      return f16_to_f32(half);
+    default:
+      break;
   }
   INFLIGHT_THROW(ErrorCode::kInvalidArgument, "scale '{}' is {}; scales must be f32, bf16 or f16",
                  s.name, stored_type_name(s.type));
@@ -74,8 +85,8 @@ ScaleGrid scale_grid(const StoredTensor& t) {
     g.grid_cols = (cols + t.block_cols - 1) / t.block_cols;
     const int64_t grid_rows = (rows + t.block_rows - 1) / t.block_rows;
     INFLIGHT_CHECK_CODE(s.shape == (Shape{grid_rows, g.grid_cols}), ErrorCode::kInvalidArgument,
-                        "tensor '{}': block scales '{}' must be [{}, {}] for {}x{} blocks",
-                        t.name, s.name, grid_rows, g.grid_cols, t.block_rows, t.block_cols);
+                        "tensor '{}': block scales '{}' must be [{}, {}] for {}x{} blocks", t.name,
+                        s.name, grid_rows, g.grid_cols, t.block_rows, t.block_cols);
   } else if (n == 1) {
     g.block_rows = std::max<int64_t>(rows, 1);
     g.block_cols = std::max<int64_t>(cols, 1);
@@ -86,7 +97,10 @@ ScaleGrid scale_grid(const StoredTensor& t) {
     g.block_cols = std::max<int64_t>(cols, 1);
   }
   g.values.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) g.values[static_cast<size_t>(i)] = float_at(s, i);
+  const int64_t scale_cols = s.cols();
+  for (int64_t i = 0; i < n; ++i) {
+    g.values[static_cast<size_t>(i)] = float_at(s, i / scale_cols, i % scale_cols);
+  }
   return g;
 }
 
@@ -106,14 +120,22 @@ void dequantize_e4m3_row(const uint8_t* src, int64_t row, int64_t cols, const Sc
 
 std::string_view stored_type_name(StoredType type) {
   switch (type) {
-    case StoredType::kF32: return "f32";
-    case StoredType::kF16: return "f16";
-    case StoredType::kBF16: return "bf16";
-    case StoredType::kF8E4M3: return "f8_e4m3";
-    case StoredType::kF8E5M2: return "f8_e5m2";
-    case StoredType::kI8: return "i8";
-    case StoredType::kI4: return "i4";
-    case StoredType::kGgml: return "ggml";
+    case StoredType::kF32:
+      return "f32";
+    case StoredType::kF16:
+      return "f16";
+    case StoredType::kBF16:
+      return "bf16";
+    case StoredType::kF8E4M3:
+      return "f8_e4m3";
+    case StoredType::kF8E5M2:
+      return "f8_e5m2";
+    case StoredType::kI8:
+      return "i8";
+    case StoredType::kI4:
+      return "i4";
+    case StoredType::kGgml:
+      return "ggml";
   }
   return "?";
 }
@@ -132,13 +154,17 @@ int64_t StoredTensor::cols() const {
 int64_t StoredTensor::row_bytes() const {
   const int64_t c = cols();
   switch (type) {
-    case StoredType::kF32: return c * 4;
+    case StoredType::kF32:
+      return c * 4;
     case StoredType::kF16:
-    case StoredType::kBF16: return c * 2;
+    case StoredType::kBF16:
+      return c * 2;
     case StoredType::kF8E4M3:
     case StoredType::kF8E5M2:
-    case StoredType::kI8: return c;
-    case StoredType::kI4: return (c + 1) / 2;
+    case StoredType::kI8:
+      return c;
+    case StoredType::kI4:
+      return (c + 1) / 2;
     case StoredType::kGgml: {
       const GgmlTypeTraits* traits = ggml_type_traits(static_cast<uint32_t>(ggml_type));
       INFLIGHT_CHECK_CODE(traits != nullptr, ErrorCode::kInvalidFile, "tensor '{}': unknown type",
@@ -158,12 +184,16 @@ int64_t StoredTensor::source_row(int64_t r) const {
 }
 
 bool StoredTensor::is_plain(DType dtype) const {
-  if (interleaved_heads != 0 || scale != nullptr) return false;
+  if (interleaved_heads != 0 || scale != nullptr || stride() != row_bytes()) return false;
   switch (type) {
-    case StoredType::kF32: return dtype == DType::kF32;
-    case StoredType::kF16: return dtype == DType::kF16;
-    case StoredType::kBF16: return dtype == DType::kBF16;
-    default: return false;
+    case StoredType::kF32:
+      return dtype == DType::kF32;
+    case StoredType::kF16:
+      return dtype == DType::kF16;
+    case StoredType::kBF16:
+      return dtype == DType::kBF16;
+    default:
+      return false;
   }
 }
 
@@ -186,17 +216,20 @@ void convert_rows(const StoredTensor& t, int64_t begin, int64_t end, DType dtype
     INFLIGHT_CHECK_CODE(t.type == StoredType::kF8E4M3 && t.interleaved_heads == 0,
                         ErrorCode::kUnsupported, "tensor '{}': {} cannot be kept as f8_e4m3",
                         t.name, stored_type_name(t.type));
-    std::memcpy(dst, t.data + begin * t.row_bytes(), static_cast<size_t>((end - begin) * t.row_bytes()));
+    auto* out = static_cast<uint8_t*>(dst);
+    for (int64_t r = begin; r < end; ++r) {
+      std::memcpy(out + (r - begin) * t.row_bytes(), t.data + r * t.stride(),
+                  static_cast<size_t>(t.row_bytes()));
+    }
     return;
   }
   INFLIGHT_CHECK_CODE(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,
                       ErrorCode::kUnsupported, "tensor '{}': cannot convert to {}", t.name,
                       dtype_name(dtype));
-  INFLIGHT_CHECK_CODE(t.scale == nullptr || t.type == StoredType::kF8E4M3,
-                      ErrorCode::kUnsupported,
+  INFLIGHT_CHECK_CODE(t.scale == nullptr || t.type == StoredType::kF8E4M3, ErrorCode::kUnsupported,
                       "tensor '{}': scaled {} weights cannot be converted yet", t.name,
                       stored_type_name(t.type));
-  const int64_t cols = t.cols(), row_bytes = t.row_bytes(), n = end - begin;
+  const int64_t cols = t.cols(), row_bytes = t.row_bytes(), stride = t.stride(), n = end - begin;
   const size_t out_size = dtype_size(dtype);
   auto* out = static_cast<uint8_t*>(dst);
   if (t.type == StoredType::kF8E4M3) {
@@ -209,7 +242,7 @@ void convert_rows(const StoredTensor& t, int64_t begin, int64_t end, DType dtype
             const int64_t src_row = t.source_row(begin + r);
             uint8_t* o = out + r * cols * static_cast<int64_t>(out_size);
             float* f = dtype == DType::kF32 ? reinterpret_cast<float*>(o) : row.data();
-            dequantize_e4m3_row(t.data + src_row * row_bytes, src_row, cols, grid, f);
+            dequantize_e4m3_row(t.data + src_row * stride, src_row, cols, grid, f);
             if (dtype == DType::kF32) continue;
             auto* o16 = reinterpret_cast<uint16_t*>(o);
             for (int64_t i = 0; i < cols; ++i) {
@@ -245,7 +278,7 @@ void convert_rows(const StoredTensor& t, int64_t begin, int64_t end, DType dtype
       [&](int64_t b, int64_t e) {
         std::vector<float> row(dtype == DType::kF32 ? 0 : static_cast<size_t>(cols));
         for (int64_t r = b; r < e; ++r) {
-          const uint8_t* src = t.data + t.source_row(begin + r) * row_bytes;
+          const uint8_t* src = t.data + t.source_row(begin + r) * stride;
           uint8_t* o = out + r * cols * static_cast<int64_t>(out_size);
           if (dtype == DType::kF32) {
             dequantize_row(type, src, reinterpret_cast<float*>(o), cols);
@@ -272,8 +305,8 @@ void release_pages(const StoredTensor& t) {
   // Whole pages inside the tensor only: neighbours may still be needed.
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto lo = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
-  const auto hi = (reinterpret_cast<uintptr_t>(t.data) + static_cast<uintptr_t>(t.nbytes())) /
-                  page * page;
+  const auto hi =
+      (reinterpret_cast<uintptr_t>(t.data) + static_cast<uintptr_t>(t.span_bytes())) / page * page;
   if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 

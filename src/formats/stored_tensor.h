@@ -55,6 +55,9 @@ struct StoredTensor {
   std::shared_ptr<const StoredTensor> scale;
   int64_t block_rows = 0;
   int64_t block_cols = 0;
+  // Bytes from one stored row to the next; 0: row_bytes(). A column window of a wider tensor
+  // (formats/stored_slice.h) keeps the rows of the whole tensor.
+  int64_t row_stride = 0;
   // A quantized linear weight with static activation scaling: the activations' per-tensor
   // scale (1 element, f32/bf16/f16) the checkpoint was calibrated with; null otherwise.
   std::shared_ptr<const StoredTensor> input_scale;
@@ -67,8 +70,12 @@ struct StoredTensor {
   int64_t cols() const;
   int64_t row_bytes() const;
   int64_t nbytes() const { return rows() * row_bytes(); }
+  int64_t stride() const { return row_stride > 0 ? row_stride : row_bytes(); }
+  // Bytes from the first stored byte to the last: nbytes() unless a column window.
+  int64_t span_bytes() const { return rows() == 0 ? 0 : (rows() - 1) * stride() + row_bytes(); }
   int64_t source_row(int64_t r) const;
-  // Whether the bytes are already a row-major `dtype` tensor of `shape` (no conversion).
+  // Whether the bytes are already a contiguous row-major `dtype` tensor of `shape` (no
+  // conversion).
   bool is_plain(DType dtype) const;
 
   // A host f32 tensor as a StoredTensor (tests, weights made in memory). Shares `t`.

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "formats/stored_slice.h"
 #include "model/linear_loader.h"
 #include "model/weight_plan.h"
 
@@ -74,16 +75,29 @@ std::vector<float> rope_inv_freq(const ModelConfig& config) {
   return inv_freq;
 }
 
-LlamaModel::LlamaModel(const ModelConfig& config, const WeightSource& weights, Backend& backend)
+LlamaModel::LlamaModel(const ModelConfig& config, const WeightSource& weights, Backend& backend,
+                       Communicator* tp)
     : Model(backend), config_(config) {
-  check_config();
+  init_shard(tp);
   load_weights(weights);
 }
 
-LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, uint64_t seed)
+LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, uint64_t seed, Communicator* tp)
     : Model(backend), config_(config) {
-  check_config();
+  init_shard(tp);
   init_random_weights(seed);
+}
+
+void LlamaModel::init_shard(Communicator* tp) {
+  check_config();
+  tp_ = tp != nullptr && tp->world_size() > 1 ? tp : nullptr;
+  shard_ = tp_ != nullptr ? TensorParallelShard::of(config_, tp_->rank(), tp_->world_size())
+                          : TensorParallelShard::of(config_, 0, 1);
+  local_ = shard_.apply(config_);
+}
+
+void LlamaModel::all_reduce(const Tensor& t) {
+  if (tp_ != nullptr) tp_->all_reduce(t, ReduceOp::kSum);
 }
 
 void LlamaModel::check_config() const {
@@ -114,16 +128,26 @@ void LlamaModel::set_inv_freq(const Tensor* divisors) {
 }
 
 void LlamaModel::load_weights(const WeightSource& source) {
-  const ModelConfig& c = config_;
+  const ModelConfig& c = config_;  // the stored shapes; this rank loads slices of them
   const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
   const int64_t kv_dim = c.num_kv_heads * c.head_dim, inter = c.intermediate_size;
   const int64_t experts = c.num_experts, expert_inter = c.expert_intermediate_size();
+  const TensorParallelShard& s = shard_;
   // Per-expert names, or slices of the stacked experts of a GGUF file.
   const WeightSource weights = with_stacked_experts(source);
+  // A stored tensor: its name, its whole shape (checked), and the rows or columns of it this
+  // rank holds (model/tensor_parallel.h).
+  enum class Cut { kWhole, kRows, kCols };
   struct Part {
     std::string name;
     Shape shape;
+    Cut cut = Cut::kWhole;
+    SliceRange range;
   };
+  const auto heads = [&](SliceRange r) {
+    return SliceRange{r.begin * c.head_dim, r.size * c.head_dim};
+  };
+  const Cut vocab_cut = s.vocab_parallel() ? Cut::kRows : Cut::kWhole;
   // A planned weight: its device bytes, and how it is loaded once the layers exist (they are
   // allocated only after the plan has passed).
   struct Planned {
@@ -146,11 +170,13 @@ void LlamaModel::load_weights(const WeightSource& source) {
       INFLIGHT_CHECK_CODE(t->shape == p.shape, ErrorCode::kInvalidFile,
                           "weight '{}' has shape {}, expected {} for this config", p.name,
                           shape_str(t->shape), shape_str(p.shape));
+      if (p.cut == Cut::kRows) *t = slice_rows(*t, p.range.begin, p.range.end());
+      if (p.cut == Cut::kCols) *t = slice_cols(*t, p.range.begin, p.range.end());
       w.parts.push_back(std::move(*t));
     }
-    w.shape = parts.front().shape;
+    w.shape = w.parts.front().shape;
     w.shape[0] = 0;
-    for (const Part& p : parts) w.shape[0] += p.shape[0];
+    for (const StoredTensor& p : w.parts) w.shape[0] += p.shape[0];
     w.dtype = backend_.weight_dtype(w.parts.front());
     return w;
   };
@@ -185,11 +211,13 @@ void LlamaModel::load_weights(const WeightSource& source) {
         [this, l, member]() -> decltype(auto) { return member(layers_[static_cast<size_t>(l)]); };
   };
 
-  one([this]() -> Tensor& { return embed_; }, "model.embed_tokens.weight", {c.vocab_size, hidden});
+  add([this]() -> Tensor& { return embed_; },
+      {{"model.embed_tokens.weight", {c.vocab_size, hidden}, vocab_cut, s.vocab}}, true);
   one([this]() -> Tensor& { return final_norm_; }, "model.norm.weight", {hidden});
   // Tied: the LM head is the embedding itself, one device copy.
   if (!c.tie_word_embeddings) {
-    one([this]() -> Tensor& { return lm_head_.weight; }, "lm_head.weight", {c.vocab_size, hidden});
+    add([this]() -> Tensor& { return lm_head_.weight; },
+        {{"lm_head.weight", {c.vocab_size, hidden}, vocab_cut, s.vocab}}, true);
   }
   // Llama 3.1 GGUF files carry their rope scaling as per-pair frequency divisors instead of
   // config keys (formats/model_files.h).
@@ -215,20 +243,23 @@ void LlamaModel::load_weights(const WeightSource& source) {
         name("input_layernorm.weight"), {hidden});
     one(in_layer(l, [](Layer& x) -> Tensor& { return x.post_norm; }),
         name("post_attention_layernorm.weight"), {hidden});
+    // Column-parallel q/k/v (this rank's heads), row-parallel o.
+    const SliceRange q_rows = heads(s.heads), kv_rows = heads(s.kv_heads);
     linear(in_layer(l, [](Layer& x) -> Linear& { return x.qkv; }),
-           {{name("self_attn.q_proj.weight"), {q_dim, hidden}},
-            {name("self_attn.k_proj.weight"), {kv_dim, hidden}},
-            {name("self_attn.v_proj.weight"), {kv_dim, hidden}}});
+           {{name("self_attn.q_proj.weight"), {q_dim, hidden}, Cut::kRows, q_rows},
+            {name("self_attn.k_proj.weight"), {kv_dim, hidden}, Cut::kRows, kv_rows},
+            {name("self_attn.v_proj.weight"), {kv_dim, hidden}, Cut::kRows, kv_rows}});
     if (has_qkv_bias()) {
       add(in_layer(l, [](Layer& x) -> Tensor& { return x.qkv.bias; }),
-          {{name("self_attn.q_proj.bias"), {q_dim}},
-           {name("self_attn.k_proj.bias"), {kv_dim}},
-           {name("self_attn.v_proj.bias"), {kv_dim}}},
+          {{name("self_attn.q_proj.bias"), {q_dim}, Cut::kRows, q_rows},
+           {name("self_attn.k_proj.bias"), {kv_dim}, Cut::kRows, kv_rows},
+           {name("self_attn.v_proj.bias"), {kv_dim}, Cut::kRows, kv_rows}},
           true);
     }
     linear(in_layer(l, [](Layer& x) -> Linear& { return x.o; }),
-           {{name("self_attn.o_proj.weight"), {hidden, q_dim}}});
-    if (c.o_proj_bias)
+           {{name("self_attn.o_proj.weight"), {hidden, q_dim}, Cut::kCols, q_rows}});
+    // A row-parallel layer's bias is added once, by rank 0.
+    if (c.o_proj_bias && s.rank == 0)
       add(in_layer(l, [](Layer& x) -> Tensor& { return x.o.bias; }),
           {{name("self_attn.o_proj.bias"), {hidden}}}, false);
     if (c.qk_norm) {
@@ -239,10 +270,10 @@ void LlamaModel::load_weights(const WeightSource& source) {
     }
     if (!has_experts()) {
       linear(in_layer(l, [](Layer& x) -> Linear& { return x.gate_up; }),
-             {{name("mlp.gate_proj.weight"), {inter, hidden}},
-              {name("mlp.up_proj.weight"), {inter, hidden}}});
+             {{name("mlp.gate_proj.weight"), {inter, hidden}, Cut::kRows, s.intermediate},
+              {name("mlp.up_proj.weight"), {inter, hidden}, Cut::kRows, s.intermediate}});
       linear(in_layer(l, [](Layer& x) -> Linear& { return x.down; }),
-             {{name("mlp.down_proj.weight"), {hidden, inter}}});
+             {{name("mlp.down_proj.weight"), {hidden, inter}, Cut::kCols, s.intermediate}});
       continue;
     }
     // Experts, stacked along the first dimension: [gate_0; up_0; gate_1; up_1; ...] and
@@ -250,10 +281,11 @@ void LlamaModel::load_weights(const WeightSource& source) {
     one(in_layer(l, [](Layer& x) -> Tensor& { return x.router.weight; }),
         fmt::format("model.layers.{}.{}.gate.weight", l, m.block), {experts, hidden});
     std::vector<Part> gate_up, down;
+    const SliceRange ie = s.expert_intermediate;
     for (int64_t e = 0; e < experts; ++e) {
-      gate_up.push_back({expert_name(l, m, e, m.gate), {expert_inter, hidden}});
-      gate_up.push_back({expert_name(l, m, e, m.up), {expert_inter, hidden}});
-      down.push_back({expert_name(l, m, e, m.down), {hidden, expert_inter}});
+      gate_up.push_back({expert_name(l, m, e, m.gate), {expert_inter, hidden}, Cut::kRows, ie});
+      gate_up.push_back({expert_name(l, m, e, m.up), {expert_inter, hidden}, Cut::kRows, ie});
+      down.push_back({expert_name(l, m, e, m.down), {hidden, expert_inter}, Cut::kCols, ie});
     }
     add(in_layer(l, [](Layer& x) -> Tensor& { return x.experts_gate_up; }), gate_up, true);
     add(in_layer(l, [](Layer& x) -> Tensor& { return x.experts_down; }), down, true);
@@ -268,9 +300,10 @@ void LlamaModel::load_weights(const WeightSource& source) {
   for (const Planned& p : plan) p.load();
   if (c.tie_word_embeddings) lm_head_.weight = embed_;
   if (has_experts()) {
+    const int64_t ie = local_.expert_intermediate_size();
     for (Layer& layer : layers_) {
-      layer.experts_gate_up = layer.experts_gate_up.reshape({experts, 2 * expert_inter, hidden});
-      layer.experts_down = layer.experts_down.reshape({experts, hidden, expert_inter});
+      layer.experts_gate_up = layer.experts_gate_up.reshape({experts, 2 * ie, hidden});
+      layer.experts_down = layer.experts_down.reshape({experts, hidden, ie});
     }
   }
   fp8_ = std::any_of(layers_.begin(), layers_.end(), [](const Layer& l) {
@@ -297,7 +330,7 @@ bool LlamaModel::quantizes_dummy_linears() const {
 
 int64_t LlamaModel::dummy_weight_bytes() const {
   // Bounded by ModelConfig::num_weight_elements (validated), so nothing here overflows.
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;  // this rank's shard
   const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
   const int64_t qkv_rows = q_dim + 2 * c.num_kv_heads * c.head_dim;
   const auto dt = static_cast<int64_t>(dtype_size(backend_.compute_dtype()));
@@ -321,16 +354,34 @@ int64_t LlamaModel::dummy_weight_bytes() const {
 }
 
 void LlamaModel::init_random_weights(uint64_t seed) {
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;   // this rank's shard
+  const ModelConfig& w = config_;  // the whole model, whose values each rank's slice takes
+  const TensorParallelShard& s = shard_;
   const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
   const int64_t kv_dim = c.num_kv_heads * c.head_dim, inter = c.intermediate_size;
+  const int64_t d = c.head_dim, whole_q = w.num_heads * d, whole_kv = w.num_kv_heads * d;
   const DType dt = backend_.compute_dtype();
   check_weights_fit(backend_, dummy_weight_bytes(), "the model's dummy weights");
   uint64_t index = 0;
-  // Each tensor gets its own stream of the generator: seed and running index mixed.
+  // One block of a dummy tensor: rows of `local` (2-D) take the values of the whole tensor
+  // (`whole_cols` wide) from row `row`, column `col` on. Under tensor parallelism every rank's
+  // slices hold the values the unsplit model has there.
+  struct Block {
+    Tensor local;
+    int64_t row = 0, col = 0, whole_cols = 0;
+  };
+  // Each tensor gets its own stream of the generator: seed and running index mixed, in the same
+  // order on every rank.
+  auto fill = [&](const std::vector<Block>& blocks, float scale, float offset) {
+    const uint64_t stream = seed * 0x9e3779b97f4a7c15ULL + ++index;
+    for (const Block& b : blocks) {
+      backend_.fill_random(b.local, stream, scale, offset,
+                           {b.row * b.whole_cols + b.col, b.local.size(1), b.whole_cols});
+    }
+  };
   auto make = [&](const Shape& shape, float scale, float offset) {
     Tensor t = backend_.alloc(shape, dt);
-    backend_.fill_random(t, seed * 0x9e3779b97f4a7c15ULL + ++index, scale, offset);
+    fill({{t.reshape({1, t.numel()}), 0, 0, t.numel()}}, scale, offset);
     return t;
   };
   // --quantization fp8-* quantizes each linear layer as it is made (model/linear_loader.h); the
@@ -339,44 +390,86 @@ void LlamaModel::init_random_weights(uint64_t seed) {
   const OnlineFp8Scheme scheme = config_.quantization.source == "online"
                                      ? OnlineFp8Scheme::of(config_.quantization)
                                      : OnlineFp8Scheme{};
-  auto linear = [&](int64_t out, int64_t in) {
-    const Tensor w = make({out, in}, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f);
-    if (fp8) return quantize_linear_online(backend_, w, scheme);
+  // A weight [out, in] of this rank, filled by `blocks(t)` with scale 1/sqrt(whole fan-in).
+  auto weight = [&](int64_t out, int64_t in, int64_t whole_in,
+                    const std::function<std::vector<Block>(const Tensor&)>& blocks) {
+    Tensor t = backend_.alloc({out, in}, dt);
+    fill(blocks(t), 1.0f / std::sqrt(static_cast<float>(whole_in)), 0.0f);
+    return t;
+  };
+  auto linear = [&](const Tensor& t) {
+    if (fp8) return quantize_linear_online(backend_, t, scheme);
     Linear l;
-    l.weight = w;
+    l.weight = t;
     return l;
   };
-  auto weight = [&](int64_t out, int64_t in) {  // an unquantized linear weight (the LM head)
-    return make({out, in}, 1.0f / std::sqrt(static_cast<float>(in)), 0.0f);
+  // Rows [begin, end) of t as a block of the whole from row `row`.
+  auto rows = [](const Tensor& t, int64_t begin, int64_t end, int64_t row) {
+    return Block{t.rows(begin, end), row, 0, t.size(1)};
   };
   auto norm = [&]() { return make({hidden}, 0.1f, 1.0f); };
 
-  embed_ = make({c.vocab_size, hidden}, 1.0f, 0.0f);
+  const int64_t v0 = s.vocab.begin, vocab = c.vocab_size;
+  auto vocab_rows = [&](const Tensor& t) { return std::vector<Block>{rows(t, 0, vocab, v0)}; };
+  embed_ = backend_.alloc({vocab, hidden}, dt);
+  fill(vocab_rows(embed_), 1.0f, 0.0f);
   final_norm_ = norm();
-  lm_head_.weight = c.tie_word_embeddings ? embed_ : weight(c.vocab_size, hidden);
+  lm_head_.weight = c.tie_word_embeddings ? embed_ : weight(vocab, hidden, hidden, vocab_rows);
   set_inv_freq(nullptr);
 
+  // This rank's q, k, v rows of the fused [q; k; v] (rows of the whole from those offsets).
+  const int64_t q0 = s.heads.begin * d, kv0 = s.kv_heads.begin * d;
+  auto qkv_rows = [&](const Tensor& t) {
+    return std::vector<Block>{
+        rows(t, 0, q_dim, q0), rows(t, q_dim, q_dim + kv_dim, whole_q + kv0),
+        rows(t, q_dim + kv_dim, q_dim + 2 * kv_dim, whole_q + whole_kv + kv0)};
+  };
+  const int64_t i0 = s.intermediate.begin;
   layers_.resize(static_cast<size_t>(c.num_layers));
   for (Layer& layer : layers_) {
     layer.input_norm = norm();
     layer.post_norm = norm();
-    layer.qkv = linear(q_dim + 2 * kv_dim, hidden);
-    if (has_qkv_bias()) layer.qkv.bias = make({q_dim + 2 * kv_dim}, 0.1f, 0.0f);
-    layer.o = linear(hidden, q_dim);
+    layer.qkv = linear(weight(q_dim + 2 * kv_dim, hidden, hidden, qkv_rows));
+    if (has_qkv_bias()) {
+      layer.qkv.bias = backend_.alloc({q_dim + 2 * kv_dim}, dt);
+      const Tensor bias = layer.qkv.bias.reshape({q_dim + 2 * kv_dim, 1});
+      fill(qkv_rows(bias), 0.1f, 0.0f);
+    }
+    layer.o = linear(weight(hidden, q_dim, whole_q, [&](const Tensor& t) {
+      return std::vector<Block>{{t, 0, q0, whole_q}};
+    }));
     if (c.qk_norm) {
-      layer.q_norm = make({c.head_dim}, 0.1f, 1.0f);
-      layer.k_norm = make({c.head_dim}, 0.1f, 1.0f);
+      layer.q_norm = make({d}, 0.1f, 1.0f);
+      layer.k_norm = make({d}, 0.1f, 1.0f);
     }
     if (!has_experts()) {
-      layer.gate_up = linear(2 * inter, hidden);
-      layer.down = linear(hidden, inter);
+      layer.gate_up = linear(weight(2 * inter, hidden, hidden, [&](const Tensor& t) {
+        return std::vector<Block>{rows(t, 0, inter, i0),
+                                  rows(t, inter, 2 * inter, w.intermediate_size + i0)};
+      }));
+      layer.down = linear(weight(hidden, inter, w.intermediate_size, [&](const Tensor& t) {
+        return std::vector<Block>{{t, 0, i0, w.intermediate_size}};
+      }));
       continue;
     }
     const int64_t e = c.num_experts, ie = c.expert_intermediate_size();
-    layer.router.weight = weight(e, hidden);
+    const int64_t whole_ie = w.expert_intermediate_size(), e0 = s.expert_intermediate.begin;
+    layer.router.weight = weight(
+        e, hidden, hidden, [&](const Tensor& t) { return std::vector<Block>{rows(t, 0, e, 0)}; });
+    // Expert x's gate and up rows of the whole [E 2 I_e, hidden], and its down columns.
     layer.experts_gate_up =
-        make({e, 2 * ie, hidden}, 1.0f / std::sqrt(static_cast<float>(hidden)), 0.0f);
-    layer.experts_down = make({e, hidden, ie}, 1.0f / std::sqrt(static_cast<float>(ie)), 0.0f);
+        weight(e * 2 * ie, hidden, hidden, [&](const Tensor& t) {
+          std::vector<Block> b;
+          for (int64_t x = 0; x < e; ++x) {
+            b.push_back(rows(t, x * 2 * ie, x * 2 * ie + ie, x * 2 * whole_ie + e0));
+            b.push_back(
+                rows(t, x * 2 * ie + ie, (x + 1) * 2 * ie, x * 2 * whole_ie + whole_ie + e0));
+          }
+          return b;
+        }).reshape({e, 2 * ie, hidden});
+    layer.experts_down = weight(e * hidden, ie, whole_ie, [&](const Tensor& t) {
+                           return std::vector<Block>{{t, 0, e0, whole_ie}};
+                         }).reshape({e, hidden, ie});
   }
   fp8_ = fp8;
 }
@@ -395,7 +488,7 @@ int64_t LlamaModel::weight_bytes() const {
 }
 
 std::vector<LlamaModel::Buffer> LlamaModel::token_buffers(int64_t cap) const {
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;  // this rank's shard
   const DType dt = backend_.compute_dtype();
   const int64_t qkv_cols = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
   // The dense MLP's buffers, or the router's (the experts' scratch: moe_buffers).
@@ -418,14 +511,14 @@ std::vector<LlamaModel::Buffer> LlamaModel::token_buffers(int64_t cap) const {
 }
 
 std::vector<MoeWorkspaceBuffer> LlamaModel::moe_buffers(int64_t cap) const {
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;  // this rank's shard
   if (!has_experts()) return {};
   return moe_workspace_buffers(cap, c.num_experts_per_token, c.num_experts, c.hidden_size,
                                c.expert_intermediate_size(), backend_.compute_dtype());
 }
 
 int64_t LlamaModel::max_in_features() const {
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;  // this rank's shard
   return std::max({c.hidden_size, c.num_heads * c.head_dim, c.intermediate_size});
 }
 
@@ -456,8 +549,8 @@ void LlamaModel::project(const Tensor& x, const Linear& w, const Tensor& y) {
 }
 
 std::vector<LlamaModel::Buffer> LlamaModel::logits_buffers(int64_t cap) const {
-  return {{&Workspace::picked, {cap, config_.hidden_size}, backend_.compute_dtype()},
-          {&Workspace::logits, {cap, config_.vocab_size}, DType::kF32}};
+  return {{&Workspace::picked, {cap, local_.hidden_size}, backend_.compute_dtype()},
+          {&Workspace::logits, {cap, local_.vocab_size}, DType::kF32}};
 }
 
 namespace {
@@ -509,7 +602,7 @@ bool LlamaModel::reserve(int64_t tokens, int64_t logits) {
 }
 
 Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<bool>* abandon) {
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;  // this rank's heads, MLP width and vocabulary columns
   const int64_t t = in.num_tokens, num_logits = in.num_logits;
   INFLIGHT_CHECK(t <= ws_.capacity && num_logits <= ws_.logits_capacity,
                  "step of {} tokens / {} logits rows exceeds the reserved workspace ({} / {})", t,
@@ -524,7 +617,8 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const auto window = static_cast<int32_t>(c.sliding_window);
 
-  backend_.gather_rows(embed_, in.token_ids, residual);
+  backend_.gather_rows(embed_, in.token_ids, residual, shard_.vocab.begin);
+  if (shard_.vocab_parallel()) all_reduce(residual);  // each rank looked up its ids only
   const bool may_abandon = abandon != nullptr && !backend_.asynchronous();
   for (int64_t l = 0; l < c.num_layers; ++l) {
     if (may_abandon && abandon->load(std::memory_order_relaxed)) throw StepAbandoned();
@@ -540,8 +634,10 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
     backend_.rope_kv_write(qkv, in, inv_freq_, q, cache.layer(l));
     backend_.paged_attention(q, cache.layer(l), in, scale, window, attn);
     project(attn_2d, layer.o, sublayer_out);
+    all_reduce(sublayer_out);
     backend_.rms_norm(&sublayer_out, residual, layer.post_norm, c.rms_norm_eps, normed);
     mlp(layer, normed, sublayer_out);
+    all_reduce(sublayer_out);
   }
   const Tensor logits = ws_.logits.rows(0, num_logits);
   if (num_logits > 0) {
@@ -567,8 +663,8 @@ void LlamaModel::mlp(const Layer& layer, const Tensor& x, const Tensor& out) {
   const Tensor ids = ws_.expert_ids.rows(0, t);
   const Tensor weights = ws_.expert_weights.rows(0, t);
   backend_.gemm(x, layer.router, router_logits);  // f32 out: routing is not decided by rounding
-  backend_.moe_route(router_logits, static_cast<int32_t>(config_.num_experts_per_token),
-                     config_.norm_topk_prob, ids, weights);
+  backend_.moe_route(router_logits, static_cast<int32_t>(local_.num_experts_per_token),
+                     local_.norm_topk_prob, ids, weights);
   backend_.moe_experts(x, ids, weights, layer.experts_gate_up, layer.experts_down, ws_.moe, out);
 }
 

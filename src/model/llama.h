@@ -18,12 +18,19 @@
 //            [E, hidden, I_e]
 // then residual += m, the final norm, the rows in logits_indices, and the LM head (the token
 // embedding itself when tied) into f32 logits.
+//
+// Tensor parallelism (model/tensor_parallel.h): built with a communicator of T ranks, the model
+// holds rank r's shard (loaded from slices of the stored tensors, so no rank holds the whole
+// model) and sums the row-parallel outputs with all-reduces: after o (attention) and after down
+// (the MLP, dense or experts), and after the embedding lookup when the vocabulary is split.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "model/tensor_parallel.h"
 #include "model/weight_source.h"
+#include "runtime/communicator.h"
 #include "runtime/linear.h"
 #include "runtime/model.h"
 #include "runtime/moe_workspace.h"
@@ -38,14 +45,19 @@ class LlamaModel final : public Model {
  public:
   // Loads every weight from `weights` into the backend's weight format, one stored tensor at a
   // time (fused q/k/v and gate/up are written into row ranges of one device tensor). Throws
-  // Error(kNotFound / kInvalidFile) naming a missing or misshapen tensor.
-  LlamaModel(const ModelConfig& config, const WeightSource& weights, Backend& backend);
+  // Error(kNotFound / kInvalidFile) naming a missing or misshapen tensor. `tp` (may be null: one
+  // rank) is the tensor-parallel group; it must outlive the model.
+  LlamaModel(const ModelConfig& config, const WeightSource& weights, Backend& backend,
+             Communicator* tp = nullptr);
   // Dummy weights for performance work: every tensor allocated on the backend and filled there
   // (Backend::fill_random) from `seed`: linear layers uniform with scale 1/sqrt(fan_in), norm
   // weights 1 +- 0.1, embeddings +-1, so activations stay finite through any number of layers.
-  LlamaModel(const ModelConfig& config, Backend& backend, uint64_t seed);
+  LlamaModel(const ModelConfig& config, Backend& backend, uint64_t seed,
+             Communicator* tp = nullptr);
 
   const ModelConfig& config() const override { return config_; }
+  const ModelConfig& shard_config() const override { return local_; }
+  int64_t vocab_begin() const override { return shard_.vocab.begin; }
   int64_t weight_bytes() const override;
   int64_t workspace_bytes(int64_t tokens, int64_t logits) const override;
   bool reserve(int64_t tokens, int64_t logits) override;
@@ -71,22 +83,22 @@ class LlamaModel final : public Model {
   struct Workspace {
     int64_t capacity = 0;  // tokens
     int64_t logits_capacity = 0;
-    Tensor residual;      // [cap, hidden]
-    Tensor normed;        // [cap, hidden]
-    Tensor qkv;           // [cap, (H + 2 KH) D]
-    Tensor q;             // [cap, H, D]
-    Tensor attn;          // [cap, H, D]
-    Tensor sublayer_out;  // [cap, hidden]: o_proj, then down_proj output
-    Tensor gate_up;       // [cap, 2 I] (dense MLP)
-    Tensor act;           // [cap, I]
+    Tensor residual;        // [cap, hidden]
+    Tensor normed;          // [cap, hidden]
+    Tensor qkv;             // [cap, (H + 2 KH) D]
+    Tensor q;               // [cap, H, D]
+    Tensor attn;            // [cap, H, D]
+    Tensor sublayer_out;    // [cap, hidden]: o_proj, then down_proj output
+    Tensor gate_up;         // [cap, 2 I] (dense MLP)
+    Tensor act;             // [cap, I]
     Tensor router_logits;   // [cap, E] f32 (mixture of experts)
     Tensor expert_ids;      // [cap, k] i32
     Tensor expert_weights;  // [cap, k] f32
     MoeWorkspace moe;       // runtime/moe_workspace.h, for cap tokens
-    Tensor xq;            // [cap * max K] f8_e4m3: an FP8 layer's input (empty without FP8)
-    Tensor xq_scales;     // [cap * max groups] f32: its scales
-    Tensor picked;        // [logits_cap, hidden]
-    Tensor logits;        // [logits_cap, vocab] f32
+    Tensor xq;              // [cap * max K] f8_e4m3: an FP8 layer's input (empty without FP8)
+    Tensor xq_scales;       // [cap * max groups] f32: its scales
+    Tensor picked;          // [logits_cap, hidden]
+    Tensor logits;          // [logits_cap, vocab] f32
   };
   // One workspace buffer: where it goes, its shape and dtype. The one list that both sizes
   // (workspace_bytes) and allocates (reserve) the workspace.
@@ -99,6 +111,10 @@ class LlamaModel final : public Model {
   std::vector<Buffer> logits_buffers(int64_t capacity) const;
 
   void check_config() const;
+  // Checks the config and plans this rank's shard.
+  void init_shard(Communicator* tp);
+  // Sums `t` over the tensor-parallel ranks (nothing on one rank).
+  void all_reduce(const Tensor& t);
   // Plans every weight (lookup and shape check), checks that they fit the device, then
   // allocates and loads.
   void load_weights(const WeightSource& source);
@@ -121,8 +137,11 @@ class LlamaModel final : public Model {
   int64_t max_scale_groups() const;  // activation scales per token of any FP8 layer
 
   ModelConfig config_;
-  Tensor embed_;       // [vocab, hidden]
-  Linear lm_head_;     // [vocab, hidden]; shares embed_ when tied
+  TensorParallelShard shard_;
+  ModelConfig local_;  // this rank's shapes (shard_.apply(config_))
+  Communicator* tp_ = nullptr;
+  Tensor embed_;       // [shard vocab, hidden]
+  Linear lm_head_;     // [shard vocab, hidden]; shares embed_ when tied
   Tensor final_norm_;  // [hidden]
   Tensor inv_freq_;    // [D / 2] f32
   std::vector<Layer> layers_;

@@ -9,9 +9,9 @@ namespace inflight {
 namespace {
 
 std::unique_ptr<Model> build_llama(const ModelConfig& config, const WeightSource* weights,
-                                   Backend& backend, uint64_t seed) {
-  if (weights != nullptr) return std::make_unique<LlamaModel>(config, *weights, backend);
-  return std::make_unique<LlamaModel>(config, backend, seed);
+                                   Backend& backend, uint64_t seed, Communicator* tp) {
+  if (weights != nullptr) return std::make_unique<LlamaModel>(config, *weights, backend, tp);
+  return std::make_unique<LlamaModel>(config, backend, seed, tp);
 }
 
 // LlamaModel is rotary and RMS-normalised; its switches (q/k norms, experts) are each
@@ -132,24 +132,27 @@ std::unique_ptr<Model> load_model(const ModelFiles& files, Backend& backend) {
 }
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, const WeightSource& weights,
-                                  Backend& backend) {
+                                  Backend& backend, Communicator* tp) {
   const ModelConfig resolved = resolve_architecture(config);
-  return find_architecture(resolved.architecture).build(resolved, &weights, backend, 0);
+  return find_architecture(resolved.architecture).build(resolved, &weights, backend, 0, tp);
 }
 
-std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, Backend& backend,
-                                        uint64_t seed) {
+std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, Backend& backend, uint64_t seed,
+                                        Communicator* tp) {
   const ModelConfig resolved = resolve_architecture(config);
-  return find_architecture(resolved.architecture).build(resolved, nullptr, backend, seed);
+  return find_architecture(resolved.architecture).build(resolved, nullptr, backend, seed, tp);
 }
 
 std::unique_ptr<DeviceRunner> make_runner(std::shared_ptr<Backend> backend,
                                           const ModelConfig& config, const WeightSource* weights,
-                                          uint64_t seed, const RunnerOptions& options) {
+                                          uint64_t seed, const RunnerOptions& options,
+                                          std::shared_ptr<Communicator> tp) {
   INFLIGHT_CHECK_CODE(backend != nullptr, ErrorCode::kInvalidArgument, "no backend given");
-  std::unique_ptr<Model> model = weights != nullptr ? make_model(config, *weights, *backend)
-                                                    : make_dummy_model(config, *backend, seed);
-  return std::make_unique<DeviceRunner>(std::move(backend), std::move(model), options);
+  std::unique_ptr<Model> model = weights != nullptr
+                                     ? make_model(config, *weights, *backend, tp.get())
+                                     : make_dummy_model(config, *backend, seed, tp.get());
+  return std::make_unique<DeviceRunner>(std::move(backend), std::move(model), options,
+                                        std::move(tp));
 }
 
 }  // namespace inflight

@@ -27,9 +27,10 @@ struct Architecture {
   // What the family implies beyond the generic config keys (e.g. Qwen2's q/k/v biases).
   // Throws Error(kUnsupported) for a variant the family's model does not implement.
   void (*configure)(ModelConfig& config);
-  // Weights from `weights`, or dummy weights from `seed` when `weights` is null.
+  // Weights from `weights`, or dummy weights from `seed` when `weights` is null; this rank's
+  // shard of them when `tp` (may be null) has several ranks (model/tensor_parallel.h).
   std::unique_ptr<Model> (*build)(const ModelConfig& config, const WeightSource* weights,
-                                  Backend& backend, uint64_t seed);
+                                  Backend& backend, uint64_t seed, Communicator* tp);
 };
 
 const std::vector<Architecture>& architectures();
@@ -41,16 +42,20 @@ ModelConfig resolve_architecture(ModelConfig config);
 
 // The model of `files` on `backend`, its weights converted from their stored format there.
 std::unique_ptr<Model> load_model(const ModelFiles& files, Backend& backend);
-// A model of `config` with the weights `weights` (tests, weights made in memory).
+// A model of `config` with the weights `weights` (tests, weights made in memory); this rank's
+// shard of it when `tp` has several ranks (tp must outlive the model).
 std::unique_ptr<Model> make_model(const ModelConfig& config, const WeightSource& weights,
-                                  Backend& backend);
+                                  Backend& backend, Communicator* tp = nullptr);
 // A model of `config` with dummy weights made on the device from `seed` (performance work).
-std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, Backend& backend, uint64_t seed);
+std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, Backend& backend, uint64_t seed,
+                                        Communicator* tp = nullptr);
 
 // A runner that owns `backend` and the model built on it: weights from `weights`, or dummy
-// weights from `seed` when `weights` is null (model/registry.h builders).
+// weights from `seed` when `weights` is null (model/registry.h builders); this rank's shard
+// when `tp` has several ranks.
 std::unique_ptr<DeviceRunner> make_runner(std::shared_ptr<Backend> backend,
                                           const ModelConfig& config, const WeightSource* weights,
-                                          uint64_t seed = 0, const RunnerOptions& options = {});
+                                          uint64_t seed = 0, const RunnerOptions& options = {},
+                                          std::shared_ptr<Communicator> tp = nullptr);
 
 }  // namespace inflight

@@ -25,6 +25,11 @@ struct FillRandomParams {
   uint64_t seed = 0;
   float scale = 1.0f;
   float offset = 0.0f;
+  // Element i takes the value of element first + (i / cols) * whole_cols + i % cols of a larger
+  // tensor (cols 0: first + i).
+  int64_t first = 0;
+  int64_t cols = 0;
+  int64_t whole_cols = 0;
 };
 
 // u(seed, i) in [-1, 1): 24 random bits scaled by 2^-23, exact in f32.
@@ -34,13 +39,17 @@ INFLIGHT_HOST_DEVICE float fill_random_unit(uint64_t seed, int64_t i) {
 }
 
 INFLIGHT_HOST_DEVICE float fill_random_value(const FillRandomParams& p, int64_t i) {
-  const double v = static_cast<double>(p.scale) * static_cast<double>(fill_random_unit(p.seed, i)) +
+  const int64_t j = p.cols > 0 ? p.first + i / p.cols * p.whole_cols + i % p.cols : p.first + i;
+  const double v = static_cast<double>(p.scale) * static_cast<double>(fill_random_unit(p.seed, j)) +
                    static_cast<double>(p.offset);
   return static_cast<float>(v);
 }
 
-// Validates: t defined, contiguous float tensor; scale and offset finite.
-FillRandomParams make_fill_random_params(const Tensor& t, uint64_t seed, float scale, float offset);
+// Validates: t defined, contiguous float tensor; scale and offset finite; a window (cols > 0)
+// dividing t into rows no wider than the whole's.
+FillRandomParams make_fill_random_params(const Tensor& t, uint64_t seed, float scale, float offset,
+                                         int64_t first = 0, int64_t cols = 0,
+                                         int64_t whole_cols = 0);
 
 // f32 only; multithreaded.
 void fill_random_cpu(const FillRandomParams& p);

@@ -5,7 +5,7 @@
 namespace inflight {
 
 GatherRowsParams make_gather_rows_params(const Tensor& src, const Tensor& indices,
-                                         const Tensor& dst) {
+                                         const Tensor& dst, int64_t first_index) {
   constexpr const char* kOp = "gather_rows";
   INFLIGHT_CHECK_CODE(src.defined() && is_float_dtype(src.dtype()), ErrorCode::kInvalidArgument,
                       "{}: src must be a float tensor", kOp);
@@ -19,6 +19,7 @@ GatherRowsParams make_gather_rows_params(const Tensor& src, const Tensor& indice
   p.num_rows = indices.size(0);
   p.cols = src.size(1);
   p.src_rows = src.size(0);
+  p.first_index = first_index;
   p.dtype = src.dtype();
   return p;
 }

@@ -1,5 +1,7 @@
-// gather_rows: dst[i, :] = src[indices[i], :]. Serves the embedding lookup (src = the token
-// embedding table, indices = token ids) and the pick of the rows whose logits are wanted
+// gather_rows: dst[i, :] = src[indices[i] - first_index, :], zeros for an index outside the
+// rows of src. Serves the embedding lookup (src = the token embedding table, or under tensor
+// parallelism one rank's rows of it: the ranks' outputs add up to the whole lookup, indices =
+// token ids) and the pick of the rows whose logits are wanted
 // (indices = logits_indices).
 #pragma once
 
@@ -16,6 +18,7 @@ struct GatherRowsParams {
   int64_t num_rows = 0;
   int64_t cols = 0;
   int64_t src_rows = 0;
+  int64_t first_index = 0;  // src row r holds index first_index + r; others gather zeros
   DType dtype = DType::kF32;
 };
 
@@ -23,7 +26,7 @@ struct GatherRowsParams {
 // NOTE: index values live on the device and are not checked here; callers check ids on the
 // host (the model checks token ids against the vocabulary before upload).
 GatherRowsParams make_gather_rows_params(const Tensor& src, const Tensor& indices,
-                                         const Tensor& dst);
+                                         const Tensor& dst, int64_t first_index = 0);
 
 // f32 only.
 void gather_rows_cpu(const GatherRowsParams& p);

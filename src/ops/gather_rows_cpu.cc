@@ -15,8 +15,12 @@ void gather_rows_cpu(const GatherRowsParams& p) {
       p.num_rows,
       [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
-          std::memcpy(dst + i * p.cols, src + static_cast<int64_t>(p.indices[i]) * p.cols,
-                      row_bytes);
+          const int64_t r = static_cast<int64_t>(p.indices[i]) - p.first_index;
+          if (r < 0 || r >= p.src_rows) {
+            std::memset(dst + i * p.cols, 0, row_bytes);
+          } else {
+            std::memcpy(dst + i * p.cols, src + r * p.cols, row_bytes);
+          }
         }
       },
       /*min_chunk=*/std::max<int64_t>(1, 16384 / std::max<int64_t>(1, p.cols)));

@@ -15,14 +15,20 @@ struct GatherArgs {
   const int32_t* indices = nullptr;  // [num_rows]
   char* dst = nullptr;               // [num_rows, row_units]
   int64_t row_units = 0;             // units of U per row
+  int64_t src_rows = 0;
+  int64_t first_index = 0;  // src row r holds index first_index + r
 };
 
 template <typename U>
 __global__ void gather_rows_kernel(GatherArgs a) {
   const int64_t row = blockIdx.x;
-  const auto* src =
-      reinterpret_cast<const U*>(a.src) + static_cast<int64_t>(a.indices[row]) * a.row_units;
+  const int64_t r = static_cast<int64_t>(a.indices[row]) - a.first_index;
   auto* dst = reinterpret_cast<U*>(a.dst) + row * a.row_units;
+  if (r < 0 || r >= a.src_rows) {  // another vocabulary shard's token
+    for (int64_t i = threadIdx.x; i < a.row_units; i += blockDim.x) dst[i] = U{};
+    return;
+  }
+  const auto* src = reinterpret_cast<const U*>(a.src) + r * a.row_units;
   for (int64_t i = threadIdx.x; i < a.row_units; i += blockDim.x) dst[i] = src[i];
 }
 
@@ -48,6 +54,8 @@ void gather_rows_cuda(const GatherRowsParams& p, cudaStream_t stream) {
   a.indices = p.indices;
   a.dst = static_cast<char*>(p.dst);
   a.row_units = static_cast<int64_t>(row_bytes / unit);
+  a.src_rows = p.src_rows;
+  a.first_index = p.first_index;
   const int threads = static_cast<int>(std::min<int64_t>(256, (a.row_units + 31) / 32 * 32));
   const auto grid = static_cast<unsigned>(p.num_rows);
   switch (unit) {

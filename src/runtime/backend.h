@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "core/check.h"
 #include "core/tensor.h"
@@ -31,6 +32,16 @@
 namespace inflight {
 
 struct KvCacheLayer;  // runtime/kv_cache.h
+class Communicator;   // runtime/communicator.h
+
+// Where a tensor lies in a larger row-major one, for fill_random: element (r, c) of the tensor
+// (`cols` columns; 0: one row of all its elements) is element first + r * whole_cols + c of the
+// whole.
+struct RandomWindow {
+  int64_t first = 0;
+  int64_t cols = 0;
+  int64_t whole_cols = 0;
+};
 
 // Device memory as the backend sees it (bytes).
 struct MemoryInfo {
@@ -108,6 +119,17 @@ class Backend {
   // Work enqueued on `waiter` from now on starts after everything enqueued on `signaller` so far.
   virtual void join_stream(int32_t waiter, int32_t signaller) {}
 
+  // ---- collectives (tensor and pipeline parallelism) --------------------------------------
+  // The bootstrap id of a communicator among this device's peers: made on the group's first
+  // rank, sent to the others by the launcher (MPI), and passed to make_communicator on each.
+  // Empty when the backend has no device collectives (the CPU: ranks reduce host memory over
+  // MPI instead).
+  virtual std::vector<uint8_t> communicator_id() const { return {}; }
+  // This rank's member of the group of `size` ranks that `id` names, enqueuing its collectives
+  // in this backend's stream order (capturable in graphs).
+  virtual std::unique_ptr<Communicator> make_communicator(int rank, int size,
+                                                          const std::vector<uint8_t>& id);
+
   // ---- step timing (device timeline; backends without one return nothing) -----------------
   // mark_step_begin() before a step's first op, mark_step_end() after its last; after the
   // synchronize() that ends the step, last_step_time() gives how long the device worked on it
@@ -136,9 +158,11 @@ class Backend {
   virtual StepInputs upload_batch(const ForwardBatch& batch) = 0;
 
   // ---- ops (asynchronous; see ops/<op>.h for the exact semantics) ---------------------------
-  // dst[i] = src[indices[i]]: src [R, C], indices [N] i32, dst [N, C]. Embedding lookup and
-  // the pick of logits rows.
-  virtual void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) = 0;
+  // dst[i] = src[indices[i] - first_index]: src [R, C], indices [N] i32, dst [N, C]; a row
+  // whose index falls outside [first_index, first_index + R) is zeros. Embedding lookup (of a
+  // vocabulary shard under tensor parallelism) and the pick of logits rows.
+  virtual void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst,
+                           int64_t first_index = 0) = 0;
   // residual += add (add may be null); out = rms_norm(residual) * weight. [R, C], weight [C].
   virtual void rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight, float eps,
                         const Tensor& out) = 0;
@@ -181,9 +205,12 @@ class Backend {
   // y = the scaled product of e4m3 activations and an e4m3 weight (ops/scaled_gemm.h): y of the
   // compute dtype or f32, w.bias of y's dtype.
   virtual void gemm(const QuantizedActivations& x, const Linear& w, const Tensor& y);
-  // t[i] = offset + scale * u(seed, i), u uniform in [-1, 1): the same values (before rounding
-  // to the tensor's dtype) on every backend (ops/fill_random.h). Dummy weights.
-  virtual void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) = 0;
+  // t[i] = offset + scale * u(seed, j(i)), u uniform in [-1, 1): the same values (before
+  // rounding to the tensor's dtype) on every backend (ops/fill_random.h). Dummy weights. j(i) = i,
+  // or with a window the index in a larger tensor that t is a block of: a tensor-parallel rank
+  // fills its slice with the values the whole tensor would have there.
+  virtual void fill_random(const Tensor& t, uint64_t seed, float scale, float offset,
+                           const RandomWindow& window = {}) = 0;
   // Per row of f32 logits [L, V]: log-sum-exp [L] and the k best (id, logit) pairs, best first,
   // ties by lower id (ops/top_k_logits.h). What the sampler needs instead of whole rows.
   virtual void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,

@@ -4,6 +4,10 @@
 
 namespace inflight {
 
+std::unique_ptr<Communicator> Backend::make_communicator(int, int, const std::vector<uint8_t>&) {
+  INFLIGHT_THROW(ErrorCode::kUnsupported, "the {} backend has no device collectives", name());
+}
+
 void SingleRankCommunicator::all_gather(const Tensor& in, const Tensor& out) {
   backend_.copy(in, out);  // one rank: the concatenation of one part
 }

@@ -6,6 +6,8 @@
 //
 // Shapes: all_gather and reduce_scatter work along the first dimension; `out` of all_gather is
 // world_size() times `in`, `in` of reduce_scatter world_size() times `out`.
+// Every rank of a group calls the same collectives in the same order. all_reduce leaves the same
+// bits on every rank (the ranks' activations must not drift apart).
 #pragma once
 
 #include <memory>

@@ -1,6 +1,8 @@
 #include "runtime/device_runner.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <utility>
 
 #include "core/check.h"
@@ -9,12 +11,21 @@
 namespace inflight {
 
 DeviceRunner::DeviceRunner(std::shared_ptr<Backend> backend, std::unique_ptr<Model> model,
-                           const RunnerOptions& options)
-    : backend_(std::move(backend)), model_(std::move(model)) {
+                           const RunnerOptions& options, std::shared_ptr<Communicator> tp)
+    : backend_(std::move(backend)), communicator_(std::move(tp)), model_(std::move(model)) {
   INFLIGHT_CHECK_CODE(
       backend_ != nullptr && model_ != nullptr && &model_->backend() == backend_.get(),
       ErrorCode::kInvalidArgument, "a runner needs a backend and a model that lives on it");
-  communicator_ = std::make_unique<SingleRankCommunicator>(*backend_);
+  if (communicator_ == nullptr) communicator_ = std::make_shared<SingleRankCommunicator>(*backend_);
+  const int64_t vocab = model_->config().vocab_size;
+  const int64_t shard = model_->shard_config().vocab_size;
+  INFLIGHT_CHECK_CODE(shard == vocab || (shard * communicator_->world_size() == vocab &&
+                                         model_->vocab_begin() == communicator_->rank() * shard),
+                      ErrorCode::kInvalidArgument,
+                      "rank {} of {} holds vocabulary columns [{}, {}) of {}: a vocabulary split "
+                      "must give every rank an equal range in rank order",
+                      communicator_->rank(), communicator_->world_size(), model_->vocab_begin(),
+                      model_->vocab_begin() + shard, vocab);
   GraphMode mode = options.graph_mode;
   if (mode == GraphMode::kCapture && !backend_->supports_graphs()) mode = GraphMode::kOff;
   graphs_ = DecodeGraphs(mode, /*max_batch=*/1);  // widened by reserve_workspace
@@ -43,9 +54,9 @@ void DeviceRunner::reserve_workspace(int32_t max_num_batched_tokens, int32_t max
   const Capacity cap = capacity();
   const int32_t decode = cap.logits;
   reserve(cap.tokens, cap.logits);
-  lse_dev_ = backend_->alloc({decode}, DType::kF32);
-  ids_dev_ = backend_->alloc({int64_t{decode} * kMaxLogitsTopK}, DType::kI32);
-  vals_dev_ = backend_->alloc({int64_t{decode} * kMaxLogitsTopK}, DType::kF32);
+  device_view(lse_dev_, {decode}, DType::kF32);
+  device_view(ids_dev_, {decode, kMaxLogitsTopK}, DType::kI32);
+  device_view(vals_dev_, {decode, kMaxLogitsTopK}, DType::kF32);
 }
 
 RunnerMemory DeviceRunner::memory() const {
@@ -62,8 +73,7 @@ RunnerMemory DeviceRunner::memory() const {
 }
 
 int64_t DeviceRunner::kv_bytes_per_block(int32_t block_size) const {
-  return KvCache::bytes_per_block(model_->config(), block_size,
-                                  KvCache::dtype_for(model_->config(), *backend_));
+  return model_->kv_bytes_per_block(block_size);
 }
 
 void DeviceRunner::init_kv_cache(int64_t num_blocks, int32_t block_size) {
@@ -118,38 +128,141 @@ Tensor DeviceRunner::host_view(Tensor& storage, const Shape& shape, DType dtype)
   return storage.rows(0, numel).reshape(shape);
 }
 
+Tensor DeviceRunner::device_view(Tensor& storage, const Shape& shape, DType dtype) {
+  int64_t numel = 1;
+  for (const int64_t d : shape) numel *= d;
+  if (!storage.defined() || storage.numel() < numel) {
+    storage = backend_->alloc({std::max<int64_t>(numel, 1)}, dtype);
+  }
+  return storage.rows(0, numel).reshape(shape);
+}
+
+void DeviceRunner::gather_shards(const Tensor& logits, const LogitsRequest& request) {
+  Communicator& tp = *communicator_;
+  const int ranks = tp.world_size();
+  const bool leader = tp.rank() == 0;
+  const auto rows = static_cast<int32_t>(logits.size(0));
+  const int64_t vocab = logits.size(1);
+  Shards& s = shards_;
+  s.pending = leader;
+  s.vocab = vocab;
+  s.full_rows = request.full_rows;
+  s.k = 0;
+  if (request.top_k > 0 && rows > 0) {
+    // Each rank's k best hold the k best overall (k <= ranks * min(k, shard vocab)).
+    s.k = static_cast<int32_t>(std::min<int64_t>(request.top_k, vocab));
+    const int64_t n = int64_t{rows} * s.k;
+    const Tensor lse = device_view(lse_dev_, {rows}, DType::kF32);
+    const Tensor ids = device_view(ids_dev_, {rows, s.k}, DType::kI32);
+    const Tensor vals = device_view(vals_dev_, {rows, s.k}, DType::kF32);
+    backend_->top_k_logits(logits, s.k, lse, ids, vals);
+    const Tensor all_lse = device_view(s.lse_dev, {ranks * int64_t{rows}}, DType::kF32);
+    const Tensor all_ids = device_view(s.ids_dev, {ranks * n}, DType::kI32);
+    const Tensor all_vals = device_view(s.vals_dev, {ranks * n}, DType::kF32);
+    tp.all_gather(lse, all_lse);
+    tp.all_gather(ids.reshape({n}), all_ids);
+    tp.all_gather(vals.reshape({n}), all_vals);
+    if (leader) {
+      s.lse = host_view(s.lse_storage, all_lse.shape(), DType::kF32);
+      s.ids = host_view(s.ids_storage, all_ids.shape(), DType::kI32);
+      s.vals = host_view(s.vals_storage, all_vals.shape(), DType::kF32);
+      backend_->download(all_lse, s.lse);
+      backend_->download(all_ids, s.ids);
+      backend_->download(all_vals, s.vals);
+    }
+  }
+  if (!request.full_rows.empty() && rows > 0) {
+    const Tensor all = device_view(s.full_dev, {ranks * int64_t{rows}, vocab}, DType::kF32);
+    tp.all_gather(logits, all);
+    if (leader) {
+      s.full = host_view(s.full_storage, all.shape(), DType::kF32);
+      backend_->download(all, s.full);
+    }
+  }
+}
+
+void DeviceRunner::merge_shards() {
+  Shards& s = shards_;
+  s.pending = false;
+  const int ranks = communicator_->world_size();
+  const int32_t rows = result_.num_rows;
+  const int64_t vocab = result_.vocab_size;
+  if (s.k > 0) {
+    const int32_t k = result_.top_k;
+    const auto* lse = s.lse.data<float>();
+    const auto* ids = s.ids.data<int32_t>();
+    const auto* vals = s.vals.data<float>();
+    auto* out_lse = result_.log_sum_exp.data<float>();
+    auto* out_ids = result_.top_ids.data<int32_t>();
+    auto* out_vals = result_.top_logits.data<float>();
+    std::vector<std::pair<float, int32_t>> row;  // (logit, vocabulary id)
+    for (int32_t r = 0; r < rows; ++r) {
+      float max_lse = -std::numeric_limits<float>::infinity();
+      for (int q = 0; q < ranks; ++q) max_lse = std::max(max_lse, lse[int64_t{q} * rows + r]);
+      double sum = 0.0;
+      for (int q = 0; q < ranks; ++q) sum += std::exp(double{lse[int64_t{q} * rows + r]} - max_lse);
+      out_lse[r] = std::isfinite(max_lse) ? max_lse + static_cast<float>(std::log(sum)) : max_lse;
+      row.clear();
+      for (int q = 0; q < ranks; ++q) {
+        const int64_t at = (int64_t{q} * rows + r) * s.k;
+        for (int32_t j = 0; j < s.k; ++j) {
+          row.emplace_back(vals[at + j], static_cast<int32_t>(q * s.vocab + ids[at + j]));
+        }
+      }
+      // Best first, equal logits by lower id (ops/top_k_logits.h).
+      std::partial_sort(row.begin(), row.begin() + k, row.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+      });
+      for (int32_t j = 0; j < k; ++j) {
+        out_vals[int64_t{r} * k + j] = row[static_cast<size_t>(j)].first;
+        out_ids[int64_t{r} * k + j] = row[static_cast<size_t>(j)].second;
+      }
+    }
+  }
+  if (!s.full_rows.empty()) {
+    const auto* all = s.full.data<float>();  // [ranks, rows, shard vocab]
+    for (size_t j = 0; j < s.full_rows.size(); ++j) {
+      float* dst = result_.full.data<float>() + static_cast<int64_t>(j) * vocab;
+      for (int q = 0; q < ranks; ++q) {
+        std::copy_n(all + (int64_t{q} * rows + s.full_rows[j]) * s.vocab, s.vocab,
+                    dst + q * s.vocab);
+      }
+    }
+  }
+}
+
 void DeviceRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& request) {
   INFLIGHT_CHECK(cache_.has_value(), "init_kv_cache must run before the first step");
   step_begun_ = false;
   backend_->mark_step_begin();
-  const Tensor logits = enqueue(batch, *cache_);  // device [rows, vocab] f32
+  const Tensor logits = enqueue(batch, *cache_);  // device [rows, shard vocab] f32
   const auto rows = static_cast<int32_t>(logits.size(0));
   const int64_t vocab = model_->config().vocab_size;
   result_ = StepLogits();
   result_.num_rows = rows;
   result_.vocab_size = vocab;
   result_.full_index.assign(static_cast<size_t>(rows), -1);
+  INFLIGHT_CHECK_CODE(request.top_k <= std::min<int64_t>(vocab, kMaxLogitsTopK),
+                      ErrorCode::kInvalidArgument, "top_k {} exceeds min(vocab {}, {})",
+                      request.top_k, vocab, kMaxLogitsTopK);
+  const bool sharded = logits.size(1) != vocab;  // this rank's vocabulary columns
+  if (sharded) gather_shards(logits, request);
 
   if (request.top_k > 0 && rows > 0) {
     const int32_t k = request.top_k;
-    INFLIGHT_CHECK_CODE(k <= std::min<int64_t>(vocab, kMaxLogitsTopK), ErrorCode::kInvalidArgument,
-                        "top_k {} exceeds min(vocab {}, {})", k, vocab, kMaxLogitsTopK);
-    if (!lse_dev_.defined() || lse_dev_.numel() < rows) {  // no reserve_workspace (tests)
-      lse_dev_ = backend_->alloc({rows}, DType::kF32);
-      ids_dev_ = backend_->alloc({int64_t{rows} * kMaxLogitsTopK}, DType::kI32);
-      vals_dev_ = backend_->alloc({int64_t{rows} * kMaxLogitsTopK}, DType::kF32);
-    }
-    const Tensor lse = lse_dev_.rows(0, rows);
-    const Tensor ids = ids_dev_.rows(0, int64_t{rows} * k).reshape({rows, k});
-    const Tensor vals = vals_dev_.rows(0, int64_t{rows} * k).reshape({rows, k});
-    backend_->top_k_logits(logits, k, lse, ids, vals);
     result_.top_k = k;
     result_.log_sum_exp = host_view(lse_host_, {rows}, DType::kF32);
     result_.top_ids = host_view(ids_host_, {rows, k}, DType::kI32);
     result_.top_logits = host_view(vals_host_, {rows, k}, DType::kF32);
-    backend_->download(lse, result_.log_sum_exp);
-    backend_->download(ids, result_.top_ids);
-    backend_->download(vals, result_.top_logits);
+    if (!sharded) {
+      const Tensor lse = device_view(lse_dev_, {rows}, DType::kF32);
+      const Tensor ids = device_view(ids_dev_, {rows, k}, DType::kI32);
+      const Tensor vals = device_view(vals_dev_, {rows, k}, DType::kF32);
+      backend_->top_k_logits(logits, k, lse, ids, vals);
+      backend_->download(lse, result_.log_sum_exp);
+      backend_->download(ids, result_.top_ids);
+      backend_->download(vals, result_.top_logits);
+    }
   }
   if (!request.full_rows.empty()) {
     const auto n = static_cast<int64_t>(request.full_rows.size());
@@ -161,7 +274,9 @@ void DeviceRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& re
                           "full row {} outside [0, {})", first, rows);
       int64_t len = 1;
       while (j + len < n && request.full_rows[static_cast<size_t>(j + len)] == first + len) ++len;
-      backend_->download_f32(logits.rows(first, first + len), result_.full.rows(j, j + len));
+      if (!sharded) {
+        backend_->download_f32(logits.rows(first, first + len), result_.full.rows(j, j + len));
+      }
       for (int64_t i = 0; i < len; ++i) {
         result_.full_index[static_cast<size_t>(first + i)] = static_cast<int32_t>(j + i);
       }
@@ -176,6 +291,7 @@ StepLogits& DeviceRunner::end_step() {
   INFLIGHT_CHECK(step_begun_, "end_step without a successful begin_step");
   step_begun_ = false;
   backend_->synchronize();
+  if (shards_.pending) merge_shards();
   return result_;
 }
 

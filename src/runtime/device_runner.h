@@ -8,6 +8,11 @@
 //   any other step is uploaded and run as it is;
 //   then the candidate selection over the logits (Backend::top_k_logits) and the downloads of
 //   what the sampler asked for.
+// Under tensor parallelism every rank runs a DeviceRunner over its shard (the ranks' steps meet
+// in the model's collectives). A model whose LM head is split by vocabulary returns each rank's
+// columns: every rank selects its own candidates, they are gathered, and rank 0 merges them
+// (the k best of the ranks' k best, the log-sum-exp of their log-sum-exps); rows wanted whole
+// are gathered whole. Only rank 0's results are meant for a sampler.
 // On an asynchronous backend (CUDA) begin_step only enqueues and end_step waits for the
 // device; on the CPU begin_step does all the work.
 #pragma once
@@ -33,9 +38,10 @@ struct RunnerOptions {
 class DeviceRunner final : public ModelRunner {
  public:
   // `model` must live on `backend`. Several runners may share one backend (models served side
-  // by side on one device; their steps then share its streams and GEMM plans).
+  // by side on one device; their steps then share its streams and GEMM plans). `tp`: the
+  // tensor-parallel group the model was built with (null: one rank).
   DeviceRunner(std::shared_ptr<Backend> backend, std::unique_ptr<Model> model,
-               const RunnerOptions& options = {});
+               const RunnerOptions& options = {}, std::shared_ptr<Communicator> tp = nullptr);
 
   const ModelConfig& model_config() const override { return model_->config(); }
   std::string_view device_name() const override { return backend_->name(); }
@@ -51,8 +57,7 @@ class DeviceRunner final : public ModelRunner {
 
   Backend& backend() { return *backend_; }
   Model& model() { return *model_; }
-  // This rank's collectives: one rank today; the tensor- and pipeline-parallel runners hand
-  // their ranks an NCCL or MPI communicator here.
+  // This rank's tensor-parallel group (a SingleRankCommunicator on one rank).
   Communicator& communicator() { return *communicator_; }
   const DecodeGraphs& graphs() const { return graphs_; }
   // Changes how decode steps run; drops the graphs recorded so far.
@@ -77,11 +82,18 @@ class DeviceRunner final : public ModelRunner {
   void reserve(int64_t tokens, int64_t logits);
   // Host tensor `t` with at least `shape`'s elements, viewed as `shape` (grown on demand).
   static Tensor host_view(Tensor& storage, const Shape& shape, DType dtype);
+  // Device tensor likewise.
+  Tensor device_view(Tensor& storage, const Shape& shape, DType dtype);
+  // A vocabulary-split LM head: gathers the ranks' candidates and whole rows (rank 0 downloads
+  // them); merge_shards() puts them together once the step is done.
+  void gather_shards(const Tensor& logits, const LogitsRequest& request);
+  void merge_shards();
 
-  // NOTE: declared first so that it is destroyed last: the model and the cache live on it.
+  // NOTE: declared first so that they are destroyed last: the model and the cache live on the
+  // backend, and the model's collectives go through the communicator.
   std::shared_ptr<Backend> backend_;
+  std::shared_ptr<Communicator> communicator_;
   std::unique_ptr<Model> model_;
-  std::unique_ptr<Communicator> communicator_;
   std::optional<KvCache> cache_;
   DecodeGraphs graphs_{GraphMode::kOff, 1};
   ForwardBatch padded_;  // scratch: the padded decode batch
@@ -95,6 +107,19 @@ class DeviceRunner final : public ModelRunner {
   // Host storage the results land in (reused every step).
   Tensor lse_host_, ids_host_, vals_host_, full_host_;
   StepLogits result_;
+  // Vocabulary shards: the gathered candidates ([ranks, rows, k_shard] ids and logits, [ranks,
+  // rows] log-sum-exps) and whole rows ([ranks, rows, shard vocab]), on the device and on rank 0's
+  // host until merge_shards().
+  struct Shards {
+    bool pending = false;
+    int32_t k = 0;      // candidates per rank and row
+    int64_t vocab = 0;  // columns per rank
+    std::vector<int32_t> full_rows;
+    Tensor lse_dev, ids_dev, vals_dev, full_dev;
+    Tensor lse, ids, vals, full;  // host
+    Tensor lse_storage, ids_storage, vals_storage, full_storage;
+  };
+  Shards shards_;
 };
 
 }  // namespace inflight

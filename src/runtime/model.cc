@@ -5,11 +5,16 @@
 namespace inflight {
 
 KvCache Model::make_kv_cache(int64_t num_blocks, int32_t block_size) const {
-  return KvCache(backend_, config(), num_blocks, block_size);
+  return KvCache(backend_, shard_config(), num_blocks, block_size);
+}
+
+int64_t Model::kv_bytes_per_block(int32_t block_size) const {
+  return KvCache::bytes_per_block(shard_config(), block_size,
+                                  KvCache::dtype_for(config(), backend_));
 }
 
 void Model::check_step(const ForwardBatch& batch, const KvCache& cache) const {
-  const ModelConfig& c = config();
+  const ModelConfig& c = shard_config();
   INFLIGHT_CHECK_CODE(cache.num_layers() == c.num_layers &&
                           cache.num_kv_heads() == c.num_kv_heads && cache.head_dim() == c.head_dim,
                       ErrorCode::kInvalidArgument,
@@ -25,8 +30,9 @@ void Model::check_step(const ForwardBatch& batch, const KvCache& cache) const {
                       dtype_name(cache.dtype()), backend_.name(), dtype_name(want));
   batch.validate(cache.block_size(), cache.num_blocks());
   for (const int32_t id : batch.token_ids) {
-    INFLIGHT_CHECK_CODE(id < c.vocab_size, ErrorCode::kInvalidArgument,
-                        "token id {} is outside the vocabulary of {} tokens", id, c.vocab_size);
+    INFLIGHT_CHECK_CODE(id < config().vocab_size, ErrorCode::kInvalidArgument,
+                        "token id {} is outside the vocabulary of {} tokens", id,
+                        config().vocab_size);
   }
 }
 

@@ -32,6 +32,12 @@ class Model {
 
   // The resolved config (architecture: the registry's family name).
   virtual const ModelConfig& config() const = 0;
+  // What this rank computes under tensor parallelism (model/tensor_parallel.h): config() with
+  // the attention heads, KV heads, MLP width and vocabulary columns of its shard (config() on
+  // one rank). The KV cache holds shard_config().num_kv_heads heads.
+  virtual const ModelConfig& shard_config() const { return config(); }
+  // The vocabulary id of the first logits column run() returns.
+  virtual int64_t vocab_begin() const { return 0; }
   Backend& backend() const { return backend_; }
 
   // Bytes of the weights on the device.
@@ -43,19 +49,22 @@ class Model {
   virtual bool reserve(int64_t tokens, int64_t logits) = 0;
 
   // Enqueues every op of one step over `in` (in.num_tokens tokens, in.num_logits logits rows,
-  // both within the reserved workspace) and returns the f32 logits [in.num_logits, vocab]: a
+  // both within the reserved workspace) and returns the f32 logits [in.num_logits,
+  // shard_config().vocab_size] (columns from vocab_begin()): a
   // workspace view, valid until the next step. `abandon` (may be null) is polled between layers
   // on a synchronous backend: once it is true, run() throws StepAbandoned.
   virtual Tensor run(const StepInputs& in, KvCache& cache, const std::atomic<bool>* abandon) = 0;
 
-  // A KV cache shaped for this model on its backend.
+  // A KV cache shaped for this model (this rank's shard) on its backend, and the bytes of one
+  // of its blocks.
   KvCache make_kv_cache(int64_t num_blocks, int32_t block_size) const;
+  int64_t kv_bytes_per_block(int32_t block_size) const;
   // Throws Error(kInvalidArgument) for a batch that breaks ForwardBatch's invariants, token ids
   // outside the vocabulary, or a cache shaped for another model or device.
   void check_step(const ForwardBatch& batch, const KvCache& cache) const;
 
   // One eager step (tests, tools): check_step, reserve, upload, run, and the logits copied to a
-  // host f32 tensor [logits rows, vocab] (waits for the device).
+  // host f32 tensor [logits rows, shard vocab] (waits for the device).
   Tensor forward(const ForwardBatch& batch, KvCache& cache);
 
  protected:

@@ -75,7 +75,7 @@ void HttpServer::Impl::forget(Connection* c) {
   }
 }
 
-// SIGINT/SIGTERM: the first begins a graceful stop, a second one during the drain aborts at
+// SIGINT/SIGTERM/SIGUSR1: the first begins a graceful stop, a second one during the drain aborts at
 // once (as the deadline would).
 void HttpServer::Impl::wait_signal() {
   signals.async_wait([this](beast::error_code ec, int) {
@@ -148,8 +148,8 @@ void HttpServer::listen() {
   auto& im = *impl_;
   beast::error_code ec;
   auto address = asio::ip::make_address(im.config.host, ec);
-  INFLIGHT_CHECK_CODE(!ec, ErrorCode::kInvalidArgument, "invalid --host '{}': {}",
-                      im.config.host, ec.message());
+  INFLIGHT_CHECK_CODE(!ec, ErrorCode::kInvalidArgument, "invalid --host '{}': {}", im.config.host,
+                      ec.message());
   tcp::endpoint endpoint{address, static_cast<unsigned short>(im.config.port)};
   im.acceptor.open(endpoint.protocol(), ec);
   if (!ec) im.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
@@ -159,7 +159,9 @@ void HttpServer::listen() {
                       im.config.host, im.config.port, ec.message());
 }
 
-int HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+int HttpServer::port() const {
+  return impl_->acceptor.local_endpoint().port();
+}
 
 void HttpServer::on_stop(std::function<void()> callback) {
   impl_->stop_callback = std::move(callback);
@@ -174,6 +176,7 @@ void HttpServer::run() {
   if (im.config.handle_signals) {
     im.signals.add(SIGINT);
     im.signals.add(SIGTERM);
+    im.signals.add(SIGUSR1);  // what mpirun forwards to the ranks of a parallel job
     im.wait_signal();
   }
   asio::co_spawn(im.ioc, im.accept_loop(), asio::detached);

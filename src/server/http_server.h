@@ -44,7 +44,7 @@ struct HttpServerConfig {
   double write_timeout_s = 60;          // one write may take this long (a stalled client)
   double shutdown_timeout_s = 10;       // in-flight requests may finish within this on stop
   int backlog = 4096;                   // listen backlog (many clients connect at once)
-  bool handle_signals = true;           // SIGINT/SIGTERM trigger a graceful stop
+  bool handle_signals = true;           // SIGINT/SIGTERM/SIGUSR1 trigger a graceful stop
   // Host names served besides the built-in ones (server/host_check.h); "*" = any Host.
   std::vector<std::string> allowed_hosts;
   // Origins allowed cross-origin access (server/cors.h); empty = CORS off, "*" = any.

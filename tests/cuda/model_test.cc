@@ -386,8 +386,9 @@ class CoreGemmBackend final : public Backend {
   void synchronize() override { inner_.synchronize(); }
   MemoryInfo memory_info() const override { return inner_.memory_info(); }
   StepInputs upload_batch(const ForwardBatch& batch) override { return inner_.upload_batch(batch); }
-  void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) override {
-    inner_.gather_rows(src, indices, dst);
+  void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst,
+                   int64_t first_index) override {
+    inner_.gather_rows(src, indices, dst, first_index);
   }
   void rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight, float eps,
                 const Tensor& out) override {
@@ -422,8 +423,9 @@ class CoreGemmBackend final : public Backend {
                    const Tensor& down, const MoeWorkspace& ws, const Tensor& out) override {
     inner_.moe_experts(x, ids, weights, gate_up, down, ws, out);
   }
-  void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) override {
-    inner_.fill_random(t, seed, scale, offset);
+  void fill_random(const Tensor& t, uint64_t seed, float scale, float offset,
+                   const RandomWindow& window) override {
+    inner_.fill_random(t, seed, scale, offset, window);
   }
   void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
                     const Tensor& top_ids, const Tensor& top_logits) override {

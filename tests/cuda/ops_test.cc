@@ -105,24 +105,30 @@ TEST(CudaOpsTest, GatherRows) {
   for (const Case c : {Case{1, 1, 1}, Case{7, 3, 3}, Case{769, 577, 91}, Case{50, 576, 7},
                        Case{13, 769, 13}, Case{2, 8, 1}}) {
     const Tensor src = random_host({c.src_rows, c.cols}, rng);
-    std::vector<int32_t> idx(static_cast<size_t>(c.n));
-    std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(c.src_rows) - 1);
-    for (int32_t& i : idx) i = pick(rng);
-    const ForwardBatch batch = index_batch(idx);
-    for (const DType dt : {DType::kBF16, DType::kF32}) {
-      const Tensor src_gpu = gpu.upload(src, dt);
-      const StepInputs in_gpu = gpu.upload_batch(batch);
-      const Tensor dst_gpu = gpu.alloc({c.n, c.cols}, dt);
-      poison(dst_gpu);
-      gpu.gather_rows(src_gpu, in_gpu.token_ids, dst_gpu);
-      const StepInputs in_cpu = cpu.upload_batch(batch);
-      const Tensor src_cpu = to_backend(cpu, src);
-      const Tensor dst_cpu = cpu.alloc({c.n, c.cols}, DType::kF32);
-      cpu.gather_rows(src_cpu, in_cpu.token_ids, dst_cpu);
-      const ErrorStats s = expect_close(
-          "gather_rows", fmt::format("{}x{} n={} {}", c.src_rows, c.cols, c.n, dtype_name(dt)),
-          to_host(gpu, dst_gpu), dst_cpu);
-      EXPECT_EQ(s.max_abs, 0.0) << "a row copy must be exact";
+    // first > 0: src is a shard of a table (rows [first, first + src_rows)); indices outside it
+    // gather zeros.
+    for (const int64_t first : {int64_t{0}, c.src_rows / 2 + 1}) {
+      std::vector<int32_t> idx(static_cast<size_t>(c.n));
+      std::uniform_int_distribution<int32_t> pick(
+          0, static_cast<int32_t>(c.src_rows + (first > 0 ? 2 * first : 0)) - 1);
+      for (int32_t& i : idx) i = pick(rng);
+      const ForwardBatch batch = index_batch(idx);
+      for (const DType dt : {DType::kBF16, DType::kF32}) {
+        const Tensor src_gpu = gpu.upload(src, dt);
+        const StepInputs in_gpu = gpu.upload_batch(batch);
+        const Tensor dst_gpu = gpu.alloc({c.n, c.cols}, dt);
+        poison(dst_gpu);
+        gpu.gather_rows(src_gpu, in_gpu.token_ids, dst_gpu, first);
+        const StepInputs in_cpu = cpu.upload_batch(batch);
+        const Tensor src_cpu = to_backend(cpu, src);
+        const Tensor dst_cpu = cpu.alloc({c.n, c.cols}, DType::kF32);
+        cpu.gather_rows(src_cpu, in_cpu.token_ids, dst_cpu, first);
+        const ErrorStats s = expect_close(
+            "gather_rows",
+            fmt::format("{}x{} n={} first={} {}", c.src_rows, c.cols, c.n, first, dtype_name(dt)),
+            to_host(gpu, dst_gpu), dst_cpu);
+        EXPECT_EQ(s.max_abs, 0.0) << "a row copy must be exact";
+      }
     }
   }
 }

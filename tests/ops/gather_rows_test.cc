@@ -35,6 +35,32 @@ TEST(GatherRowsCpu, CopiesIndexedRowsIncludingRepeats) {
   }
 }
 
+// A shard of a table (rows [first, first + R) of it): other indices gather zeros, so the shards'
+// outputs add up to the whole table's lookup.
+TEST(GatherRowsCpu, ShardsOfATableAddUpToTheWholeLookup) {
+  std::mt19937 rng(31);
+  constexpr int64_t kRows = 12, kCols = 5, kShards = 3, kPer = kRows / kShards;
+  const Tensor table = random_tensor({kRows, kCols}, rng);
+  const std::vector<int32_t> idx = {0, 11, 4, 4, 7, 3, 8};
+  const auto n = static_cast<int64_t>(idx.size());
+  std::vector<double> sum(static_cast<size_t>(n * kCols), 0.0), whole;
+  for (const int32_t i : idx) {
+    for (int64_t c = 0; c < kCols; ++c) whole.push_back(table.data<float>()[i * kCols + c]);
+  }
+  for (int64_t s = 0; s < kShards; ++s) {
+    const Tensor shard = table.rows(s * kPer, (s + 1) * kPer);
+    const Tensor dst = Tensor::empty({n, kCols}, DType::kF32);
+    poison(dst);
+    gather_rows_cpu(make_gather_rows_params(shard, i32_tensor(idx), dst, s * kPer));
+    for (int64_t i = 0; i < n * kCols; ++i) {
+      const bool mine = idx[static_cast<size_t>(i / kCols)] / kPer == s;
+      if (!mine) EXPECT_EQ(dst.data<float>()[i], 0.0f) << "shard " << s << " element " << i;
+      sum[static_cast<size_t>(i)] += dst.data<float>()[i];
+    }
+  }
+  EXPECT_EQ(sum, whole);
+}
+
 TEST(GatherRowsCpu, EmptyIndexListWritesNothing) {
   std::mt19937 rng(1);
   const Tensor src = random_tensor({4, 5}, rng);

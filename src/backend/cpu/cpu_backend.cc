@@ -101,8 +101,9 @@ StepInputs CpuBackend::upload_batch(const ForwardBatch& batch) {
   return layout.views(batch, step_buffer_.raw(), Device::kCpu, step_buffer_.owner());
 }
 
-void CpuBackend::gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) {
-  gather_rows_cpu(make_gather_rows_params(src, indices, dst));
+void CpuBackend::gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst,
+                             int64_t first_index) {
+  gather_rows_cpu(make_gather_rows_params(src, indices, dst, first_index));
 }
 
 void CpuBackend::rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
@@ -161,10 +162,11 @@ void CpuBackend::gemm(const QuantizedActivations& x, const Linear& w, const Tens
 
 namespace inflight {
 
-void CpuBackend::fill_random(const Tensor& t, uint64_t seed, float scale, float offset) {
+void CpuBackend::fill_random(const Tensor& t, uint64_t seed, float scale, float offset,
+                             const RandomWindow& w) {
   INFLIGHT_CHECK_CODE(t.defined() && t.device() == Device::kCpu, ErrorCode::kInvalidArgument,
                       "cpu fill_random: expected a cpu tensor");
-  fill_random_cpu(make_fill_random_params(t, seed, scale, offset));
+  fill_random_cpu(make_fill_random_params(t, seed, scale, offset, w.first, w.cols, w.whole_cols));
 }
 
 void CpuBackend::top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,

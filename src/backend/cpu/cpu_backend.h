@@ -29,7 +29,8 @@ class CpuBackend final : public Backend {
 
   StepInputs upload_batch(const ForwardBatch& batch) override;
 
-  void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) override;
+  void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst,
+                   int64_t first_index) override;
   void rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight, float eps,
                 const Tensor& out) override;
   void gemm(const Tensor& x, const Linear& w, const Tensor& y) override;
@@ -47,7 +48,8 @@ class CpuBackend final : public Backend {
   void quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,
                     const Tensor& values, const Tensor& scales) override;
   void gemm(const QuantizedActivations& x, const Linear& w, const Tensor& y) override;
-  void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) override;
+  void fill_random(const Tensor& t, uint64_t seed, float scale, float offset,
+                   const RandomWindow& window) override;
   void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
                     const Tensor& top_ids, const Tensor& top_logits) override;
 

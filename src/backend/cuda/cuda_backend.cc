@@ -21,6 +21,7 @@
 
 #include "backend/cuda/cublaslt_gemm.h"
 #include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/nccl_communicator.h"
 #include "core/thread_pool.h"
 #include "ops/cuda_check.h"
 #include "ops/ops_cuda.cuh"
@@ -125,6 +126,13 @@ class CudaBackend final : public Backend {
   int32_t num_streams() const override { return static_cast<int32_t>(streams_.size()); }
   void join_stream(int32_t waiter, int32_t signaller) override;
 
+  std::vector<uint8_t> communicator_id() const override { return nccl_unique_id(); }
+  std::unique_ptr<Communicator> make_communicator(int rank, int size,
+                                                  const std::vector<uint8_t>& id) override {
+    return make_nccl_communicator(
+        device_, [this] { return stream_; }, rank, size, id);
+  }
+
   bool supports_graphs() const override { return true; }
   void begin_capture() override;
   std::unique_ptr<BackendGraph> end_capture() override;
@@ -133,7 +141,8 @@ class CudaBackend final : public Backend {
 
   StepInputs upload_batch(const ForwardBatch& batch) override;
 
-  void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) override;
+  void gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst,
+                   int64_t first_index) override;
   void rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight, float eps,
                 const Tensor& out) override;
   void gemm(const Tensor& x, const Linear& w, const Tensor& y) override;
@@ -153,7 +162,8 @@ class CudaBackend final : public Backend {
   void quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,
                     const Tensor& values, const Tensor& scales) override;
   void gemm(const QuantizedActivations& x, const Linear& w, const Tensor& y) override;
-  void fill_random(const Tensor& t, uint64_t seed, float scale, float offset) override;
+  void fill_random(const Tensor& t, uint64_t seed, float scale, float offset,
+                   const RandomWindow& window) override;
   void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
                     const Tensor& top_ids, const Tensor& top_logits) override;
 
@@ -519,8 +529,9 @@ StepInputs CudaBackend::upload_batch(const ForwardBatch& batch) {
   return layout.views(batch, step_buffer_.raw(), device(), step_buffer_.owner());
 }
 
-void CudaBackend::gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst) {
-  gather_rows_cuda(make_gather_rows_params(src, indices, dst), stream_);
+void CudaBackend::gather_rows(const Tensor& src, const Tensor& indices, const Tensor& dst,
+                              int64_t first_index) {
+  gather_rows_cuda(make_gather_rows_params(src, indices, dst, first_index), stream_);
 }
 
 void CudaBackend::rms_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
@@ -583,10 +594,12 @@ void CudaBackend::gemm(const QuantizedActivations& x, const Linear& w, const Ten
   gemm_->run(make_scaled_gemm_params(x, w, y), stream_);
 }
 
-void CudaBackend::fill_random(const Tensor& t, uint64_t seed, float scale, float offset) {
+void CudaBackend::fill_random(const Tensor& t, uint64_t seed, float scale, float offset,
+                              const RandomWindow& w) {
   INFLIGHT_CHECK_CODE(t.defined() && t.device() == device(), ErrorCode::kInvalidArgument,
                       "cuda fill_random: expected a device tensor");
-  fill_random_cuda(make_fill_random_params(t, seed, scale, offset), stream_);
+  fill_random_cuda(make_fill_random_params(t, seed, scale, offset, w.first, w.cols, w.whole_cols),
+                   stream_);
 }
 
 void CudaBackend::top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,

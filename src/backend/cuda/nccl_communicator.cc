@@ -1,0 +1,118 @@
+#include "backend/cuda/nccl_communicator.h"
+
+#include <nccl.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "core/check.h"
+#include "ops/cuda_check.h"
+
+namespace inflight {
+namespace {
+
+#define INFLIGHT_NCCL_CHECK(call)                                                             \
+  do {                                                                                        \
+    const ncclResult_t _r = (call);                                                           \
+    INFLIGHT_CHECK_CODE(_r == ncclSuccess, ErrorCode::kInternal, "{} failed: {} ({})", #call, \
+                        ncclGetErrorString(_r), ncclGetLastError(nullptr));                   \
+  } while (0)
+
+ncclDataType_t nccl_type(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return ncclFloat32;
+    case DType::kBF16:
+      return ncclBfloat16;
+    case DType::kF16:
+      return ncclFloat16;
+    case DType::kI32:
+      return ncclInt32;
+    default:
+      break;
+  }
+  INFLIGHT_THROW(ErrorCode::kUnsupported, "NCCL collectives on {} tensors are not supported",
+                 dtype_name(dtype));
+}
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(std::function<cudaStream_t()> stream, int rank, int size, ncclComm_t comm)
+      : stream_(std::move(stream)), rank_(rank), size_(size), comm_(comm) {}
+  ~NcclCommunicator() override {
+    if (comm_ != nullptr) ncclCommDestroy(comm_);  // errors ignored in a destructor
+  }
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return size_; }
+
+  void all_reduce(const Tensor& t, ReduceOp op) override {
+    INFLIGHT_NCCL_CHECK(ncclAllReduce(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
+                                      nccl_type(t.dtype()),
+                                      op == ReduceOp::kSum ? ncclSum : ncclMax, comm_, stream_()));
+  }
+  void all_gather(const Tensor& in, const Tensor& out) override {
+    check_parts("all_gather", in, out);
+    INFLIGHT_NCCL_CHECK(ncclAllGather(in.raw(), out.raw(), static_cast<size_t>(in.numel()),
+                                      nccl_type(in.dtype()), comm_, stream_()));
+  }
+  void reduce_scatter(const Tensor& in, const Tensor& out) override {
+    check_parts("reduce_scatter", out, in);
+    INFLIGHT_NCCL_CHECK(ncclReduceScatter(in.raw(), out.raw(), static_cast<size_t>(out.numel()),
+                                          nccl_type(in.dtype()), ncclSum, comm_, stream_()));
+  }
+  void broadcast(const Tensor& t, int root) override {
+    INFLIGHT_NCCL_CHECK(ncclBroadcast(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
+                                      nccl_type(t.dtype()), root, comm_, stream_()));
+  }
+  void send(const Tensor& t, int peer) override {
+    INFLIGHT_NCCL_CHECK(ncclSend(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
+                                 peer, comm_, stream_()));
+  }
+  void recv(const Tensor& t, int peer) override {
+    INFLIGHT_NCCL_CHECK(ncclRecv(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
+                                 peer, comm_, stream_()));
+  }
+
+ private:
+  // `whole` holds world_size() parts of `part`'s size and dtype.
+  void check_parts(const char* op, const Tensor& part, const Tensor& whole) const {
+    INFLIGHT_CHECK_CODE(part.dtype() == whole.dtype() && whole.numel() == part.numel() * size_,
+                        ErrorCode::kInvalidArgument,
+                        "{}: {} elements of {} against {} of {} on {} ranks", op, part.numel(),
+                        dtype_name(part.dtype()), whole.numel(), dtype_name(whole.dtype()), size_);
+  }
+
+  std::function<cudaStream_t()> stream_;
+  int rank_, size_;
+  ncclComm_t comm_;
+};
+
+}  // namespace
+
+std::vector<uint8_t> nccl_unique_id() {
+  ncclUniqueId id;
+  INFLIGHT_NCCL_CHECK(ncclGetUniqueId(&id));
+  std::vector<uint8_t> bytes(sizeof(id.internal));
+  std::memcpy(bytes.data(), id.internal, bytes.size());
+  return bytes;
+}
+
+std::unique_ptr<Communicator> make_nccl_communicator(int device,
+                                                     std::function<cudaStream_t()> stream, int rank,
+                                                     int size, const std::vector<uint8_t>& id) {
+  ncclUniqueId uid;
+  INFLIGHT_CHECK_CODE(id.size() == sizeof(uid.internal), ErrorCode::kInvalidArgument,
+                      "an NCCL id is {} bytes, got {}", sizeof(uid.internal), id.size());
+  std::memcpy(uid.internal, id.data(), id.size());
+  ::setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+  INFLIGHT_CUDA_CHECK(cudaSetDevice(device));
+  ncclComm_t comm = nullptr;
+  INFLIGHT_NCCL_CHECK(ncclCommInitRank(&comm, size, uid, rank));
+  return std::make_unique<NcclCommunicator>(std::move(stream), rank, size, comm);
+}
+
+}  // namespace inflight

@@ -1,0 +1,114 @@
+#include "parallel/parallel_runner.h"
+
+#include <exception>
+#include <utility>
+
+#include "core/check.h"
+#include "core/logging.h"
+#include "parallel/runner_messages.h"
+
+namespace inflight {
+namespace {
+
+// Runs `f`; an exception ends the whole job, naming this rank and the cause.
+template <typename F>
+decltype(auto) or_abort(World& world, const char* what, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    INFLIGHT_LOG_ERROR("rank {} of {}: {} failed: {}; stopping every rank", world.rank(),
+                       world.size(), what, e.what());
+    world.abort(1);
+  }
+}
+
+}  // namespace
+
+ParallelRunner::ParallelRunner(std::unique_ptr<DeviceRunner> local, World& world)
+    : local_(std::move(local)), world_(world) {
+  INFLIGHT_CHECK(local_ != nullptr && world_.rank() == 0,
+                 "a ParallelRunner runs on rank 0 over its shard");
+}
+
+ParallelRunner::~ParallelRunner() {
+  RunnerMessage stop;
+  stop.command = RunnerCommand::kStop;
+  world_.send_to_all(encode(stop));
+}
+
+void ParallelRunner::reserve_workspace(int32_t max_num_batched_tokens, int32_t max_num_seqs) {
+  RunnerMessage m;
+  m.command = RunnerCommand::kReserveWorkspace;
+  m.a = max_num_batched_tokens;
+  m.b = max_num_seqs;
+  world_.send_to_all(encode(m));
+  or_abort(world_, "reserving the workspace",
+           [&] { local_->reserve_workspace(max_num_batched_tokens, max_num_seqs); });
+}
+
+RunnerMemory ParallelRunner::memory() const {
+  RunnerMessage m;
+  m.command = RunnerCommand::kMemory;
+  world_.send_to_all(encode(m));
+  RunnerMemory mem = local_->memory();
+  mem.free = world_.min_over_ranks(mem.free);
+  return mem;
+}
+
+int64_t ParallelRunner::kv_bytes_per_block(int32_t block_size) const {
+  return local_->kv_bytes_per_block(block_size);  // the same shard shape on every rank
+}
+
+void ParallelRunner::init_kv_cache(int64_t num_blocks, int32_t block_size) {
+  RunnerMessage m;
+  m.command = RunnerCommand::kInitKvCache;
+  m.a = num_blocks;
+  m.b = block_size;
+  world_.send_to_all(encode(m));
+  or_abort(world_, "allocating the KV cache",
+           [&] { local_->init_kv_cache(num_blocks, block_size); });
+}
+
+void ParallelRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& request) {
+  RunnerMessage m;
+  m.command = RunnerCommand::kStep;
+  m.batch = batch;
+  m.request = request;
+  world_.send_to_all(encode(m));
+  or_abort(world_, "a step", [&] { local_->begin_step(batch, request); });
+}
+
+StepLogits& ParallelRunner::end_step() {
+  return or_abort(world_, "a step", [&]() -> StepLogits& { return local_->end_step(); });
+}
+
+void serve_steps(DeviceRunner& runner, World& world) {
+  INFLIGHT_CHECK(world.rank() != 0, "rank 0 runs the engine, not serve_steps");
+  while (true) {
+    const RunnerMessage m = decode(world.receive_from_root());
+    switch (m.command) {
+      case RunnerCommand::kReserveWorkspace:
+        or_abort(world, "reserving the workspace", [&] {
+          runner.reserve_workspace(static_cast<int32_t>(m.a), static_cast<int32_t>(m.b));
+        });
+        break;
+      case RunnerCommand::kMemory:
+        world.min_over_ranks(runner.memory().free);
+        break;
+      case RunnerCommand::kInitKvCache:
+        or_abort(world, "allocating the KV cache",
+                 [&] { runner.init_kv_cache(m.a, static_cast<int32_t>(m.b)); });
+        break;
+      case RunnerCommand::kStep:
+        or_abort(world, "a step", [&] {
+          runner.begin_step(m.batch, m.request);
+          runner.end_step();
+        });
+        break;
+      case RunnerCommand::kStop:
+        return;
+    }
+  }
+}
+
+}  // namespace inflight

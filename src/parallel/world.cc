@@ -1,0 +1,145 @@
+#include "parallel/world.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "core/check.h"
+#include "core/logging.h"
+#include "parallel/mpi_communicator.h"
+
+namespace inflight {
+namespace {
+
+constexpr int kControlTag = 7001;
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+void check_mpi(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  INFLIGHT_THROW(ErrorCode::kInternal, "{} failed: {}", call, std::string(text, len));
+}
+
+void finalize_mpi() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+}  // namespace
+
+bool World::launched_by_mpi() {
+  return env("OMPI_COMM_WORLD_SIZE") != nullptr || env("PMIX_RANK") != nullptr ||
+         env("PMI_RANK") != nullptr;
+}
+
+int World::environment_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    if (const char* v = env(name)) return std::atoi(v);
+  }
+  return 0;
+}
+
+int World::environment_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"}) {
+    if (const char* v = env(name)) return std::atoi(v);
+  }
+  return 1;
+}
+
+World& World::get() {
+  static World world(launched_by_mpi());
+  return world;
+}
+
+World& World::single() {
+  static World world(false);
+  return world;
+}
+
+World::World(bool use_mpi) {
+  if (!use_mpi) return;
+  // The engine thread of rank 0 sends and reduces while other threads run: every MPI call may
+  // come from any thread.
+  int provided = 0;
+  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+  std::atexit(finalize_mpi);
+  INFLIGHT_CHECK_CODE(provided >= MPI_THREAD_MULTIPLE, ErrorCode::kUnsupported,
+                      "this MPI library does not support MPI_THREAD_MULTIPLE (level {})", provided);
+  mpi_ = true;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local_rank_);
+  MPI_Comm_free(&node);
+  // A failed call ends the job with MPI's message instead of returning an error code nobody
+  // could act on with the other ranks waiting.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+void World::send_to_all(const std::vector<uint8_t>& bytes) {
+  INFLIGHT_CHECK(rank_ == 0, "only rank 0 sends control messages");
+  for (int r = 1; r < size_; ++r) {
+    check_mpi(MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, r, kControlTag,
+                       MPI_COMM_WORLD),
+              "MPI_Send");
+  }
+}
+
+std::vector<uint8_t> World::receive_from_root() {
+  INFLIGHT_CHECK(rank_ != 0 && mpi_, "rank 0 does not receive control messages");
+  // Poll for the next message: busily for a moment after the last one (steps come back to
+  // back), then with short sleeps, so that an idle rank does not hold a core.
+  MPI_Status status;
+  int ready = 0;
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+  while (true) {
+    check_mpi(MPI_Iprobe(0, kControlTag, MPI_COMM_WORLD, &ready, &status), "MPI_Iprobe");
+    if (ready) break;
+    if (std::chrono::steady_clock::now() > spin_until) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+  int count = 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  std::vector<uint8_t> bytes(static_cast<size_t>(count));
+  check_mpi(
+      MPI_Recv(bytes.data(), count, MPI_BYTE, 0, kControlTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+      "MPI_Recv");
+  return bytes;
+}
+
+int64_t World::min_over_ranks(int64_t value) {
+  if (!mpi_) return value;
+  int64_t out = value;
+  check_mpi(MPI_Allreduce(&value, &out, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  return out;
+}
+
+void World::abort(int code) {
+  if (mpi_) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+std::shared_ptr<Communicator> World::make_communicator(Backend& backend) {
+  if (size_ == 1) return std::make_shared<SingleRankCommunicator>(backend);
+  std::vector<uint8_t> id = rank_ == 0 ? backend.communicator_id() : std::vector<uint8_t>{};
+  auto n = static_cast<int>(id.size());
+  check_mpi(MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  if (n == 0) return make_mpi_communicator(backend);  // no device collectives: host memory
+  id.resize(static_cast<size_t>(n));
+  check_mpi(MPI_Bcast(id.data(), n, MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  return backend.make_communicator(rank_, size_, id);
+}
+
+}  // namespace inflight

@@ -1,0 +1,62 @@
+// World: the processes of one parallel job, one per device (GPU, or a CPU process), launched
+// by mpirun: `mpirun -np N inflight serve --tensor-parallel-size N ...`, or by `inflight serve`
+// itself, which runs mpirun for the ranks of one node (tools/parallel_launch.h).
+//
+// MPI gives each process its rank and host, carries the control messages (rank 0 tells the
+// other ranks what to do next: runner_messages.h) and bootstraps the device collectives (NCCL's
+// id goes from rank 0 to the others); the collectives of a step then run over NCCL between
+// GPUs, or over MPI itself between CPU processes (mpi_communicator.h). Outside mpirun the world
+// is this one process and MPI is never initialised.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/backend.h"
+#include "runtime/communicator.h"
+
+namespace inflight {
+
+class World {
+ public:
+  // The job of this process. The first call initialises MPI when the process was launched by
+  // mpirun (finalised at exit).
+  static World& get();
+  // Whether this process was started by mpirun (its environment says so), without touching MPI.
+  static bool launched_by_mpi();
+  // This process's rank, and the number of processes, as its environment gives them (0 and 1
+  // outside mpirun), without touching MPI.
+  static int environment_rank();
+  static int environment_size();
+  // A world of this one process, whatever launched it (MPI untouched).
+  static World& single();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // The rank among the processes of this node (the GPU it takes).
+  int local_rank() const { return local_rank_; }
+
+  // ---- control plane: small host messages, rank 0 to the others ---------------------------
+  // Rank 0: `bytes` to every other rank.
+  void send_to_all(const std::vector<uint8_t>& bytes);
+  // Other ranks: the next message from rank 0 (waits; sleeps while idle).
+  std::vector<uint8_t> receive_from_root();
+  // The least of every rank's `value` (every rank calls it).
+  int64_t min_over_ranks(int64_t value);
+  // Ends every process of the job with `code` (MPI_Abort); a job of one process just exits.
+  [[noreturn]] void abort(int code);
+
+  // The communicator of every rank of the job over `backend`'s tensors (every rank calls it,
+  // in the same order): the backend's own (NCCL on CUDA), or MPI's over host memory (the CPU).
+  std::shared_ptr<Communicator> make_communicator(Backend& backend);
+
+ private:
+  explicit World(bool use_mpi);
+  int rank_ = 0;
+  int size_ = 1;
+  int local_rank_ = 0;
+  bool mpi_ = false;
+};
+
+}  // namespace inflight

@@ -1,0 +1,98 @@
+"""Tensor parallelism through the CLI: `inflight serve --tensor-parallel-size 3` on the CPU
+backend starts its ranks under mpirun, serves what one rank serves, drains and stops every
+rank on SIGTERM, and ends the whole job, naming the rank, when a rank dies.
+
+SmolLM2-135M has 9 heads and 3 KV heads: 3 ranks split it. Skips without mpirun."""
+
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import ServerProcess
+
+RANKS = 3
+# Ranks share the machine's cores: one pool thread each. mpirun refuses root without these.
+ENV = {"INFLIGHT_NUM_THREADS": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+       "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+ARGS = ["--device", "cpu", "--max-num-seqs", "8", "--kv-cache-memory", "64MiB"]
+
+pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None,
+                                reason="skipped: mpirun not found (apt install openmpi-bin)")
+
+
+def complete(url, prompt, max_tokens=16):
+    r = requests.post(url + "/v1/completions", timeout=300, json={
+        "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True})
+    assert r.status_code == 200, r.text
+    return r.json()["choices"][0]["text"]
+
+
+def ranks_of(server):
+    """{rank: pid} of the job's processes (under the launcher and its mpirun)."""
+    parent, rank = {}, {}
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            status = (p / "status").read_text()
+            environ = (p / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        pid = int(p.name)
+        parent[pid] = int(next(l for l in status.splitlines() if l.startswith("PPid:")).split()[1])
+        for e in environ:
+            if e.startswith(b"OMPI_COMM_WORLD_RANK="):
+                rank[pid] = int(e.split(b"=")[1])
+
+    def under_server(pid):
+        while pid > 1:
+            if pid == server.proc.pid:
+                return True
+            pid = parent.get(pid, 0)
+        return False
+
+    return {r: pid for pid, r in rank.items() if under_server(pid)}
+
+
+PROMPTS = ["The capital of France is", "def fibonacci(n):"]
+
+
+@pytest.fixture(scope="module")
+def one_rank_texts():
+    s = ServerProcess(ARGS, env=ENV)
+    try:
+        s.wait_ready()
+        return [complete(s.url, p) for p in PROMPTS]
+    finally:
+        assert s.stop() == 0
+
+
+def test_three_ranks_serve_what_one_rank_serves_and_drain_on_sigterm(one_rank_texts):
+    s = ServerProcess([*ARGS, "--tensor-parallel-size", str(RANKS)], env=ENV)
+    try:
+        s.wait_ready(timeout=300)
+        assert sorted(ranks_of(s)) == list(range(RANKS)), "".join(s.log)
+        assert [complete(s.url, p) for p in PROMPTS] == one_rank_texts
+    finally:
+        rc = s.stop(signal.SIGTERM, timeout=120)
+    assert rc == 0, "".join(s.log[-40:])
+
+
+def test_a_killed_rank_ends_the_job_naming_it():
+    s = ServerProcess([*ARGS, "--tensor-parallel-size", str(RANKS)], env=ENV)
+    try:
+        s.wait_ready(timeout=300)
+        os.kill(ranks_of(s)[1], signal.SIGKILL)
+        start = time.time()
+        rc = s.proc.wait(timeout=60)
+        assert time.time() - start < 30
+    finally:
+        s.stop()
+    assert rc != 0
+    log = "".join(s.log)
+    assert "rank 1" in log, log[-3000:]

@@ -1,0 +1,209 @@
+// Tensor parallelism on the CPU backend, run as every rank of an MPI job (`mpirun -np N`): each
+// model sharded over the N ranks gives the logits of the same model on one rank (within fp32
+// reduction-order rounding), the same candidates, and the same greedy continuations through the
+// engine. Models: tiny random ones of each family (with a vocabulary the ranks split, and one
+// they do not), the golden fixtures (safetensors and GGUF files, sliced at load) and SmolLM2
+// (Q4_1 GGUF blocks sliced at load) where the rank count divides their heads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend_factory.h"
+#include "backend/tiny_llama.h"
+#include "core/check.h"
+#include "engine/engine_harness.h"
+#include "formats/model_files.h"
+#include "inflight/engine.h"
+#include "model/registry.h"
+#include "model/tensor_parallel.h"
+#include "parallel/parallel_runner.h"
+#include "parallel/world.h"
+
+namespace inflight {
+namespace {
+
+using testing::make_step;
+using testing::random_tokens;
+using testing::RandomBlocks;
+using testing::SeqState;
+
+namespace fs = std::filesystem;
+
+World& world() {
+  return World::get();
+}
+
+// Whether the job's rank count can split `c` (every rank decides alike: no collective is
+// skipped on one rank only).
+bool splits(const ModelConfig& c) {
+  try {
+    TensorParallelShard::of(c, 0, world().size());
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// A model on one rank and the same model sharded over every rank of the job.
+struct Pair {
+  std::unique_ptr<DeviceRunner> whole;
+  std::unique_ptr<DeviceRunner> shard;
+};
+
+Pair whole_and_shard(const ModelConfig& config, const WeightSource& weights) {
+  Pair p;
+  p.whole = make_runner(make_backend("cpu"), config, &weights);
+  std::shared_ptr<Backend> backend = make_backend("cpu");
+  std::shared_ptr<Communicator> tp = world().make_communicator(*backend);
+  p.shard = make_runner(backend, config, &weights, 0, {}, tp);
+  return p;
+}
+
+// Runs the same steps through both runners: two prompts in one step, a chunk, then decode steps
+// fed with fixed tokens; asks for `top_k` candidates and every row whole. Rank 0 compares.
+void expect_same_steps(Pair& p, const std::string& what, int32_t top_k) {
+  const int64_t vocab = p.whole->model_config().vocab_size;
+  constexpr int32_t kBlockSize = 4;
+  for (DeviceRunner* r : {p.whole.get(), p.shard.get()}) r->init_kv_cache(32, kBlockSize);
+  SeqState a{random_tokens(24, vocab, 1)}, b{random_tokens(24, vocab, 2)};
+  RandomBlocks pool(32, 3);
+  std::vector<ForwardBatch> steps;
+  steps.push_back(make_step({{&a, 7}, {&b, 12}}, kBlockSize, pool));
+  steps.push_back(make_step({{&a, 5}, {&b, 1}}, kBlockSize, pool));
+  for (int i = 0; i < 6; ++i) steps.push_back(make_step({{&a, 1}, {&b, 1}}, kBlockSize, pool));
+  for (size_t s = 0; s < steps.size(); ++s) {
+    LogitsRequest request;
+    request.top_k = top_k;
+    const auto rows = static_cast<int32_t>(steps[s].logits_indices.size());
+    for (int32_t r = 0; r < rows; ++r) request.full_rows.push_back(r);
+    p.whole->begin_step(steps[s], request);
+    StepLogits& want = p.whole->end_step();
+    p.shard->begin_step(steps[s], request);
+    StepLogits& got = p.shard->end_step();
+    if (world().rank() != 0) continue;
+    ASSERT_EQ(got.num_rows, rows);
+    double max_err = 0.0;
+    for (int32_t r = 0; r < rows; ++r) {
+      const float* w = want.full.data<float>() + int64_t{r} * vocab;
+      const float* g = got.full.data<float>() + int64_t{r} * vocab;
+      for (int64_t i = 0; i < vocab; ++i) {
+        max_err = std::max(max_err,
+                           std::abs(double{g[i]} - w[i]) / std::max(1.0, std::abs(double{w[i]})));
+      }
+      EXPECT_NEAR(got.log_sum_exp.data<float>()[r], want.log_sum_exp.data<float>()[r], 1e-4)
+          << what << " step " << s << " row " << r;
+      for (int32_t j = 0; j < top_k; ++j) {
+        const int64_t at = int64_t{r} * top_k + j;
+        const float gv = got.top_logits.data<float>()[at], wv = want.top_logits.data<float>()[at];
+        EXPECT_NEAR(gv, wv, 1e-4 * std::max(1.0f, std::abs(wv))) << what << " step " << s;
+        // The same ids, unless two logits tie within the rounding of the sharded sums.
+        const int32_t gi = got.top_ids.data<int32_t>()[at], wi = want.top_ids.data<int32_t>()[at];
+        if (gi != wi) {
+          EXPECT_NEAR(w[gi], w[wi], 1e-4 * std::max(1.0f, std::abs(wv)))
+              << what << " step " << s << " row " << r << " candidate " << j;
+        }
+      }
+    }
+    EXPECT_LT(max_err, 1e-4) << what << " step " << s;
+  }
+}
+
+// Tiny random models of each family, shaped so that 2, 3 and 4 ranks can split them.
+ModelConfig splittable(const std::string& arch, int64_t vocab) {
+  ModelConfig c = testing::tiny_config(arch);
+  c.num_heads = 12;    // 2, 3, 4 divide it
+  c.num_kv_heads = 2;  // split on 2 ranks, one per rank (replicated) on 4; 3 on 3 ranks
+  c.intermediate_size = 96;
+  if (arch == "mixtral") c.intermediate_size = 24;
+  if (arch == "qwen3_moe") c.moe_intermediate_size = 36;
+  c.vocab_size = vocab;  // 96: split by every rank count here; 97: replicated
+  if (world().size() == 3) c.num_kv_heads = 3;  // 3 ranks: one KV head each
+  return c;
+}
+
+class TensorParallelFamilies : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TensorParallelFamilies, ShardsGiveTheLogitsOfTheWholeModel) {
+  for (const int64_t vocab : {96, 97}) {
+    const ModelConfig c = splittable(GetParam(), vocab);
+    if (!splits(c)) GTEST_SKIP() << "skipped: " << world().size() << " ranks cannot split it";
+    const WeightMap weights = testing::random_weights(c, 7);
+    const WeightSource source = weights_of(weights);
+    Pair p = whole_and_shard(c, source);
+    const std::string what = GetParam() + " vocab " + std::to_string(vocab);
+    // Candidates fewer than, and more than, one rank's vocabulary columns.
+    expect_same_steps(p, what, 5);
+    Pair q = whole_and_shard(c, source);
+    expect_same_steps(q, what + " top-40", 40);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, TensorParallelFamilies,
+                         ::testing::Values("llama", "qwen2", "qwen3", "mixtral", "qwen3_moe"));
+
+// Models from files: each rank loads slices of the stored tensors.
+TEST(TensorParallelFiles, GoldenFixturesAndSmolLM2) {
+  std::vector<fs::path> paths;
+  const fs::path fixtures = fs::path(INFLIGHT_SOURCE_DIR) / "tests" / "golden" / "fixtures";
+  for (const char* name : {"tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3.gguf",
+                           "tiny-mixtral", "tiny-mixtral.gguf", "tiny-qwen3-moe.gguf"}) {
+    paths.push_back(fixtures / name);
+  }
+  if (fs::exists(INFLIGHT_TEST_MODEL)) paths.emplace_back(INFLIGHT_TEST_MODEL);
+  int tested = 0;
+  for (const fs::path& path : paths) {
+    const std::unique_ptr<ModelFiles> files = ModelFiles::open(path.string());
+    const ModelConfig config = resolve_architecture(files->config());
+    if (!splits(config)) continue;
+    const WeightSource weights = weights_of(*files);
+    Pair p = whole_and_shard(config, weights);
+    expect_same_steps(p, path.filename().string(), 8);
+    ++tested;
+  }
+  if (tested == 0) GTEST_SKIP() << "skipped: " << world().size() << " ranks split none of them";
+}
+
+// The engine over a ParallelRunner on rank 0, the other ranks serving its steps: the greedy
+// continuations of the same model on one rank.
+TEST(TensorParallelEngine, GreedyContinuationsMatchOneRank) {
+  const ModelConfig c = splittable("llama", 96);
+  if (!splits(c)) GTEST_SKIP() << "skipped: " << world().size() << " ranks cannot split it";
+  const WeightMap weights = testing::random_weights(c, 11);
+  const WeightSource source = weights_of(weights);
+  std::shared_ptr<Backend> backend = make_backend("cpu");
+  std::shared_ptr<Communicator> tp = world().make_communicator(*backend);
+  std::unique_ptr<DeviceRunner> shard = make_runner(backend, c, &source, 0, {}, tp);
+  if (world().rank() != 0) {
+    serve_steps(*shard, world());
+    return;
+  }
+  EngineConfig config;
+  config.max_num_seqs = 4;
+  config.max_num_batched_tokens = 16;  // prompts in chunks
+  config.kv_cache_bytes = int64_t{4} << 20;
+  std::vector<Request> requests(3);
+  for (uint32_t i = 0; i < 3; ++i) {
+    requests[i].prompt_token_ids = random_tokens(5 + 9 * i, c.vocab_size, 100 + i);
+    requests[i].sampling.temperature = 0.0f;
+    requests[i].sampling.max_tokens = 24;
+    requests[i].sampling.ignore_eos = true;
+  }
+  auto generate = [&](std::unique_ptr<ModelRunner> runner) {
+    std::unique_ptr<Engine> engine = testing::make_engine(config, std::move(runner));
+    return testing::run_all(*engine, requests);
+  };
+  const auto want = generate(make_runner(make_backend("cpu"), c, &source));
+  const auto got = generate(std::make_unique<ParallelRunner>(std::move(shard), world()));
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ASSERT_EQ(want[i].tokens[0].size(), 24u);
+    EXPECT_EQ(got[i].tokens[0], want[i].tokens[0]) << "request " << i;
+  }
+}
+
+}  // namespace
+}  // namespace inflight
