@@ -29,6 +29,7 @@
 #include "formats/quantization.h"
 #include "model/arch_presets.h"
 #include "tools/command.h"
+#include "tools/parallel_launch.h"
 #include "tools/precision_options.h"
 
 namespace inflight::tools {
@@ -64,6 +65,8 @@ struct EngineArgs {
   std::string quantization;
   std::string kv_cache_dtype = "auto";
   std::string kv_cache_memory = "auto";
+  int32_t tensor_parallel_size = 1;
+  int32_t pipeline_parallel_size = 1;
   int32_t max_model_len = 0;
   int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
   int32_t max_num_batched_tokens = EngineConfig{}.max_num_batched_tokens;
@@ -101,6 +104,7 @@ void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, 
   app.add_option("--device", g_engine.device, "Backend device: auto | cpu | cuda | cuda:N")
       ->capture_default_str();
   add_precision_options(app, g_engine.quantization, g_engine.kv_cache_dtype);
+  add_parallel_options(app, g_engine.tensor_parallel_size, g_engine.pipeline_parallel_size);
   app.add_option("--kv-cache-memory", g_engine.kv_cache_memory,
                  "Engine: KV cache as auto (0.9 of the free memory on a GPU, 512 MiB on the "
                  "CPU), bytes (512MiB, 2G) or a fraction of the free memory")
@@ -281,6 +285,8 @@ EngineSetupOptions engine_options() {
   e.source.device = g_engine.device;
   e.source.quantization = g_engine.quantization;
   e.source.kv_cache_dtype = g_engine.kv_cache_dtype;
+  e.source.tensor_parallel_size = g_engine.tensor_parallel_size;
+  e.source.pipeline_parallel_size = g_engine.pipeline_parallel_size;
   e.kv_cache_memory = g_engine.kv_cache_memory;
   e.config.max_model_len = g_engine.max_model_len;
   e.config.max_num_seqs = g_engine.max_num_seqs;
@@ -296,6 +302,7 @@ void maybe_write(const nlohmann::json& result) {
 
 int run_offline() {
   g_offline.engine = engine_options();
+  if (const std::optional<int> rc = start_parallel_job(g_offline.engine.source)) return *rc;
   g_offline.percentiles = parse_percentiles(g_engine.percentiles);
   const OfflineBenchResult r = run_offline_bench(g_offline);
   print_offline_table(stdout, r);
@@ -306,6 +313,7 @@ int run_offline() {
 
 int run_latency() {
   g_latency.engine = engine_options();
+  if (const std::optional<int> rc = start_parallel_job(g_latency.engine.source)) return *rc;
   g_latency.percentiles = parse_percentiles(g_engine.percentiles);
   const LatencyBenchResult r = run_latency_bench(g_latency);
   print_latency_table(stdout, r, g_latency);

@@ -48,7 +48,9 @@ stage_finish() {
   ldd "$dir"/bin/* | awk '/=> \// {print $1, $3}' | sort -u | while read -r name path; do
     case "$name" in
       libc.so*|libm.so*|libstdc++*|libgcc_s*|libdl.so*|libpthread*|librt.so*|ld-linux*) ;;
-      libcuda*|libcublas*|libcudart*) ;;
+      libcuda*|libcublas*|libcudart*|libnccl*) ;;
+      # MPI comes with the GPU machines' own Open MPI (its mpirun must match its libraries).
+      libmpi*|libopen-rte*|libopen-pal*|libhwloc*|libevent*|libudev*|libz.so*) ;;
       *) cp -L "$path" "$dir/lib/$name" ;;
     esac
   done
@@ -72,11 +74,26 @@ find_cuda_libs() {
   done
 }
 
+# The directory of libnccl.so.2 (opened at run time by tensor parallelism on CUDA).
+find_nccl() {
+  local d
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/lib/x86_64-linux-gnu \
+           /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl/lib \
+           /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib; do
+    if [[ -e "$d/libnccl.so.2" ]]; then
+      echo "$d"
+      return
+    fi
+  done
+}
+
 device_setup() {
-  local dir="$1" libs
+  local dir="$1" libs nccl
   mkdir -p "$OUT/logs"
   [[ -d "$dir/bin" ]] || tar -xJf "$dir/bin.tar.xz" -C "$dir"
   libs="$(find_cuda_libs)"
+  nccl="$(find_nccl)"
+  [[ -n "$nccl" && "$nccl" != "$libs" ]] && libs="$libs${libs:+:}$nccl"
   export LD_LIBRARY_PATH="$PWD/$dir/lib${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   INFLIGHT_SOURCE_COMMIT="$(cat "$dir/commit.txt" 2>/dev/null)"  # into every result JSON
   export INFLIGHT_SOURCE_COMMIT

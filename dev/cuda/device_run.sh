@@ -30,7 +30,10 @@
 # --max-num-seqs and --max-num-batched-tokens), KV_MEMORY (auto, their --kv-cache-memory),
 # PERF_ONLY (a regex of figure names to run: roofline
 # b1 prefill idle o128 o1000 o2048 ttft), QUANT (e.g. fp8: --quantization for every figure),
-# KV_DTYPE (e.g. fp8: --kv-cache-dtype for every figure).
+# KV_DTYPE (e.g. fp8: --kv-cache-dtype for every figure), TP (--tensor-parallel-size).
+# parallel: tensor parallelism over the machine's GPUs (TP, default all; ARCH, default
+# llama-3.1-8b): the greedy continuations of dummy weights at TP = 1 and TP compared token for
+# token, and batch-1 decode at both.
 set -u -o pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -150,6 +153,7 @@ run_perf() {
   local common=(--dummy-weights --arch llama-3.1-8b --device cuda)
   [[ -n "${QUANT:-}" ]] && common+=(--quantization "$QUANT")
   [[ -n "${KV_DTYPE:-}" ]] && common+=(--kv-cache-dtype "$KV_DTYPE")
+  [[ -n "${TP:-}" ]] && common+=(--tensor-parallel-size "$TP")
   xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
   perf_step roofline 120 "$inflight" bench roofline --device cuda --arch llama-3.1-8b \
     --result-json "$OUT/roofline.json"
@@ -234,6 +238,34 @@ run_startup() {
   rm -f "$vocab"
 }
 
+run_parallel() {
+  local inflight="$stage_dir/bin/inflight" vocab="$OUT/llama-bpe.gguf" n
+  local tp="${TP:-$(nvidia-smi -L | wc -l)}"
+  export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  local common=(--dummy-weights --arch "${ARCH:-llama-3.1-8b}" --device cuda --max-model-len 4096)
+  xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
+  printf '%s\n' '{"prompt": "The history of the Roman Empire", "max_tokens": 48, "temperature": 0, "ignore_eos": true}' \
+    '{"prompt": "def quicksort(xs):", "max_tokens": 48, "temperature": 0, "ignore_eos": true}' \
+    '{"prompt": "Tensor parallelism splits each layer", "max_tokens": 48, "temperature": 0, "ignore_eos": true}' > "$OUT/prompts.jsonl"
+  for n in 1 "$tp"; do
+    step "greedy_tp$n" 300 "$inflight" generate "${common[@]}" --tokenizer "$vocab" \
+      --tensor-parallel-size "$n" --prompts-file "$OUT/prompts.jsonl"
+    grep '^{' "$OUT/logs/greedy_tp$n.log" > "$OUT/greedy_tp$n.jsonl"
+  done
+  if cmp -s "$OUT/greedy_tp1.jsonl" "$OUT/greedy_tp$tp.jsonl"; then
+    summary_rows+=("greedy continuations: TP=$tp identical to TP=1 ($(wc -l < "$OUT/greedy_tp1.jsonl") requests)")
+  else
+    summary_rows+=("greedy continuations: TP=$tp DIFFERS from TP=1 (greedy_tp*.jsonl)")
+  fi
+  for n in 1 "$tp"; do
+    step "b1_tp$n" 240 "$inflight" bench latency "${common[@]}" --tensor-parallel-size "$n" \
+      --batch-size 1 --input-len 128 --output-len 128 --num-iters 5 --num-iters-warmup 2 \
+      --kv-cache-memory 0.5 --result-json "$OUT/latency_b1_tp$n.json"
+    grep -E 'Median decode step' "$OUT/logs/b1_tp$n.log" | sed "s|^|b1_tp$n: |"
+  done
+  rm -f "$vocab"
+}
+
 run() {
   OUT="${OUT:-/tmp/device_run_out}"
   local what="${1:-all}"
@@ -242,11 +274,12 @@ run() {
   [[ "$what" == bench || "$what" == all ]] && run_bench
   [[ "$what" == perf ]] && run_perf
   [[ "$what" == startup ]] && run_startup
+  [[ "$what" == parallel ]] && run_parallel
   finish_run "device run ($what)"
 }
 
 case "${1:-}" in
   stage) shift; stage "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: $0 stage [BUILD_DIR] | run [tests|bench|perf|startup|all]"; exit 2 ;;
+  *) echo "usage: $0 stage [BUILD_DIR] | run [tests|bench|perf|startup|parallel|all]"; exit 2 ;;
 esac

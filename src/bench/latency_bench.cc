@@ -112,6 +112,8 @@ nlohmann::json latency_result_json(const LatencyBenchResult& r, const LatencyBen
   j["quantization"] =
       o.engine.source.quantization.empty() ? "as stored" : o.engine.source.quantization;
   j["kv_cache_dtype"] = o.engine.source.kv_cache_dtype;
+  j["tensor_parallel_size"] = o.engine.source.tensor_parallel_size;
+  j["pipeline_parallel_size"] = o.engine.source.pipeline_parallel_size;
   j["batch_size"] = o.batch_size;
   j["input_len"] = o.input_len;
   j["output_len"] = o.output_len;

@@ -106,6 +106,8 @@ nlohmann::json offline_result_json(const OfflineBenchResult& r, const OfflineBen
   j["quantization"] =
       o.engine.source.quantization.empty() ? "as stored" : o.engine.source.quantization;
   j["kv_cache_dtype"] = o.engine.source.kv_cache_dtype;
+  j["tensor_parallel_size"] = o.engine.source.tensor_parallel_size;
+  j["pipeline_parallel_size"] = o.engine.source.pipeline_parallel_size;
   j["num_prompts"] = o.num_prompts;
   j["input_len"] = o.input_len;
   j["output_len"] = o.output_len;

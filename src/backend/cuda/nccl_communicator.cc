@@ -1,5 +1,6 @@
 #include "backend/cuda/nccl_communicator.h"
 
+#include <dlfcn.h>
 #include <nccl.h>
 
 #include <cstdlib>
@@ -12,11 +13,56 @@
 namespace inflight {
 namespace {
 
+// libnccl.so.2, opened on first use: serving on one GPU never needs it, and the library (a few
+// hundred MB) comes with the CUDA installation of the machines that run several GPUs.
+struct Nccl {
+  decltype(&ncclGetUniqueId) get_unique_id;
+  decltype(&ncclCommInitRank) comm_init_rank;
+  decltype(&ncclCommDestroy) comm_destroy;
+  decltype(&ncclGetErrorString) error_string;
+  decltype(&ncclGetLastError) last_error;
+  decltype(&ncclAllReduce) all_reduce;
+  decltype(&ncclAllGather) all_gather;
+  decltype(&ncclReduceScatter) reduce_scatter;
+  decltype(&ncclBroadcast) broadcast;
+  decltype(&ncclSend) send;
+  decltype(&ncclRecv) recv;
+};
+
+const Nccl& nccl() {
+  static const Nccl lib = [] {
+    void* h = ::dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
+    INFLIGHT_CHECK_CODE(h != nullptr, ErrorCode::kUnsupported,
+                        "tensor parallelism on CUDA needs NCCL: cannot load libnccl.so.2 ({}); "
+                        "add its directory to LD_LIBRARY_PATH",
+                        ::dlerror());
+    auto sym = [h](const char* name) {
+      void* f = ::dlsym(h, name);
+      INFLIGHT_CHECK_CODE(f != nullptr, ErrorCode::kUnsupported, "libnccl.so.2 lacks {}", name);
+      return f;
+    };
+    Nccl n;
+    n.get_unique_id = reinterpret_cast<decltype(n.get_unique_id)>(sym("ncclGetUniqueId"));
+    n.comm_init_rank = reinterpret_cast<decltype(n.comm_init_rank)>(sym("ncclCommInitRank"));
+    n.comm_destroy = reinterpret_cast<decltype(n.comm_destroy)>(sym("ncclCommDestroy"));
+    n.error_string = reinterpret_cast<decltype(n.error_string)>(sym("ncclGetErrorString"));
+    n.last_error = reinterpret_cast<decltype(n.last_error)>(sym("ncclGetLastError"));
+    n.all_reduce = reinterpret_cast<decltype(n.all_reduce)>(sym("ncclAllReduce"));
+    n.all_gather = reinterpret_cast<decltype(n.all_gather)>(sym("ncclAllGather"));
+    n.reduce_scatter = reinterpret_cast<decltype(n.reduce_scatter)>(sym("ncclReduceScatter"));
+    n.broadcast = reinterpret_cast<decltype(n.broadcast)>(sym("ncclBroadcast"));
+    n.send = reinterpret_cast<decltype(n.send)>(sym("ncclSend"));
+    n.recv = reinterpret_cast<decltype(n.recv)>(sym("ncclRecv"));
+    return n;
+  }();
+  return lib;
+}
+
 #define INFLIGHT_NCCL_CHECK(call)                                                             \
   do {                                                                                        \
     const ncclResult_t _r = (call);                                                           \
     INFLIGHT_CHECK_CODE(_r == ncclSuccess, ErrorCode::kInternal, "{} failed: {} ({})", #call, \
-                        ncclGetErrorString(_r), ncclGetLastError(nullptr));                   \
+                        nccl().error_string(_r), nccl().last_error(nullptr));                 \
   } while (0)
 
 ncclDataType_t nccl_type(DType dtype) {
@@ -41,7 +87,7 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(std::function<cudaStream_t()> stream, int rank, int size, ncclComm_t comm)
       : stream_(std::move(stream)), rank_(rank), size_(size), comm_(comm) {}
   ~NcclCommunicator() override {
-    if (comm_ != nullptr) ncclCommDestroy(comm_);  // errors ignored in a destructor
+    if (comm_ != nullptr) nccl().comm_destroy(comm_);  // errors ignored in a destructor
   }
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
@@ -50,30 +96,30 @@ class NcclCommunicator final : public Communicator {
   int world_size() const override { return size_; }
 
   void all_reduce(const Tensor& t, ReduceOp op) override {
-    INFLIGHT_NCCL_CHECK(ncclAllReduce(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
+    INFLIGHT_NCCL_CHECK(nccl().all_reduce(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
                                       nccl_type(t.dtype()),
                                       op == ReduceOp::kSum ? ncclSum : ncclMax, comm_, stream_()));
   }
   void all_gather(const Tensor& in, const Tensor& out) override {
     check_parts("all_gather", in, out);
-    INFLIGHT_NCCL_CHECK(ncclAllGather(in.raw(), out.raw(), static_cast<size_t>(in.numel()),
+    INFLIGHT_NCCL_CHECK(nccl().all_gather(in.raw(), out.raw(), static_cast<size_t>(in.numel()),
                                       nccl_type(in.dtype()), comm_, stream_()));
   }
   void reduce_scatter(const Tensor& in, const Tensor& out) override {
     check_parts("reduce_scatter", out, in);
-    INFLIGHT_NCCL_CHECK(ncclReduceScatter(in.raw(), out.raw(), static_cast<size_t>(out.numel()),
+    INFLIGHT_NCCL_CHECK(nccl().reduce_scatter(in.raw(), out.raw(), static_cast<size_t>(out.numel()),
                                           nccl_type(in.dtype()), ncclSum, comm_, stream_()));
   }
   void broadcast(const Tensor& t, int root) override {
-    INFLIGHT_NCCL_CHECK(ncclBroadcast(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
+    INFLIGHT_NCCL_CHECK(nccl().broadcast(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
                                       nccl_type(t.dtype()), root, comm_, stream_()));
   }
   void send(const Tensor& t, int peer) override {
-    INFLIGHT_NCCL_CHECK(ncclSend(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
+    INFLIGHT_NCCL_CHECK(nccl().send(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
                                  peer, comm_, stream_()));
   }
   void recv(const Tensor& t, int peer) override {
-    INFLIGHT_NCCL_CHECK(ncclRecv(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
+    INFLIGHT_NCCL_CHECK(nccl().recv(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
                                  peer, comm_, stream_()));
   }
 
@@ -95,7 +141,7 @@ class NcclCommunicator final : public Communicator {
 
 std::vector<uint8_t> nccl_unique_id() {
   ncclUniqueId id;
-  INFLIGHT_NCCL_CHECK(ncclGetUniqueId(&id));
+  INFLIGHT_NCCL_CHECK(nccl().get_unique_id(&id));
   std::vector<uint8_t> bytes(sizeof(id.internal));
   std::memcpy(bytes.data(), id.internal, bytes.size());
   return bytes;
@@ -111,7 +157,7 @@ std::unique_ptr<Communicator> make_nccl_communicator(int device,
   ::setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
   INFLIGHT_CUDA_CHECK(cudaSetDevice(device));
   ncclComm_t comm = nullptr;
-  INFLIGHT_NCCL_CHECK(ncclCommInitRank(&comm, size, uid, rank));
+  INFLIGHT_NCCL_CHECK(nccl().comm_init_rank(&comm, size, uid, rank));
   return std::make_unique<NcclCommunicator>(std::move(stream), rank, size, comm);
 }
 

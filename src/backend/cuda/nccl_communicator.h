@@ -3,7 +3,8 @@
 // Collectives are enqueued on the backend's current stream (the stream getter), so they order
 // with the step's kernels and are recorded into CUDA graphs like them. NVLink SHARP (NVLS,
 // multicast) stays off unless NCCL_NVLS_ENABLE is set: it reserves memory on every rank and is
-// not available on every machine.
+// not available on every machine. libnccl.so.2 is opened on first use (a machine that serves on
+// one GPU needs none).
 #pragma once
 
 #include <cuda_runtime_api.h>
