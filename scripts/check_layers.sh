@@ -19,7 +19,7 @@ declare -A allowed=(
   [engine]="core formats tokenizer runtime model backend parallel engine inflight"
   [frontend]="core formats tokenizer engine frontend inflight"
   [server]="core formats tokenizer engine frontend server inflight"
-  [bench]="core formats tokenizer runtime backend model engine bench inflight"
+  [bench]="core formats tokenizer runtime backend model parallel engine bench inflight"
   [eval]="core formats tokenizer runtime backend model eval"
   [inflight]="inflight"
 )

@@ -20,6 +20,7 @@
 #include "bench/metrics.h"
 #include "bench/offline_bench.h"
 #include "bench/report.h"
+#include "bench/collectives_bench.h"
 #include "bench/roofline.h"
 #include "bench/serve_bench.h"
 #include "bench/token_codec.h"
@@ -90,6 +91,15 @@ struct RooflineArgs {
   std::string result_json;
 };
 RooflineArgs g_roofline;
+
+struct CollectivesArgs {
+  CollectivesOptions options;
+  int32_t ranks = 2;
+  std::vector<std::string> sizes;
+  std::string result_json;
+};
+CollectivesArgs g_collectives;
+CLI::App* g_collectives_app = nullptr;
 
 void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, uint64_t& seed) {
   app.add_option("--model", g_engine.model,
@@ -203,6 +213,20 @@ void setup(CLI::App& bench) {
   g_roofline_app->add_option("--gemm-size", r.options.gemm_size,
                              "GEMM m = n = k (default: 8192 on a GPU, 1024 on the CPU)");
   g_roofline_app->add_option("--result-json", r.result_json, "Write the result JSON here");
+
+  auto& c = g_collectives;
+  g_collectives_app = bench.add_subcommand(
+      "collectives", "All-reduce latency and bandwidth between the ranks of a job (NCCL on GPUs)");
+  g_collectives_app->add_option("--ranks", c.ranks, "Ranks (one per GPU), started with mpirun")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  g_collectives_app->add_option("--device", c.options.device, "auto | cpu | cuda")
+      ->capture_default_str();
+  g_collectives_app->add_option("--sizes", c.sizes,
+                                "Message sizes (8KiB, 1MiB, ...; default 8 KiB to 256 MiB)")
+      ->delimiter(',');
+  g_collectives_app->add_option("--iters", c.options.iters)->capture_default_str();
+  g_collectives_app->add_option("--result-json", c.result_json, "Write the result JSON here");
 }
 
 double parse_rate(const std::string& text) {
@@ -340,8 +364,32 @@ int run_roofline() {
   return 0;
 }
 
+// "8KiB", "1MiB", "65536": bytes (the units of --kv-cache-memory).
+int64_t parse_bytes(const std::string& text, const char* option) {
+  EngineConfig c;
+  const Status s = parse_kv_cache_memory(text, c);
+  INFLIGHT_CHECK_CODE(s.ok() && c.kv_cache_bytes > 0, ErrorCode::kInvalidArgument,
+                      "{}: '{}' is not a size in bytes (8KiB, 1MiB, 65536)", option, text);
+  return c.kv_cache_bytes;
+}
+
+int run_collectives() {
+  CollectivesArgs& c = g_collectives;
+  for (const std::string& s : c.sizes) c.options.sizes.push_back(parse_bytes(s, "--sizes"));
+  if (const std::optional<int> rc = launch_ranks(c.ranks)) return *rc;
+  const CollectivesResult r = run_collectives_bench(c.options);
+  if (Engine::join_parallel_job() != 0) return 0;  // rank 0 reports
+  print_collectives_table(stdout, r);
+  std::fflush(stdout);
+  if (!c.result_json.empty()) {
+    write_json_file(c.result_json, collectives_result_json(r, c.options, collect_run_info()));
+  }
+  return 0;
+}
+
 int run() {
   if (g_roofline_app->parsed()) return run_roofline();
+  if (g_collectives_app->parsed()) return run_collectives();
   if (g_serve_app->parsed()) return run_serve();
   if (g_offline_app->parsed()) return run_offline();
   if (g_latency_app->parsed()) return run_latency();
@@ -350,7 +398,9 @@ int run() {
 
 const bool kRegistered = register_command(
     {"bench",
-     "Benchmarks: serve (HTTP load), offline (throughput), latency (fixed batch), roofline", &setup,
+     "Benchmarks: serve (HTTP load), offline (throughput), latency (fixed batch), roofline, "
+     "collectives",
+     &setup,
      &run});
 
 }  // namespace

@@ -224,6 +224,12 @@ nlohmann::json result_json(size_t index, const Collected& c, int32_t n) {
     auto& ch = choices[static_cast<size_t>(o.index)];
     ch["text"] = ch["text"].get<std::string>() + o.text;
     for (int32_t t : o.token_ids) ch["token_ids"].push_back(t);
+    // With "logprobs": N, per token its logprob and the N most likely [id, logprob].
+    for (const TokenLogprob& lp : o.logprobs) {
+      nlohmann::json top = nlohmann::json::array();
+      for (const auto& [id, logprob] : lp.top) top.push_back({id, logprob});
+      ch["logprobs"].push_back({{"token_id", lp.token_id}, {"logprob", lp.logprob}, {"top", top}});
+    }
     if (o.finish_reason) ch["finish_reason"] = finish_reason_name(*o.finish_reason);
     if (!o.stop_string.empty()) ch["stop"] = o.stop_string;
     if (!o.error.empty()) ch["error"] = o.error;
@@ -238,7 +244,7 @@ nlohmann::json result_json(size_t index, const Collected& c, int32_t n) {
                       {"decode_s", RequestTimings::seconds(t.first_token, t.finished)}};
     }
   }
-  for (const char* key : {"text", "token_ids", "finish_reason", "stop", "error"}) {
+  for (const char* key : {"text", "token_ids", "logprobs", "finish_reason", "stop", "error"}) {
     if (choices[0].contains(key)) j[key] = choices[0][key];
   }
   if (n > 1) j["choices"] = choices;

@@ -95,10 +95,15 @@ void set_command_line(int argc, char** argv) {
   command_line().assign(argv, argv + argc);
 }
 
+std::optional<int> launch_ranks(int ranks) {
+  if (ranks <= 1 || launched_by_mpi()) return std::nullopt;
+  return run_under_mpirun(ranks);
+}
+
 std::optional<int> start_parallel_job(const ModelSource& source) {
   const int ranks = source.tensor_parallel_size * source.pipeline_parallel_size;
   if (ranks <= 1) return std::nullopt;
-  if (!launched_by_mpi()) return run_under_mpirun(ranks);
+  if (const std::optional<int> rc = launch_ranks(ranks)) return rc;
   const int rank = Engine::join_parallel_job();
   if (rank == 0) return std::nullopt;
   // Rank 0 stops this rank once it has drained; a signal here would cut a step short.

@@ -31,6 +31,11 @@ void add_parallel_options(CLI::App& app, int32_t& tensor_parallel_size,
 // The command line main() was given (mpirun reruns it).
 void set_command_line(int argc, char** argv);
 
+// Outside mpirun, for more than one rank: runs this command line under mpirun on `ranks` local
+// ranks and returns the job's exit code. Otherwise nullopt: this process is a rank (or the only
+// one) and goes on.
+std::optional<int> launch_ranks(int ranks);
+
 // For a source of more than one rank: outside mpirun, runs this command line under mpirun on
 // tensor_parallel_size x pipeline_parallel_size local ranks and returns the job's exit code;
 // under mpirun, initialises MPI and, on ranks other than 0, runs Engine::run_worker and returns

@@ -33,7 +33,8 @@
 # KV_DTYPE (e.g. fp8: --kv-cache-dtype for every figure), TP (--tensor-parallel-size).
 # parallel: tensor parallelism over the machine's GPUs (TP, default all; ARCH, default
 # llama-3.1-8b): the greedy continuations of dummy weights at TP = 1 and TP compared token for
-# token, and batch-1 decode at both.
+# token (dev/cuda/compare_greedy.py: ties at bf16 precision reported), the all-reduce sweep
+# (`bench collectives`), batch-1 decode at both sizes and offline 128/128 at TP.
 set -u -o pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -244,25 +245,31 @@ run_parallel() {
   export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   local common=(--dummy-weights --arch "${ARCH:-llama-3.1-8b}" --device cuda --max-model-len 4096)
   xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
-  printf '%s\n' '{"prompt": "The history of the Roman Empire", "max_tokens": 48, "temperature": 0, "ignore_eos": true}' \
-    '{"prompt": "def quicksort(xs):", "max_tokens": 48, "temperature": 0, "ignore_eos": true}' \
-    '{"prompt": "Tensor parallelism splits each layer", "max_tokens": 48, "temperature": 0, "ignore_eos": true}' > "$OUT/prompts.jsonl"
+  printf '%s\n' '{"prompt": "The history of the Roman Empire", "max_tokens": 48, "temperature": 0, "ignore_eos": true, "logprobs": 2}' \
+    '{"prompt": "def quicksort(xs):", "max_tokens": 48, "temperature": 0, "ignore_eos": true, "logprobs": 2}' \
+    '{"prompt": "Tensor parallelism splits each layer", "max_tokens": 48, "temperature": 0, "ignore_eos": true, "logprobs": 2}' > "$OUT/prompts.jsonl"
   for n in 1 "$tp"; do
     step "greedy_tp$n" 300 "$inflight" generate "${common[@]}" --tokenizer "$vocab" \
       --tensor-parallel-size "$n" --prompts-file "$OUT/prompts.jsonl"
     grep '^{' "$OUT/logs/greedy_tp$n.log" > "$OUT/greedy_tp$n.jsonl"
   done
-  if cmp -s "$OUT/greedy_tp1.jsonl" "$OUT/greedy_tp$tp.jsonl"; then
-    summary_rows+=("greedy continuations: TP=$tp identical to TP=1 ($(wc -l < "$OUT/greedy_tp1.jsonl") requests)")
-  else
-    summary_rows+=("greedy continuations: TP=$tp DIFFERS from TP=1 (greedy_tp*.jsonl)")
-  fi
+  python3 dev/cuda/compare_greedy.py "$OUT/greedy_tp1.jsonl" "$OUT/greedy_tp$tp.jsonl" \
+    > "$OUT/greedy_compare.txt"
+  summary_rows+=("greedy TP=$tp vs TP=1 (rc $?):")
+  while read -r line; do summary_rows+=("  $line"); done < "$OUT/greedy_compare.txt"
+  step "collectives_tp$tp" 240 "$inflight" bench collectives --ranks "$tp" --device cuda \
+    --result-json "$OUT/collectives_tp$tp.json"
+  sed -n '/all-reduce on/,$p' "$OUT/logs/collectives_tp$tp.log"
   for n in 1 "$tp"; do
     step "b1_tp$n" 240 "$inflight" bench latency "${common[@]}" --tensor-parallel-size "$n" \
       --batch-size 1 --input-len 128 --output-len 128 --num-iters 5 --num-iters-warmup 2 \
       --kv-cache-memory 0.5 --result-json "$OUT/latency_b1_tp$n.json"
     grep -E 'Median decode step' "$OUT/logs/b1_tp$n.log" | sed "s|^|b1_tp$n: |"
   done
+  step "o128_tp$tp" 300 "$inflight" bench offline "${common[@]}" --tensor-parallel-size "$tp" \
+    --num-prompts "${PROMPTS_128:-4096}" --input-len 128 --output-len 128 \
+    --result-json "$OUT/offline_128_128_tp$tp.json"
+  grep -E 'Output token throughput|Device idle' "$OUT/logs/o128_tp$tp.log" | sed "s|^|o128_tp$tp: |"
   rm -f "$vocab"
 }
 
