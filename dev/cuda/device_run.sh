@@ -30,7 +30,8 @@
 # --max-num-seqs and --max-num-batched-tokens), KV_MEMORY (auto, their --kv-cache-memory),
 # PERF_ONLY (a regex of figure names to run: roofline
 # b1 prefill idle o128 o1000 o2048 ttft), QUANT (e.g. fp8: --quantization for every figure),
-# KV_DTYPE (e.g. fp8: --kv-cache-dtype for every figure), TP (--tensor-parallel-size).
+# KV_DTYPE (e.g. fp8: --kv-cache-dtype for every figure), TP (--tensor-parallel-size), ARCH
+# (the dummy-weights preset, default llama-3.1-8b).
 # parallel: tensor parallelism over the machine's GPUs (TP, default all; ARCH, default
 # llama-3.1-8b): the greedy continuations of dummy weights at TP = 1 and TP compared token for
 # token (dev/cuda/compare_greedy.py: ties at bf16 precision reported), the all-reduce sweep
@@ -151,12 +152,12 @@ perf_step() {
 
 run_perf() {
   local inflight="$stage_dir/bin/inflight" vocab="$OUT/llama-bpe.gguf"
-  local common=(--dummy-weights --arch llama-3.1-8b --device cuda)
+  local common=(--dummy-weights --arch "${ARCH:-llama-3.1-8b}" --device cuda)
   [[ -n "${QUANT:-}" ]] && common+=(--quantization "$QUANT")
   [[ -n "${KV_DTYPE:-}" ]] && common+=(--kv-cache-dtype "$KV_DTYPE")
   [[ -n "${TP:-}" ]] && common+=(--tensor-parallel-size "$TP")
   xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
-  perf_step roofline 120 "$inflight" bench roofline --device cuda --arch llama-3.1-8b \
+  perf_step roofline 120 "$inflight" bench roofline --device cuda --arch "${ARCH:-llama-3.1-8b}" \
     --result-json "$OUT/roofline.json"
   perf_step b1 120 "$inflight" bench latency "${common[@]}" --max-model-len 4096 \
     --batch-size 1 --input-len 128 --output-len 128 --num-iters 5 --num-iters-warmup 2 \
@@ -249,9 +250,10 @@ run_parallel() {
     '{"prompt": "def quicksort(xs):", "max_tokens": 48, "temperature": 0, "ignore_eos": true, "logprobs": 2}' \
     '{"prompt": "Tensor parallelism splits each layer", "max_tokens": 48, "temperature": 0, "ignore_eos": true, "logprobs": 2}' > "$OUT/prompts.jsonl"
   for n in 1 "$tp"; do
-    step "greedy_tp$n" 300 "$inflight" generate "${common[@]}" --tokenizer "$vocab" \
-      --tensor-parallel-size "$n" --prompts-file "$OUT/prompts.jsonl"
-    grep '^{' "$OUT/logs/greedy_tp$n.log" > "$OUT/greedy_tp$n.jsonl"
+    # Results (stdout) apart from the ranks' logs (stderr).
+    step "greedy_tp$n" 300 bash -c '"$0" "$@" > "'"$OUT/greedy_tp$n.jsonl"'"' "$inflight" \
+      generate "${common[@]}" --tokenizer "$vocab" --tensor-parallel-size "$n" \
+      --prompts-file "$OUT/prompts.jsonl"
   done
   python3 dev/cuda/compare_greedy.py "$OUT/greedy_tp1.jsonl" "$OUT/greedy_tp$tp.jsonl" \
     > "$OUT/greedy_compare.txt"
