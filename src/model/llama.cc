@@ -329,22 +329,25 @@ bool LlamaModel::quantizes_dummy_linears() const {
 }
 
 int64_t LlamaModel::dummy_weight_bytes() const {
+  return dummy_weight_bytes(local_, backend_.compute_dtype(), quantizes_dummy_linears());
+}
+
+int64_t LlamaModel::dummy_weight_bytes(const ModelConfig& c, DType dtype, bool fp8) {
   // Bounded by ModelConfig::num_weight_elements (validated), so nothing here overflows.
-  const ModelConfig& c = local_;  // this rank's shard
   const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
   const int64_t qkv_rows = q_dim + 2 * c.num_kv_heads * c.head_dim;
-  const auto dt = static_cast<int64_t>(dtype_size(backend_.compute_dtype()));
+  const auto dt = static_cast<int64_t>(dtype_size(dtype));
   // FP8 linear layers: one byte per weight and an f32 scale per row; the largest is made in the
-  // compute dtype first.
-  const bool fp8 = quantizes_dummy_linears();
-  // The dense MLP is a linear layer (FP8 with the rest); experts and router stay unquantized.
-  const int64_t mlp_inter = has_experts() ? 0 : c.intermediate_size;
+  // compute dtype first. The dense MLP is a linear layer (FP8 with the rest); experts and router
+  // stay unquantized.
+  const bool experts = c.num_experts > 0;
+  const int64_t mlp_inter = experts ? 0 : c.intermediate_size;
   const int64_t linear_rows = qkv_rows + hidden + 3 * mlp_inter;
   const int64_t linear = qkv_rows * hidden + hidden * q_dim + 3 * mlp_inter * hidden;
   int64_t layer = 2 * hidden * dt + (fp8 ? linear + 4 * linear_rows : linear * dt);
-  if (has_qkv_bias()) layer += qkv_rows * dt;
+  if (c.attention_bias) layer += qkv_rows * dt;
   if (c.qk_norm) layer += 2 * c.head_dim * dt;
-  if (has_experts()) {
+  if (experts) {
     layer += c.num_experts * (hidden + 3 * c.expert_intermediate_size() * hidden) * dt;
   }
   const int64_t embed = c.vocab_size * hidden;

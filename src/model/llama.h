@@ -55,6 +55,10 @@ class LlamaModel final : public Model {
   LlamaModel(const ModelConfig& config, Backend& backend, uint64_t seed,
              Communicator* tp = nullptr);
 
+  // Bytes of dummy weights of one rank's shard (`shard`: its shard_config()) in `dtype`, with
+  // FP8 linear layers when `fp8`: what the memory plan of each rank counts.
+  static int64_t dummy_weight_bytes(const ModelConfig& shard, DType dtype, bool fp8);
+
   const ModelConfig& config() const override { return config_; }
   const ModelConfig& shard_config() const override { return local_; }
   int64_t vocab_begin() const override { return shard_.vocab.begin; }
