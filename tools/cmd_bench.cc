@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/collectives_bench.h"
 #include "bench/datasets.h"
 #include "bench/defaults.h"
 #include "bench/input_file.h"
@@ -20,7 +21,6 @@
 #include "bench/metrics.h"
 #include "bench/offline_bench.h"
 #include "bench/report.h"
-#include "bench/collectives_bench.h"
 #include "bench/roofline.h"
 #include "bench/serve_bench.h"
 #include "bench/token_codec.h"
@@ -222,8 +222,8 @@ void setup(CLI::App& bench) {
       ->capture_default_str();
   g_collectives_app->add_option("--device", c.options.device, "auto | cpu | cuda")
       ->capture_default_str();
-  g_collectives_app->add_option("--sizes", c.sizes,
-                                "Message sizes (8KiB, 1MiB, ...; default 8 KiB to 256 MiB)")
+  g_collectives_app
+      ->add_option("--sizes", c.sizes, "Message sizes (8KiB, 1MiB, ...; default 8 KiB to 256 MiB)")
       ->delimiter(',');
   g_collectives_app->add_option("--iters", c.options.iters)->capture_default_str();
   g_collectives_app->add_option("--result-json", c.result_json, "Write the result JSON here");
@@ -400,8 +400,7 @@ const bool kRegistered = register_command(
     {"bench",
      "Benchmarks: serve (HTTP load), offline (throughput), latency (fixed batch), roofline, "
      "collectives",
-     &setup,
-     &run});
+     &setup, &run});
 
 }  // namespace
 }  // namespace inflight::tools

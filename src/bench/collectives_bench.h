@@ -8,6 +8,10 @@
 //   busbw     algbw * 2 (T - 1) / T: what each GPU's links carry in a ring all-reduce, comparable
 //             across rank counts with the links' bandwidth
 //
+// of the communicator as the engine uses it (on GPUs of one node: the one-shot all-reduce of
+// backend/cuda/one_shot_all_reduce.h up to INFLIGHT_ONE_SHOT_ALL_REDUCE_MAX bytes, NCCL above),
+// and of NCCL alone beside it.
+//
 // Every rank runs it (mpirun, or `--ranks N`, which starts them); rank 0 reports.
 #pragma once
 
@@ -31,9 +35,13 @@ struct CollectivesOptions {
 
 struct CollectiveTiming {
   int64_t bytes = 0;
-  double latency_us = 0.0;
+  double latency_us = 0.0;  // the communicator as the engine uses it
   double algbw_gb_per_s = 0.0;
   double busbw_gb_per_s = 0.0;
+  double nccl_latency_us = 0.0;  // NCCL alone (GPUs; 0 elsewhere)
+  // Of one all-reduce of every rank's own values against the sum on the host (every path): the
+  // run fails past bf16 (f32) rounding.
+  double max_relative_error = 0.0;
 };
 
 struct CollectivesResult {

@@ -96,3 +96,27 @@ def test_a_killed_rank_ends_the_job_naming_it():
     assert rc != 0
     log = "".join(s.log)
     assert "rank 1" in log, log[-3000:]
+
+
+def test_bench_collectives_on_cpu_ranks_checks_and_times_the_all_reduce(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import schema_check
+
+    from conftest import BIN
+
+    out = tmp_path / "collectives.json"
+    r = subprocess.run([str(BIN), "bench", "collectives", "--ranks", "2", "--device", "cpu",
+                        "--sizes", "8KiB,64KiB", "--iters", "5", "--result-json", str(out)],
+                       env={**os.environ, **ENV}, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    result = json.loads(out.read_text())
+    schema = json.loads((Path(__file__).resolve().parents[2] / "bench" /
+                         "results.schema.json").read_text())
+    assert schema_check.errors(result, schema) == []
+    assert result["ranks"] == 2 and [row["bytes"] for row in result["all_reduce"]] == [8192, 65536]
+    assert all(row["max_relative_error"] == 0.0 for row in result["all_reduce"])
+    assert "all-reduce on 2 ranks" in r.stdout

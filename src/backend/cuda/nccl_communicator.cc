@@ -7,6 +7,7 @@
 #include <cstring>
 #include <utility>
 
+#include "backend/cuda/one_shot_all_reduce.h"
 #include "core/check.h"
 #include "ops/cuda_check.h"
 
@@ -82,10 +83,25 @@ ncclDataType_t nccl_type(DType dtype) {
                  dtype_name(dtype));
 }
 
+// All-reduces of up to this many bytes take the one-shot kernel where the ranks share memory
+// (INFLIGHT_ONE_SHOT_ALL_REDUCE_MAX; 0: NCCL only).
+int64_t one_shot_max_bytes() {
+  const char* v = std::getenv("INFLIGHT_ONE_SHOT_ALL_REDUCE_MAX");
+  return v != nullptr && *v != '\0' ? std::atoll(v) : int64_t{1} << 20;
+}
+
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(std::function<cudaStream_t()> stream, int rank, int size, ncclComm_t comm)
-      : stream_(std::move(stream)), rank_(rank), size_(size), comm_(comm) {}
+  NcclCommunicator(int device, std::function<cudaStream_t()> stream, int rank, int size,
+                   ncclComm_t comm)
+      : stream_(std::move(stream)), rank_(rank), size_(size), comm_(comm) {
+    const int64_t max_bytes = one_shot_max_bytes();
+    if (size_ > 1 && max_bytes >= 16) {
+      one_shot_ = OneShotAllReduce::create(
+          device, rank, size, max_bytes / 16 * 16,
+          [this](const std::vector<uint8_t>& bytes) { return all_gather_host(bytes); });
+    }
+  }
   ~NcclCommunicator() override {
     if (comm_ != nullptr) nccl().comm_destroy(comm_);  // errors ignored in a destructor
   }
@@ -96,34 +112,54 @@ class NcclCommunicator final : public Communicator {
   int world_size() const override { return size_; }
 
   void all_reduce(const Tensor& t, ReduceOp op) override {
-    INFLIGHT_NCCL_CHECK(nccl().all_reduce(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
-                                      nccl_type(t.dtype()),
-                                      op == ReduceOp::kSum ? ncclSum : ncclMax, comm_, stream_()));
+    if (one_shot_ != nullptr && op == ReduceOp::kSum && one_shot_->takes(t)) {
+      one_shot_->run(t, stream_());
+      return;
+    }
+    INFLIGHT_NCCL_CHECK(
+        nccl().all_reduce(t.raw(), t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
+                          op == ReduceOp::kSum ? ncclSum : ncclMax, comm_, stream_()));
   }
   void all_gather(const Tensor& in, const Tensor& out) override {
     check_parts("all_gather", in, out);
     INFLIGHT_NCCL_CHECK(nccl().all_gather(in.raw(), out.raw(), static_cast<size_t>(in.numel()),
-                                      nccl_type(in.dtype()), comm_, stream_()));
+                                          nccl_type(in.dtype()), comm_, stream_()));
   }
   void reduce_scatter(const Tensor& in, const Tensor& out) override {
     check_parts("reduce_scatter", out, in);
     INFLIGHT_NCCL_CHECK(nccl().reduce_scatter(in.raw(), out.raw(), static_cast<size_t>(out.numel()),
-                                          nccl_type(in.dtype()), ncclSum, comm_, stream_()));
+                                              nccl_type(in.dtype()), ncclSum, comm_, stream_()));
   }
   void broadcast(const Tensor& t, int root) override {
     INFLIGHT_NCCL_CHECK(nccl().broadcast(t.raw(), t.raw(), static_cast<size_t>(t.numel()),
-                                      nccl_type(t.dtype()), root, comm_, stream_()));
+                                         nccl_type(t.dtype()), root, comm_, stream_()));
   }
   void send(const Tensor& t, int peer) override {
     INFLIGHT_NCCL_CHECK(nccl().send(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
-                                 peer, comm_, stream_()));
+                                    peer, comm_, stream_()));
   }
   void recv(const Tensor& t, int peer) override {
     INFLIGHT_NCCL_CHECK(nccl().recv(t.raw(), static_cast<size_t>(t.numel()), nccl_type(t.dtype()),
-                                 peer, comm_, stream_()));
+                                    peer, comm_, stream_()));
   }
 
  private:
+  // Every rank's `bytes` (equal sizes), in rank order, through NCCL (set-up only: waits).
+  std::vector<uint8_t> all_gather_host(const std::vector<uint8_t>& bytes) {
+    const size_t n = bytes.size();
+    void* dev = nullptr;
+    INFLIGHT_CUDA_CHECK(cudaMalloc(&dev, n * static_cast<size_t>(size_ + 1)));
+    char* all = static_cast<char*>(dev) + n;
+    cudaStream_t s = stream_();
+    INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(dev, bytes.data(), n, cudaMemcpyHostToDevice, s));
+    INFLIGHT_NCCL_CHECK(nccl().all_gather(dev, all, n, ncclUint8, comm_, s));
+    std::vector<uint8_t> out(n * static_cast<size_t>(size_));
+    INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(out.data(), all, out.size(), cudaMemcpyDeviceToHost, s));
+    INFLIGHT_CUDA_CHECK(cudaStreamSynchronize(s));
+    cudaFree(dev);
+    return out;
+  }
+
   // `whole` holds world_size() parts of `part`'s size and dtype.
   void check_parts(const char* op, const Tensor& part, const Tensor& whole) const {
     INFLIGHT_CHECK_CODE(part.dtype() == whole.dtype() && whole.numel() == part.numel() * size_,
@@ -135,6 +171,7 @@ class NcclCommunicator final : public Communicator {
   std::function<cudaStream_t()> stream_;
   int rank_, size_;
   ncclComm_t comm_;
+  std::unique_ptr<OneShotAllReduce> one_shot_;  // small all-reduces (null: NCCL only)
 };
 
 }  // namespace
@@ -158,7 +195,7 @@ std::unique_ptr<Communicator> make_nccl_communicator(int device,
   INFLIGHT_CUDA_CHECK(cudaSetDevice(device));
   ncclComm_t comm = nullptr;
   INFLIGHT_NCCL_CHECK(nccl().comm_init_rank(&comm, size, uid, rank));
-  return std::make_unique<NcclCommunicator>(std::move(stream), rank, size, comm);
+  return std::make_unique<NcclCommunicator>(device, std::move(stream), rank, size, comm);
 }
 
 }  // namespace inflight

@@ -1,0 +1,212 @@
+#include "backend/cuda/one_shot_all_reduce.h"
+
+#include <cuda_bf16.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+#include "ops/cuda_check.h"
+
+namespace inflight {
+namespace {
+
+constexpr int kThreads = 512;
+constexpr int64_t kFlagBytes = 4096;  // flags [kMaxBlocks][kMaxRanks] u32, padded
+
+struct Args {
+  char* peers[OneShotAllReduce::kMaxRanks];  // each rank's allocation
+  uint32_t* counters;                        // this rank's, [kMaxBlocks]
+  uint4* t;                                  // [n] 16-byte units, in place
+  int64_t n;
+  int64_t capacity;
+  int rank;
+  int size;
+};
+
+__device__ __forceinline__ void store_release(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t load_acquire(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// 16 bytes of `T` summed into f32 accumulators, and back.
+template <typename T>
+struct Unit;
+template <>
+struct Unit<float> {
+  static constexpr int kN = 4;
+  static __device__ void add(float* acc, uint4 u) {
+    acc[0] += __uint_as_float(u.x);
+    acc[1] += __uint_as_float(u.y);
+    acc[2] += __uint_as_float(u.z);
+    acc[3] += __uint_as_float(u.w);
+  }
+  static __device__ uint4 pack(const float* acc) {
+    return {__float_as_uint(acc[0]), __float_as_uint(acc[1]), __float_as_uint(acc[2]),
+            __float_as_uint(acc[3])};
+  }
+};
+template <>
+struct Unit<__nv_bfloat16> {
+  static constexpr int kN = 8;
+  static __device__ void add(float* acc, uint4 u) {
+    const auto* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __bfloat1622float2(h[i]);
+      acc[2 * i] += f.x;
+      acc[2 * i + 1] += f.y;
+    }
+  }
+  static __device__ uint4 pack(const float* acc) {
+    uint4 u;
+    auto* h = reinterpret_cast<__nv_bfloat162*>(&u);
+    for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
+    return u;
+  }
+};
+
+// Block b handles units b * kThreads + tid, stepping by the grid (always kMaxBlocks blocks): the
+// same units on every rank, so block b only waits for block b of the others.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) one_shot_kernel(Args a) {
+  __shared__ uint32_t epoch;
+  const int b = blockIdx.x;
+  if (threadIdx.x == 0) {
+    epoch = a.counters[b] + 1;
+    a.counters[b] = epoch;
+  }
+  __syncthreads();
+  const int64_t half = kFlagBytes + (epoch & 1) * a.capacity;
+  auto* mine = reinterpret_cast<uint4*>(a.peers[a.rank] + half);
+  const int64_t stride = int64_t{gridDim.x} * kThreads;
+  for (int64_t i = int64_t{b} * kThreads + threadIdx.x; i < a.n; i += stride) mine[i] = a.t[i];
+  __syncthreads();
+  if (threadIdx.x < a.size) {
+    // Tell rank q this block's data is in place; wait until rank q says the same.
+    const int q = threadIdx.x;
+    auto* theirs = reinterpret_cast<uint32_t*>(a.peers[q]);
+    store_release(theirs + b * OneShotAllReduce::kMaxRanks + a.rank, epoch);
+    const auto* own = reinterpret_cast<const uint32_t*>(a.peers[a.rank]);
+    while (load_acquire(own + b * OneShotAllReduce::kMaxRanks + q) < epoch) {
+    }
+  }
+  __syncthreads();
+  for (int64_t i = int64_t{b} * kThreads + threadIdx.x; i < a.n; i += stride) {
+    float acc[Unit<T>::kN] = {};
+    for (int q = 0; q < a.size; ++q) {  // rank order: the same sum on every rank
+      Unit<T>::add(acc, __ldcg(reinterpret_cast<const uint4*>(a.peers[q] + half) + i));
+    }
+    a.t[i] = Unit<T>::pack(acc);
+  }
+}
+
+// This host, so that ranks on other nodes never try to share memory.
+std::vector<uint8_t> host_key() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return std::vector<uint8_t>(name, name + sizeof(name));
+}
+
+}  // namespace
+
+std::unique_ptr<OneShotAllReduce> OneShotAllReduce::create(
+    int device, int rank, int size, int64_t capacity,
+    const std::function<std::vector<uint8_t>(const std::vector<uint8_t>&)>& all_gather) {
+  INFLIGHT_CUDA_CHECK(cudaSetDevice(device));
+  // One record per rank: host, device id, whether it reaches every other rank's device
+  // (checked below), its IPC handle.
+  struct Record {
+    uint8_t host[256];
+    int32_t device;
+    int32_t ok;
+    cudaIpcMemHandle_t handle;
+  };
+  auto r = std::unique_ptr<OneShotAllReduce>(new OneShotAllReduce());
+  r->rank_ = rank;
+  r->size_ = size;
+  r->capacity_ = capacity;
+  Record mine{};
+  const std::vector<uint8_t> key = host_key();
+  std::memcpy(mine.host, key.data(), sizeof(mine.host));
+  mine.device = device;
+  mine.ok = size <= kMaxRanks;
+  if (mine.ok) {
+    INFLIGHT_CUDA_CHECK(cudaMalloc(&r->local_, static_cast<size_t>(kFlagBytes + 2 * capacity)));
+    INFLIGHT_CUDA_CHECK(cudaMemset(r->local_, 0, kFlagBytes));
+    INFLIGHT_CUDA_CHECK(cudaMalloc(&r->counters_, kMaxBlocks * sizeof(uint32_t)));
+    INFLIGHT_CUDA_CHECK(cudaMemset(r->counters_, 0, kMaxBlocks * sizeof(uint32_t)));
+    INFLIGHT_CUDA_CHECK(cudaDeviceSynchronize());
+    INFLIGHT_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, r->local_));
+  }
+  auto gather = [&](const Record& x) {
+    const std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(&x),
+                                     reinterpret_cast<const uint8_t*>(&x) + sizeof(Record));
+    const std::vector<uint8_t> all = all_gather(bytes);
+    std::vector<Record> records(static_cast<size_t>(size));
+    std::memcpy(records.data(), all.data(), records.size() * sizeof(Record));
+    return records;
+  };
+  std::vector<Record> records = gather(mine);
+  // Peer access to every other rank's device, all on this host: then each rank opens the rest.
+  for (const Record& x : records) {
+    int access = 1;
+    if (x.device != device) cudaDeviceCanAccessPeer(&access, device, x.device);
+    mine.ok = mine.ok && x.ok && access == 1 && std::memcmp(x.host, mine.host, 256) == 0;
+  }
+  records = gather(mine);  // every rank's verdict, so that all agree
+  const bool usable =
+      std::all_of(records.begin(), records.end(), [](const Record& x) { return x.ok != 0; });
+  if (!usable) return nullptr;  // the destructor frees what was allocated
+  r->peers_.resize(static_cast<size_t>(size));
+  for (int q = 0; q < size; ++q) {
+    if (q == rank) {
+      r->peers_[static_cast<size_t>(q)] = r->local_;
+      continue;
+    }
+    INFLIGHT_CUDA_CHECK(cudaIpcOpenMemHandle(&r->peers_[static_cast<size_t>(q)],
+                                             records[static_cast<size_t>(q)].handle,
+                                             cudaIpcMemLazyEnablePeerAccess));
+  }
+  return r;
+}
+
+OneShotAllReduce::~OneShotAllReduce() {
+  for (size_t q = 0; q < peers_.size(); ++q) {
+    if (static_cast<int>(q) != rank_ && peers_[q] != nullptr) cudaIpcCloseMemHandle(peers_[q]);
+  }
+  if (local_ != nullptr) cudaFree(local_);
+  if (counters_ != nullptr) cudaFree(counters_);
+}
+
+bool OneShotAllReduce::takes(const Tensor& t) const {
+  const int64_t bytes = static_cast<int64_t>(t.nbytes());
+  return (t.dtype() == DType::kBF16 || t.dtype() == DType::kF32) && bytes % 16 == 0 &&
+         bytes <= capacity_ && reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0;
+}
+
+void OneShotAllReduce::run(const Tensor& t, cudaStream_t stream) {
+  Args a{};
+  for (int q = 0; q < size_; ++q) a.peers[q] = static_cast<char*>(peers_[static_cast<size_t>(q)]);
+  a.counters = counters_;
+  a.t = static_cast<uint4*>(t.raw());
+  a.n = static_cast<int64_t>(t.nbytes()) / 16;
+  a.capacity = capacity_;
+  a.rank = rank_;
+  a.size = size_;
+  if (a.n == 0) return;
+  // Always kMaxBlocks blocks: every block's epoch then advances with every all-reduce, so all
+  // blocks of one all-reduce use the same data half.
+  if (t.dtype() == DType::kBF16) {
+    one_shot_kernel<__nv_bfloat16><<<kMaxBlocks, kThreads, 0, stream>>>(a);
+  } else {
+    one_shot_kernel<float><<<kMaxBlocks, kThreads, 0, stream>>>(a);
+  }
+  INFLIGHT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace inflight
