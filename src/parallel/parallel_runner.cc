@@ -75,15 +75,19 @@ void ParallelRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& 
   m.batch = batch;
   m.request = request;
   world_.send_to_all(encode(m));
+  watchdog_.arm("a step");
   or_abort(world_, "a step", [&] { local_->begin_step(batch, request); });
 }
 
 StepLogits& ParallelRunner::end_step() {
-  return or_abort(world_, "a step", [&]() -> StepLogits& { return local_->end_step(); });
+  StepLogits& out = or_abort(world_, "a step", [&]() -> StepLogits& { return local_->end_step(); });
+  watchdog_.disarm();
+  return out;
 }
 
 void serve_steps(DeviceRunner& runner, World& world) {
   INFLIGHT_CHECK(world.rank() != 0, "rank 0 runs the engine, not serve_steps");
+  StepWatchdog watchdog(world);
   while (true) {
     const RunnerMessage m = decode(world.receive_from_root());
     switch (m.command) {
@@ -100,10 +104,12 @@ void serve_steps(DeviceRunner& runner, World& world) {
                  [&] { runner.init_kv_cache(m.a, static_cast<int32_t>(m.b)); });
         break;
       case RunnerCommand::kStep:
+        watchdog.arm("a step");
         or_abort(world, "a step", [&] {
           runner.begin_step(m.batch, m.request);
           runner.end_step();
         });
+        watchdog.disarm();
         break;
       case RunnerCommand::kStop:
         return;

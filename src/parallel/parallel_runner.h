@@ -9,11 +9,13 @@
 //
 // The memory plan sees the smallest rank: memory() reports the least free memory of all ranks.
 // A failure on any rank (an exception out of a step) ends the whole job with a message naming
-// the rank (World::abort): the ranks' states cannot be kept consistent past it.
+// the rank (World::abort): the ranks' states cannot be kept consistent past it. So does a step
+// that does not finish in time on some rank (StepWatchdog: another rank hung).
 #pragma once
 
 #include <memory>
 
+#include "parallel/step_watchdog.h"
 #include "parallel/world.h"
 #include "runtime/device_runner.h"
 #include "runtime/model_runner.h"
@@ -45,6 +47,7 @@ class ParallelRunner final : public ModelRunner {
  private:
   std::unique_ptr<DeviceRunner> local_;
   World& world_;
+  StepWatchdog watchdog_{world_};  // from begin_step to the end of end_step
 };
 
 // Ranks other than 0: runs what rank 0's ParallelRunner sends on `runner` until it stops.

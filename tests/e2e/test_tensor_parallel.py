@@ -98,6 +98,37 @@ def test_a_killed_rank_ends_the_job_naming_it():
     assert "rank 1" in log, log[-3000:]
 
 
+def test_a_hung_rank_ends_the_job_after_the_step_timeout():
+    s = ServerProcess([*ARGS, "--tensor-parallel-size", str(RANKS)],
+                      env={**ENV, "INFLIGHT_STEP_TIMEOUT_S": "3"})
+    try:
+        s.wait_ready(timeout=300)
+        hung = ranks_of(s)[2]
+        os.kill(hung, signal.SIGSTOP)  # alive to MPI, but it never joins the step's collectives
+        try:
+            requests.post(s.url + "/v1/completions", timeout=60,
+                          json={"prompt": "Hello", "max_tokens": 4})
+        except requests.RequestException:
+            pass  # the job ends while the request waits
+        rc = s.proc.wait(timeout=60)
+    finally:
+        s.stop()
+    assert rc != 0
+    log = "".join(s.log)
+    assert "has not finished after 3 s" in log and "hung or gone" in log, log[-3000:]
+
+
+def test_a_size_that_does_not_split_the_model_fails_at_start_naming_it():
+    s = ServerProcess([*ARGS, "--tensor-parallel-size", "2"], env=ENV)
+    try:
+        rc = s.proc.wait(timeout=120)
+    finally:
+        s.stop()
+    assert rc != 0
+    log = "".join(s.log)
+    assert "does not divide the model's attention heads (num_attention_heads: 9)" in log, log[-3000:]
+
+
 def test_bench_collectives_on_cpu_ranks_checks_and_times_the_all_reduce(tmp_path):
     import json
     import subprocess
