@@ -169,23 +169,13 @@ TEST(TensorParallelFiles, GoldenFixturesAndSmolLM2) {
 }
 
 // The engine over a ParallelRunner on rank 0, the other ranks serving its steps: the greedy
-// continuations of the same model on one rank.
+// continuations of the same model on one rank, with the prompts in chunks, with a KV cache so
+// small that requests are preempted and recomputed, and each request alone (batch invariance).
 TEST(TensorParallelEngine, GreedyContinuationsMatchOneRank) {
   const ModelConfig c = splittable("llama", 96);
   if (!splits(c)) GTEST_SKIP() << "skipped: " << world().size() << " ranks cannot split it";
   const WeightMap weights = testing::random_weights(c, 11);
   const WeightSource source = weights_of(weights);
-  std::shared_ptr<Backend> backend = make_backend("cpu");
-  std::shared_ptr<Communicator> tp = world().make_communicator(*backend);
-  std::unique_ptr<DeviceRunner> shard = make_runner(backend, c, &source, 0, {}, tp);
-  if (world().rank() != 0) {
-    serve_steps(*shard, world());
-    return;
-  }
-  EngineConfig config;
-  config.max_num_seqs = 4;
-  config.max_num_batched_tokens = 16;  // prompts in chunks
-  config.kv_cache_bytes = int64_t{4} << 20;
   std::vector<Request> requests(3);
   for (uint32_t i = 0; i < 3; ++i) {
     requests[i].prompt_token_ids = random_tokens(5 + 9 * i, c.vocab_size, 100 + i);
@@ -193,15 +183,38 @@ TEST(TensorParallelEngine, GreedyContinuationsMatchOneRank) {
     requests[i].sampling.max_tokens = 24;
     requests[i].sampling.ignore_eos = true;
   }
-  auto generate = [&](std::unique_ptr<ModelRunner> runner) {
-    std::unique_ptr<Engine> engine = testing::make_engine(config, std::move(runner));
-    return testing::run_all(*engine, requests);
+  struct Case {
+    const char* name;
+    int64_t kv_blocks;  // of 16 tokens; the three requests need 7 at once
+    bool alone;
   };
-  const auto want = generate(make_runner(make_backend("cpu"), c, &source));
-  const auto got = generate(std::make_unique<ParallelRunner>(std::move(shard), world()));
-  for (size_t i = 0; i < requests.size(); ++i) {
-    ASSERT_EQ(want[i].tokens[0].size(), 24u);
-    EXPECT_EQ(got[i].tokens[0], want[i].tokens[0]) << "request " << i;
+  for (const Case k :
+       {Case{"together", 64, false}, Case{"preempted", 4, false}, Case{"alone", 64, true}}) {
+    EngineConfig config;
+    config.max_num_seqs = 4;
+    config.max_num_batched_tokens = 16;  // prompts in chunks
+    config.num_kv_blocks = k.kv_blocks;
+    // Every rank builds its shard; rank 0 runs the engine, the others its steps.
+    std::shared_ptr<Backend> backend = make_backend("cpu");
+    std::shared_ptr<Communicator> tp = world().make_communicator(*backend);
+    std::unique_ptr<DeviceRunner> shard = make_runner(backend, c, &source, 0, {}, tp);
+    if (world().rank() != 0) {
+      serve_steps(*shard, world());
+      continue;
+    }
+    auto generate = [&](std::unique_ptr<ModelRunner> runner) {
+      std::unique_ptr<Engine> engine = testing::make_engine(config, std::move(runner));
+      auto out =
+          k.alone ? testing::run_alone(*engine, requests) : testing::run_all(*engine, requests);
+      EXPECT_EQ(engine->stats().num_preemptions > 0, k.kv_blocks < 7) << k.name;
+      return out;
+    };
+    const auto want = generate(make_runner(make_backend("cpu"), c, &source));
+    const auto got = generate(std::make_unique<ParallelRunner>(std::move(shard), world()));
+    for (size_t i = 0; i < requests.size(); ++i) {
+      ASSERT_EQ(want[i].tokens[0].size(), 24u) << k.name;
+      EXPECT_EQ(got[i].tokens[0], want[i].tokens[0]) << k.name << " request " << i;
+    }
   }
 }
 
