@@ -86,7 +86,8 @@ void add_parallel_options(CLI::App& app, int32_t& tensor_parallel_size,
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   app.add_option("--pipeline-parallel-size", pipeline_parallel_size,
-                 "Split the layers into this many pipeline stages (not available yet: 1)")
+                 "Split the layers into this many pipeline stages, each of "
+                 "--tensor-parallel-size GPUs")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
 }

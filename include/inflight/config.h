@@ -92,7 +92,8 @@ struct ModelSource {
   // process), launched by mpirun (docs/deploy.md). Rank 0 calls Engine::load and serves; every
   // other rank calls Engine::run_worker with the same source.
   int32_t tensor_parallel_size = 1;
-  // Pipeline parallelism: the layers split into this many stages (not available yet: 1).
+  // Pipeline parallelism: the layers split into this many stages, each of tensor_parallel_size
+  // ranks (tensor_parallel_size x pipeline_parallel_size processes in all).
   int32_t pipeline_parallel_size = 1;
 };
 

@@ -100,12 +100,12 @@ double check_all_reduce(Backend& backend, Communicator& comm, const Tensor& t, W
 CollectivesResult run_collectives_bench(const CollectivesOptions& o) {
   World& world = World::get();
   std::unique_ptr<Backend> backend = make_backend(rank_device(o.device, world));
-  const std::shared_ptr<Communicator> comm = world.make_communicator(*backend);
+  const std::shared_ptr<Communicator> comm = world.make_groups(*backend, world.size()).tp;
   // NCCL alone: the same communicator without the one-shot all-reduce.
   std::shared_ptr<Communicator> nccl;
   if (!backend->communicator_id().empty() && world.size() > 1) {
     ::setenv("INFLIGHT_ONE_SHOT_ALL_REDUCE_MAX", "0", 1);
-    nccl = world.make_communicator(*backend);
+    nccl = world.make_groups(*backend, world.size()).tp;
     ::unsetenv("INFLIGHT_ONE_SHOT_ALL_REDUCE_MAX");
   }
   CollectivesResult r;

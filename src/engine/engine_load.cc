@@ -78,22 +78,21 @@ LoadedShard load_shard(const ModelSource& source, bool with_tokenizer) {
                       ErrorCode::kInvalidArgument,
                       "tensor_parallel_size {} and pipeline_parallel_size {} must be at least 1",
                       source.tensor_parallel_size, source.pipeline_parallel_size);
-  INFLIGHT_CHECK_CODE(source.pipeline_parallel_size == 1, ErrorCode::kUnsupported,
-                      "pipeline parallelism (--pipeline-parallel-size {}) is not available yet",
-                      source.pipeline_parallel_size);
-  const int ranks = source.tensor_parallel_size;
+  const int ranks = source.tensor_parallel_size * source.pipeline_parallel_size;
   World& world = ranks > 1 ? World::get() : World::single();
   INFLIGHT_CHECK_CODE(ranks > 1 || World::environment_size() <= 1, ErrorCode::kInvalidArgument,
-                      "launched as {} processes by mpirun, but the tensor parallel size is 1 "
-                      "(give --tensor-parallel-size {})",
+                      "launched as {} processes by mpirun, but the model is not split (give "
+                      "--tensor-parallel-size and --pipeline-parallel-size whose product is {})",
                       World::environment_size(), World::environment_size());
   INFLIGHT_CHECK_CODE(world.size() == ranks, ErrorCode::kInvalidArgument,
-                      "tensor parallel size {} needs {} processes, one per rank, and this job has "
-                      "{} (launch them with `mpirun -np {} inflight ...`, or let `inflight "
-                      "serve` start them)",
-                      ranks, ranks, world.size(), ranks);
+                      "tensor parallel size {} x pipeline parallel size {} needs {} processes, one "
+                      "per rank, and this job has {} (launch them with `mpirun -np {} inflight "
+                      "...`, or let `inflight serve` start them)",
+                      source.tensor_parallel_size, source.pipeline_parallel_size, ranks,
+                      world.size(), ranks);
   std::shared_ptr<Backend> backend = make_backend(rank_device(source, world));
-  const std::shared_ptr<Communicator> tp = world.make_communicator(*backend);
+  const World::Groups groups = world.make_groups(*backend, source.tensor_parallel_size);
+  const ModelParallelism parallel{groups.tp.get(), groups.pp.get()};
   LoadedShard out;
   std::unique_ptr<Model> model;
   if (dummy) {
@@ -103,7 +102,7 @@ LoadedShard load_shard(const ModelSource& source, bool with_tokenizer) {
     }
     ModelConfig config = dummy_model_config(source.dummy_arch, source.dummy_config);
     apply_quantization(source, config);
-    model = make_dummy_model(config, *backend, source.dummy_seed, tp.get());
+    model = make_dummy_model(config, *backend, source.dummy_seed, parallel);
   } else {
     out.name = source.path;
     const std::unique_ptr<ModelFiles> files = ModelFiles::open(source.path);
@@ -116,7 +115,7 @@ LoadedShard load_shard(const ModelSource& source, bool with_tokenizer) {
     const auto weights_begin = std::chrono::steady_clock::now();
     ModelConfig config = files->config();
     apply_quantization(source, config);
-    model = make_model(config, weights_of(*files), *backend, tp.get());
+    model = make_model(config, weights_of(*files), *backend, parallel);
     backend->synchronize();  // the last copies of the weights
     const double loaded = seconds_since(weights_begin);
     INFLIGHT_LOG_INFO(
@@ -128,7 +127,8 @@ LoadedShard load_shard(const ModelSource& source, bool with_tokenizer) {
         backend->name());
   }
   out.runner =
-      std::make_unique<DeviceRunner>(std::move(backend), std::move(model), RunnerOptions{}, tp);
+      std::make_unique<DeviceRunner>(std::move(backend), std::move(model), RunnerOptions{},
+                                     groups.tp, groups.pp);
   return out;
 }
 
@@ -140,7 +140,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelSource& source,
     const auto begin = std::chrono::steady_clock::now();
     LoadedShard shard = load_shard(source, /*with_tokenizer=*/true);
     std::unique_ptr<ModelRunner> runner = std::move(shard.runner);
-    if (source.tensor_parallel_size > 1) {
+    if (source.tensor_parallel_size * source.pipeline_parallel_size > 1) {
       runner = std::make_unique<ParallelRunner>(
           std::unique_ptr<DeviceRunner>(static_cast<DeviceRunner*>(runner.release())),
           World::get());

@@ -33,8 +33,8 @@
 namespace inflight {
 
 struct PlannedLinear {
-  std::string module;      // "model.layers.0.self_attn.qkv" style, for messages
-  PlannedWeight weight;    // parts, shape [N, K], dtype as kept (compute dtype or f8_e4m3)
+  std::string module;            // "model.layers.0.self_attn.qkv" style, for messages
+  PlannedWeight weight;          // parts, shape [N, K], dtype as kept (compute dtype or f8_e4m3)
   bool quantize_online = false;  // stored unquantized, quantized at load as `online` says
   OnlineFp8Scheme online;
   Quantization::ActivationScales activations = Quantization::ActivationScales::kDynamicToken;

@@ -76,24 +76,32 @@ std::vector<float> rope_inv_freq(const ModelConfig& config) {
 }
 
 LlamaModel::LlamaModel(const ModelConfig& config, const WeightSource& weights, Backend& backend,
-                       Communicator* tp)
+                       const ModelParallelism& parallel)
     : Model(backend), config_(config) {
-  init_shard(tp);
+  init_shard(parallel);
   load_weights(weights);
 }
 
-LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, uint64_t seed, Communicator* tp)
+LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, uint64_t seed,
+                       const ModelParallelism& parallel)
     : Model(backend), config_(config) {
-  init_shard(tp);
+  init_shard(parallel);
   init_random_weights(seed);
 }
 
-void LlamaModel::init_shard(Communicator* tp) {
+void LlamaModel::init_shard(const ModelParallelism& parallel) {
   check_config();
-  tp_ = tp != nullptr && tp->world_size() > 1 ? tp : nullptr;
+  const auto many = [](Communicator* c) {
+    return c != nullptr && c->world_size() > 1 ? c : nullptr;
+  };
+  tp_ = many(parallel.tp);
+  pp_ = many(parallel.pp);
   shard_ = tp_ != nullptr ? TensorParallelShard::of(config_, tp_->rank(), tp_->world_size())
                           : TensorParallelShard::of(config_, 0, 1);
+  stage_ = pp_ != nullptr ? PipelineStage::of(config_, pp_->rank(), pp_->world_size())
+                          : PipelineStage::of(config_, 0, 1);
   local_ = shard_.apply(config_);
+  local_.num_layers = stage_.num_layers();
 }
 
 void LlamaModel::all_reduce(const Tensor& t) {
@@ -205,19 +213,26 @@ void LlamaModel::load_weights(const WeightSource& source) {
     plan.push_back(Planned{
         bytes, [this, destination, w = std::move(w)] { load_linear(backend_, w, destination()); }});
   };
-  // The tensor (linear layer) `member` picks out of layer `l`.
+  // The tensor (linear layer) `member` picks out of layer `l` (of the model; this stage's
+  // layers_ start at stage_.layer_begin).
   auto in_layer = [this](int64_t l, auto member) {
-    return
-        [this, l, member]() -> decltype(auto) { return member(layers_[static_cast<size_t>(l)]); };
+    return [this, l, member]() -> decltype(auto) {
+      return member(layers_[static_cast<size_t>(l - stage_.layer_begin)]);
+    };
   };
 
-  add([this]() -> Tensor& { return embed_; },
-      {{"model.embed_tokens.weight", {c.vocab_size, hidden}, vocab_cut, s.vocab}}, true);
-  one([this]() -> Tensor& { return final_norm_; }, "model.norm.weight", {hidden});
-  // Tied: the LM head is the embedding itself, one device copy.
-  if (!c.tie_word_embeddings) {
-    add([this]() -> Tensor& { return lm_head_.weight; },
-        {{"lm_head.weight", {c.vocab_size, hidden}, vocab_cut, s.vocab}}, true);
+  // The embedding on the first stage (and on the last when the LM head is tied to it).
+  if (stage_.first() || (stage_.last() && c.tie_word_embeddings)) {
+    add([this]() -> Tensor& { return embed_; },
+        {{"model.embed_tokens.weight", {c.vocab_size, hidden}, vocab_cut, s.vocab}}, true);
+  }
+  if (stage_.last()) {
+    one([this]() -> Tensor& { return final_norm_; }, "model.norm.weight", {hidden});
+    // Tied: the LM head is the embedding itself, one device copy.
+    if (!c.tie_word_embeddings) {
+      add([this]() -> Tensor& { return lm_head_.weight; },
+          {{"lm_head.weight", {c.vocab_size, hidden}, vocab_cut, s.vocab}}, true);
+    }
   }
   // Llama 3.1 GGUF files carry their rope scaling as per-pair frequency divisors instead of
   // config keys (formats/model_files.h).
@@ -229,7 +244,7 @@ void LlamaModel::load_weights(const WeightSource& source) {
   }
   const MoeLayout& m =
       weights("model.layers.0.block_sparse_moe.gate.weight") ? kMixtralLayout : kQwenMoeLayout;
-  for (int64_t l = 0; l < c.num_layers; ++l) {
+  for (int64_t l = stage_.layer_begin; l < stage_.layer_end; ++l) {
     auto name = [l](const char* suffix) { return layer_name(l, suffix); };
     // A layer without its first tensor is one the config counts and the files do not hold
     // (num_hidden_layers: 10^9 over 30 layers of tensors); a tensor missing inside a layer is
@@ -295,10 +310,10 @@ void LlamaModel::load_weights(const WeightSource& source) {
   int64_t bytes = 0;
   for (const Planned& p : plan) bytes += p.bytes;
   check_weights_fit(backend_, bytes, "the model's weights");
-  layers_.resize(static_cast<size_t>(c.num_layers));
+  layers_.resize(static_cast<size_t>(local_.num_layers));
   // (load_linear leaves a layer's bias alone, whichever is loaded first.)
   for (const Planned& p : plan) p.load();
-  if (c.tie_word_embeddings) lm_head_.weight = embed_;
+  if (c.tie_word_embeddings && stage_.last()) lm_head_.weight = embed_;
   if (has_experts()) {
     const int64_t ie = local_.expert_intermediate_size();
     for (Layer& layer : layers_) {
@@ -329,10 +344,12 @@ bool LlamaModel::quantizes_dummy_linears() const {
 }
 
 int64_t LlamaModel::dummy_weight_bytes() const {
-  return dummy_weight_bytes(local_, backend_.compute_dtype(), quantizes_dummy_linears());
+  return dummy_weight_bytes(local_, backend_.compute_dtype(), quantizes_dummy_linears(),
+                            stage_.first(), stage_.last());
 }
 
-int64_t LlamaModel::dummy_weight_bytes(const ModelConfig& c, DType dtype, bool fp8) {
+int64_t LlamaModel::dummy_weight_bytes(const ModelConfig& c, DType dtype, bool fp8,
+                                       bool first_stage, bool last_stage) {
   // Bounded by ModelConfig::num_weight_elements (validated), so nothing here overflows.
   const int64_t hidden = c.hidden_size, q_dim = c.num_heads * c.head_dim;
   const int64_t qkv_rows = q_dim + 2 * c.num_kv_heads * c.head_dim;
@@ -353,7 +370,12 @@ int64_t LlamaModel::dummy_weight_bytes(const ModelConfig& c, DType dtype, bool f
   const int64_t embed = c.vocab_size * hidden;
   const int64_t largest = std::max({qkv_rows * hidden, hidden * q_dim, 2 * mlp_inter * hidden});
   const int64_t staging = fp8 ? largest * dt : 0;
-  return c.num_layers * layer + (embed * (c.tie_word_embeddings ? 1 : 2) + hidden) * dt + staging;
+  // The embedding on the first stage (and the last, when tied), the final norm and an untied
+  // head on the last.
+  const bool tied = c.tie_word_embeddings;
+  int64_t ends = first_stage || (last_stage && tied) ? embed : 0;
+  if (last_stage) ends += (tied ? 0 : embed) + hidden;
+  return c.num_layers * layer + ends * dt + staging;
 }
 
 void LlamaModel::init_random_weights(uint64_t seed) {
@@ -366,6 +388,10 @@ void LlamaModel::init_random_weights(uint64_t seed) {
   const DType dt = backend_.compute_dtype();
   check_weights_fit(backend_, dummy_weight_bytes(), "the model's dummy weights");
   uint64_t index = 0;
+  // Whether this rank holds the tensor being made: every rank walks the whole model in the same
+  // order, so that each tensor's stream index is the same on every rank and stage, and makes
+  // only its stage's tensors.
+  bool keep = true;
   // One block of a dummy tensor: rows of `local` (2-D) take the values of the whole tensor
   // (`whole_cols` wide) from row `row`, column `col` on. Under tensor parallelism every rank's
   // slices hold the values the unsplit model has there.
@@ -377,12 +403,17 @@ void LlamaModel::init_random_weights(uint64_t seed) {
   // order on every rank.
   auto fill = [&](const std::vector<Block>& blocks, float scale, float offset) {
     const uint64_t stream = seed * 0x9e3779b97f4a7c15ULL + ++index;
+    if (!keep) return;
     for (const Block& b : blocks) {
       backend_.fill_random(b.local, stream, scale, offset,
                            {b.row * b.whole_cols + b.col, b.local.size(1), b.whole_cols});
     }
   };
   auto make = [&](const Shape& shape, float scale, float offset) {
+    if (!keep) {
+      ++index;
+      return Tensor();
+    }
     Tensor t = backend_.alloc(shape, dt);
     fill({{t.reshape({1, t.numel()}), 0, 0, t.numel()}}, scale, offset);
     return t;
@@ -396,11 +427,16 @@ void LlamaModel::init_random_weights(uint64_t seed) {
   // A weight [out, in] of this rank, filled by `blocks(t)` with scale 1/sqrt(whole fan-in).
   auto weight = [&](int64_t out, int64_t in, int64_t whole_in,
                     const std::function<std::vector<Block>(const Tensor&)>& blocks) {
+    if (!keep) {
+      ++index;
+      return Tensor();
+    }
     Tensor t = backend_.alloc({out, in}, dt);
     fill(blocks(t), 1.0f / std::sqrt(static_cast<float>(whole_in)), 0.0f);
     return t;
   };
   auto linear = [&](const Tensor& t) {
+    if (!t.defined()) return Linear();
     if (fp8) return quantize_linear_online(backend_, t, scheme);
     Linear l;
     l.weight = t;
@@ -414,10 +450,14 @@ void LlamaModel::init_random_weights(uint64_t seed) {
 
   const int64_t v0 = s.vocab.begin, vocab = c.vocab_size;
   auto vocab_rows = [&](const Tensor& t) { return std::vector<Block>{rows(t, 0, vocab, v0)}; };
-  embed_ = backend_.alloc({vocab, hidden}, dt);
-  fill(vocab_rows(embed_), 1.0f, 0.0f);
+  // The embedding on the first stage (and the last, when tied); final norm and head on the last.
+  keep = stage_.first() || (stage_.last() && c.tie_word_embeddings);
+  if (keep) embed_ = backend_.alloc({vocab, hidden}, dt);
+  fill(keep ? vocab_rows(embed_) : std::vector<Block>{}, 1.0f, 0.0f);
+  keep = stage_.last();
   final_norm_ = norm();
-  lm_head_.weight = c.tie_word_embeddings ? embed_ : weight(vocab, hidden, hidden, vocab_rows);
+  lm_head_.weight = c.tie_word_embeddings ? (keep ? embed_ : Tensor())
+                                          : weight(vocab, hidden, hidden, vocab_rows);
   set_inv_freq(nullptr);
 
   // This rank's q, k, v rows of the fused [q; k; v] (rows of the whole from those offsets).
@@ -429,14 +469,17 @@ void LlamaModel::init_random_weights(uint64_t seed) {
   };
   const int64_t i0 = s.intermediate.begin;
   layers_.resize(static_cast<size_t>(c.num_layers));
-  for (Layer& layer : layers_) {
+  for (int64_t l = 0; l < w.num_layers; ++l) {
+    keep = l >= stage_.layer_begin && l < stage_.layer_end;
+    Layer skipped;
+    Layer& layer = keep ? layers_[static_cast<size_t>(l - stage_.layer_begin)] : skipped;
     layer.input_norm = norm();
     layer.post_norm = norm();
     layer.qkv = linear(weight(q_dim + 2 * kv_dim, hidden, hidden, qkv_rows));
     if (has_qkv_bias()) {
-      layer.qkv.bias = backend_.alloc({q_dim + 2 * kv_dim}, dt);
-      const Tensor bias = layer.qkv.bias.reshape({q_dim + 2 * kv_dim, 1});
-      fill(qkv_rows(bias), 0.1f, 0.0f);
+      if (keep) layer.qkv.bias = backend_.alloc({q_dim + 2 * kv_dim}, dt);
+      fill(keep ? qkv_rows(layer.qkv.bias.reshape({q_dim + 2 * kv_dim, 1})) : std::vector<Block>{},
+           0.1f, 0.0f);
     }
     layer.o = linear(weight(hidden, q_dim, whole_q, [&](const Tensor& t) {
       return std::vector<Block>{{t, 0, q0, whole_q}};
@@ -460,19 +503,21 @@ void LlamaModel::init_random_weights(uint64_t seed) {
     layer.router.weight = weight(
         e, hidden, hidden, [&](const Tensor& t) { return std::vector<Block>{rows(t, 0, e, 0)}; });
     // Expert x's gate and up rows of the whole [E 2 I_e, hidden], and its down columns.
-    layer.experts_gate_up =
-        weight(e * 2 * ie, hidden, hidden, [&](const Tensor& t) {
-          std::vector<Block> b;
-          for (int64_t x = 0; x < e; ++x) {
-            b.push_back(rows(t, x * 2 * ie, x * 2 * ie + ie, x * 2 * whole_ie + e0));
-            b.push_back(
-                rows(t, x * 2 * ie + ie, (x + 1) * 2 * ie, x * 2 * whole_ie + whole_ie + e0));
-          }
-          return b;
-        }).reshape({e, 2 * ie, hidden});
-    layer.experts_down = weight(e * hidden, ie, whole_ie, [&](const Tensor& t) {
-                           return std::vector<Block>{{t, 0, e0, whole_ie}};
-                         }).reshape({e, hidden, ie});
+    const Tensor gate_up = weight(e * 2 * ie, hidden, hidden, [&](const Tensor& t) {
+      std::vector<Block> b;
+      for (int64_t x = 0; x < e; ++x) {
+        b.push_back(rows(t, x * 2 * ie, x * 2 * ie + ie, x * 2 * whole_ie + e0));
+        b.push_back(rows(t, x * 2 * ie + ie, (x + 1) * 2 * ie, x * 2 * whole_ie + whole_ie + e0));
+      }
+      return b;
+    });
+    const Tensor down = weight(e * hidden, ie, whole_ie, [&](const Tensor& t) {
+      return std::vector<Block>{{t, 0, e0, whole_ie}};
+    });
+    if (keep) {
+      layer.experts_gate_up = gate_up.reshape({e, 2 * ie, hidden});
+      layer.experts_down = down.reshape({e, hidden, ie});
+    }
   }
   fp8_ = fp8;
 }
@@ -552,8 +597,9 @@ void LlamaModel::project(const Tensor& x, const Linear& w, const Tensor& y) {
 }
 
 std::vector<LlamaModel::Buffer> LlamaModel::logits_buffers(int64_t cap) const {
+  // A stage before the last returns a placeholder [rows, 1] (Model::last_stage).
   return {{&Workspace::picked, {cap, local_.hidden_size}, backend_.compute_dtype()},
-          {&Workspace::logits, {cap, local_.vocab_size}, DType::kF32}};
+          {&Workspace::logits, {cap, stage_.last() ? local_.vocab_size : 1}, DType::kF32}};
 }
 
 namespace {
@@ -620,21 +666,27 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const auto window = static_cast<int32_t>(c.sliding_window);
 
-  backend_.gather_rows(embed_, in.token_ids, residual, shard_.vocab.begin);
-  if (shard_.vocab_parallel()) all_reduce(residual);  // each rank looked up its ids only
+  if (stage_.first()) {
+    backend_.gather_rows(embed_, in.token_ids, residual, shard_.vocab.begin);
+    if (shard_.vocab_parallel()) all_reduce(residual);  // each rank looked up its ids only
+  } else {  // the residual stream of the stage before: residual and the last MLP's output
+    pp_->recv(residual, stage_.stage - 1);
+    pp_->recv(sublayer_out, stage_.stage - 1);
+  }
   const bool may_abandon = abandon != nullptr && !backend_.asynchronous();
-  for (int64_t l = 0; l < c.num_layers; ++l) {
+  for (int64_t l = 0; l < c.num_layers; ++l) {  // this stage's layers, from layer_begin
     if (may_abandon && abandon->load(std::memory_order_relaxed)) throw StepAbandoned();
     const Layer& layer = layers_[static_cast<size_t>(l)];
     // Layer 0 normalises the embeddings; later layers first add the previous MLP output.
-    backend_.rms_norm(l == 0 ? nullptr : &sublayer_out, residual, layer.input_norm, c.rms_norm_eps,
-                      normed);
+    const bool model_first = stage_.layer_begin + l == 0;
+    backend_.rms_norm(model_first ? nullptr : &sublayer_out, residual, layer.input_norm,
+                      c.rms_norm_eps, normed);
     project(normed, layer.qkv, qkv);
     if (c.qk_norm) {
       backend_.qk_norm(qkv, c.num_heads, c.num_kv_heads, layer.q_norm, layer.k_norm,
                        c.rms_norm_eps);
     }
-    backend_.rope_kv_write(qkv, in, inv_freq_, q, cache.layer(l));
+    backend_.rope_kv_write(qkv, in, inv_freq_, q, cache.layer(l));  // this stage's cache
     backend_.paged_attention(q, cache.layer(l), in, scale, window, attn);
     project(attn_2d, layer.o, sublayer_out);
     all_reduce(sublayer_out);
@@ -643,6 +695,11 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
     all_reduce(sublayer_out);
   }
   const Tensor logits = ws_.logits.rows(0, num_logits);
+  if (!stage_.last()) {  // on to the next stage
+    pp_->send(residual, stage_.stage + 1);
+    pp_->send(sublayer_out, stage_.stage + 1);
+    return logits;
+  }
   if (num_logits > 0) {
     backend_.rms_norm(&sublayer_out, residual, final_norm_, c.rms_norm_eps, normed);
     const Tensor picked = ws_.picked.rows(0, num_logits);

@@ -23,11 +23,15 @@
 // holds rank r's shard (loaded from slices of the stored tensors, so no rank holds the whole
 // model) and sums the row-parallel outputs with all-reduces: after o (attention) and after down
 // (the MLP, dense or experts), and after the embedding lookup when the vocabulary is split.
+// Pipeline parallelism (model/pipeline_stage.h): built as stage s of P, it holds its layers only;
+// a stage after the first receives the residual and the last sublayer's output from the one
+// before, and a stage before the last sends them on instead of computing logits.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "model/pipeline_stage.h"
 #include "model/tensor_parallel.h"
 #include "model/weight_source.h"
 #include "runtime/communicator.h"
@@ -45,23 +49,27 @@ class LlamaModel final : public Model {
  public:
   // Loads every weight from `weights` into the backend's weight format, one stored tensor at a
   // time (fused q/k/v and gate/up are written into row ranges of one device tensor). Throws
-  // Error(kNotFound / kInvalidFile) naming a missing or misshapen tensor. `tp` (may be null: one
-  // rank) is the tensor-parallel group; it must outlive the model.
+  // Error(kNotFound / kInvalidFile) naming a missing or misshapen tensor. `parallel`: this
+  // rank's tensor-parallel group and pipeline (null: one rank, one stage); they must outlive
+  // the model.
   LlamaModel(const ModelConfig& config, const WeightSource& weights, Backend& backend,
-             Communicator* tp = nullptr);
+             const ModelParallelism& parallel = {});
   // Dummy weights for performance work: every tensor allocated on the backend and filled there
   // (Backend::fill_random) from `seed`: linear layers uniform with scale 1/sqrt(fan_in), norm
   // weights 1 +- 0.1, embeddings +-1, so activations stay finite through any number of layers.
   LlamaModel(const ModelConfig& config, Backend& backend, uint64_t seed,
-             Communicator* tp = nullptr);
+             const ModelParallelism& parallel = {});
 
-  // Bytes of dummy weights of one rank's shard (`shard`: its shard_config()) in `dtype`, with
-  // FP8 linear layers when `fp8`: what the memory plan of each rank counts.
-  static int64_t dummy_weight_bytes(const ModelConfig& shard, DType dtype, bool fp8);
+  // Bytes of dummy weights of one rank's shard (`shard`: its shard_config(), the layers of its
+  // pipeline stage) in `dtype`, with FP8 linear layers when `fp8`, on the first and/or last
+  // pipeline stage: what the memory plan of each rank counts.
+  static int64_t dummy_weight_bytes(const ModelConfig& shard, DType dtype, bool fp8,
+                                    bool first_stage = true, bool last_stage = true);
 
   const ModelConfig& config() const override { return config_; }
   const ModelConfig& shard_config() const override { return local_; }
   int64_t vocab_begin() const override { return shard_.vocab.begin; }
+  bool last_stage() const override { return stage_.last(); }
   int64_t weight_bytes() const override;
   int64_t workspace_bytes(int64_t tokens, int64_t logits) const override;
   bool reserve(int64_t tokens, int64_t logits) override;
@@ -115,8 +123,8 @@ class LlamaModel final : public Model {
   std::vector<Buffer> logits_buffers(int64_t capacity) const;
 
   void check_config() const;
-  // Checks the config and plans this rank's shard.
-  void init_shard(Communicator* tp);
+  // Checks the config and plans this rank's shard and stage.
+  void init_shard(const ModelParallelism& parallel);
   // Sums `t` over the tensor-parallel ranks (nothing on one rank).
   void all_reduce(const Tensor& t);
   // Plans every weight (lookup and shape check), checks that they fit the device, then
@@ -142,14 +150,16 @@ class LlamaModel final : public Model {
 
   ModelConfig config_;
   TensorParallelShard shard_;
-  ModelConfig local_;  // this rank's shapes (shard_.apply(config_))
+  PipelineStage stage_;
+  ModelConfig local_;  // this rank's shapes (shard_.apply(config_), the stage's layers)
   Communicator* tp_ = nullptr;
-  Tensor embed_;       // [shard vocab, hidden]
-  Linear lm_head_;     // [shard vocab, hidden]; shares embed_ when tied
-  Tensor final_norm_;  // [hidden]
-  Tensor inv_freq_;    // [D / 2] f32
-  std::vector<Layer> layers_;
-  bool fp8_ = false;  // some linear layer is FP8
+  Communicator* pp_ = nullptr;
+  Tensor embed_;               // [shard vocab, hidden]
+  Linear lm_head_;             // [shard vocab, hidden]; shares embed_ when tied
+  Tensor final_norm_;          // [hidden]
+  Tensor inv_freq_;            // [D / 2] f32
+  std::vector<Layer> layers_;  // the stage's, from stage_.layer_begin
+  bool fp8_ = false;           // some linear layer is FP8
   Workspace ws_;
 };
 

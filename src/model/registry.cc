@@ -9,9 +9,10 @@ namespace inflight {
 namespace {
 
 std::unique_ptr<Model> build_llama(const ModelConfig& config, const WeightSource* weights,
-                                   Backend& backend, uint64_t seed, Communicator* tp) {
-  if (weights != nullptr) return std::make_unique<LlamaModel>(config, *weights, backend, tp);
-  return std::make_unique<LlamaModel>(config, backend, seed, tp);
+                                   Backend& backend, uint64_t seed,
+                                   const ModelParallelism& parallel) {
+  if (weights != nullptr) return std::make_unique<LlamaModel>(config, *weights, backend, parallel);
+  return std::make_unique<LlamaModel>(config, backend, seed, parallel);
 }
 
 // LlamaModel is rotary and RMS-normalised; its switches (q/k norms, experts) are each
@@ -132,27 +133,29 @@ std::unique_ptr<Model> load_model(const ModelFiles& files, Backend& backend) {
 }
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, const WeightSource& weights,
-                                  Backend& backend, Communicator* tp) {
+                                  Backend& backend, const ModelParallelism& parallel) {
   const ModelConfig resolved = resolve_architecture(config);
-  return find_architecture(resolved.architecture).build(resolved, &weights, backend, 0, tp);
+  return find_architecture(resolved.architecture).build(resolved, &weights, backend, 0, parallel);
 }
 
 std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, Backend& backend, uint64_t seed,
-                                        Communicator* tp) {
+                                        const ModelParallelism& parallel) {
   const ModelConfig resolved = resolve_architecture(config);
-  return find_architecture(resolved.architecture).build(resolved, nullptr, backend, seed, tp);
+  return find_architecture(resolved.architecture).build(resolved, nullptr, backend, seed, parallel);
 }
 
 std::unique_ptr<DeviceRunner> make_runner(std::shared_ptr<Backend> backend,
                                           const ModelConfig& config, const WeightSource* weights,
                                           uint64_t seed, const RunnerOptions& options,
-                                          std::shared_ptr<Communicator> tp) {
+                                          std::shared_ptr<Communicator> tp,
+                                          std::shared_ptr<Communicator> pp) {
   INFLIGHT_CHECK_CODE(backend != nullptr, ErrorCode::kInvalidArgument, "no backend given");
+  const ModelParallelism parallel{tp.get(), pp.get()};
   std::unique_ptr<Model> model = weights != nullptr
-                                     ? make_model(config, *weights, *backend, tp.get())
-                                     : make_dummy_model(config, *backend, seed, tp.get());
+                                     ? make_model(config, *weights, *backend, parallel)
+                                     : make_dummy_model(config, *backend, seed, parallel);
   return std::make_unique<DeviceRunner>(std::move(backend), std::move(model), options,
-                                        std::move(tp));
+                                        std::move(tp), std::move(pp));
 }
 
 }  // namespace inflight

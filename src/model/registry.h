@@ -28,9 +28,10 @@ struct Architecture {
   // Throws Error(kUnsupported) for a variant the family's model does not implement.
   void (*configure)(ModelConfig& config);
   // Weights from `weights`, or dummy weights from `seed` when `weights` is null; this rank's
-  // shard of them when `tp` (may be null) has several ranks (model/tensor_parallel.h).
+  // shard and stage of them under `parallel` (model/tensor_parallel.h, model/pipeline_stage.h).
   std::unique_ptr<Model> (*build)(const ModelConfig& config, const WeightSource* weights,
-                                  Backend& backend, uint64_t seed, Communicator* tp);
+                                  Backend& backend, uint64_t seed,
+                                  const ModelParallelism& parallel);
 };
 
 const std::vector<Architecture>& architectures();
@@ -43,19 +44,20 @@ ModelConfig resolve_architecture(ModelConfig config);
 // The model of `files` on `backend`, its weights converted from their stored format there.
 std::unique_ptr<Model> load_model(const ModelFiles& files, Backend& backend);
 // A model of `config` with the weights `weights` (tests, weights made in memory); this rank's
-// shard of it when `tp` has several ranks (tp must outlive the model).
+// shard and stage of it under `parallel` (whose communicators must outlive the model).
 std::unique_ptr<Model> make_model(const ModelConfig& config, const WeightSource& weights,
-                                  Backend& backend, Communicator* tp = nullptr);
+                                  Backend& backend, const ModelParallelism& parallel = {});
 // A model of `config` with dummy weights made on the device from `seed` (performance work).
 std::unique_ptr<Model> make_dummy_model(const ModelConfig& config, Backend& backend, uint64_t seed,
-                                        Communicator* tp = nullptr);
+                                        const ModelParallelism& parallel = {});
 
 // A runner that owns `backend` and the model built on it: weights from `weights`, or dummy
-// weights from `seed` when `weights` is null (model/registry.h builders); this rank's shard
-// when `tp` has several ranks.
+// weights from `seed` when `weights` is null (model/registry.h builders); this rank's shard and
+// stage under the tensor-parallel group `tp` and the pipeline `pp` (null: one rank, one stage).
 std::unique_ptr<DeviceRunner> make_runner(std::shared_ptr<Backend> backend,
                                           const ModelConfig& config, const WeightSource* weights,
                                           uint64_t seed = 0, const RunnerOptions& options = {},
-                                          std::shared_ptr<Communicator> tp = nullptr);
+                                          std::shared_ptr<Communicator> tp = nullptr,
+                                          std::shared_ptr<Communicator> pp = nullptr);
 
 }  // namespace inflight

@@ -12,8 +12,8 @@ namespace {
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator() {
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+  explicit MpiCommunicator(MPI_Comm group) {
+    MPI_Comm_dup(group, &comm_);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
   }
@@ -105,11 +105,11 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_mpi_communicator(Backend& backend) {
+std::unique_ptr<Communicator> make_mpi_communicator(Backend& backend, MPI_Comm group) {
   INFLIGHT_CHECK_CODE(backend.device() == Device::kCpu, ErrorCode::kUnsupported,
                       "MPI collectives need the CPU backend (the {} backend has its own)",
                       backend.name());
-  return std::make_unique<MpiCommunicator>();
+  return std::make_unique<MpiCommunicator>(group);
 }
 
 }  // namespace inflight

@@ -4,6 +4,8 @@
 // never drift apart).
 #pragma once
 
+#include <mpi.h>
+
 #include <memory>
 
 #include "runtime/backend.h"
@@ -11,7 +13,8 @@
 
 namespace inflight {
 
-// Every rank of MPI's world; `backend` must keep its tensors in host memory (the CPU backend).
-std::unique_ptr<Communicator> make_mpi_communicator(Backend& backend);
+// The ranks of `group` (duplicated: the caller may free it); `backend` must keep its tensors in
+// host memory (the CPU backend).
+std::unique_ptr<Communicator> make_mpi_communicator(Backend& backend, MPI_Comm group);
 
 }  // namespace inflight

@@ -56,7 +56,12 @@ RunnerMemory ParallelRunner::memory() const {
 }
 
 int64_t ParallelRunner::kv_bytes_per_block(int32_t block_size) const {
-  return local_->kv_bytes_per_block(block_size);  // the same shard shape on every rank
+  // Pipeline stages may hold different numbers of layers: the plan takes the largest.
+  RunnerMessage m;
+  m.command = RunnerCommand::kKvBytesPerBlock;
+  m.a = block_size;
+  world_.send_to_all(encode(m));
+  return -world_.min_over_ranks(-local_->kv_bytes_per_block(block_size));
 }
 
 void ParallelRunner::init_kv_cache(int64_t num_blocks, int32_t block_size) {
@@ -98,6 +103,9 @@ void serve_steps(DeviceRunner& runner, World& world) {
         break;
       case RunnerCommand::kMemory:
         world.min_over_ranks(runner.memory().free);
+        break;
+      case RunnerCommand::kKvBytesPerBlock:
+        world.min_over_ranks(-runner.kv_bytes_per_block(static_cast<int32_t>(m.a)));
         break;
       case RunnerCommand::kInitKvCache:
         or_abort(world, "allocating the KV cache",

@@ -13,6 +13,7 @@ namespace inflight {
 enum class RunnerCommand : uint8_t {
   kReserveWorkspace = 1,  // a: max_num_batched_tokens, b: max_num_seqs
   kMemory,                // every rank reports its free memory (World::min_over_ranks)
+  kKvBytesPerBlock,       // a: block_size; every rank reports its bytes per block (the most)
   kInitKvCache,           // a: num_blocks, b: block_size
   kStep,                  // batch, request
   kStop,

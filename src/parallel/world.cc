@@ -131,15 +131,40 @@ void World::abort(int code) {
   std::_Exit(code);
 }
 
-std::shared_ptr<Communicator> World::make_communicator(Backend& backend) {
+World::Groups World::make_groups(Backend& backend, int tensor_parallel_size) {
+  const int t = tensor_parallel_size;
+  INFLIGHT_CHECK_CODE(t >= 1 && size_ % t == 0, ErrorCode::kInvalidArgument,
+                      "tensor parallel size {} does not divide the job's {} ranks", t, size_);
+  const int stages = size_ / t, stage = stages - 1 - rank_ / t, tp_rank = rank_ % t;
+  Groups g;
+  g.tp = make_group(backend, stage, tp_rank);
+  g.pp = stages > 1 ? make_group(backend, tp_rank, stage) : nullptr;
+  return g;
+}
+
+std::shared_ptr<Communicator> World::make_group(Backend& backend, int color, int key) {
   if (size_ == 1) return std::make_shared<SingleRankCommunicator>(backend);
-  std::vector<uint8_t> id = rank_ == 0 ? backend.communicator_id() : std::vector<uint8_t>{};
+  MPI_Comm group;
+  check_mpi(MPI_Comm_split(MPI_COMM_WORLD, color, key, &group), "MPI_Comm_split");
+  int rank = 0, size = 1;
+  MPI_Comm_rank(group, &rank);
+  MPI_Comm_size(group, &size);
+  std::vector<uint8_t> id;
+  if (size > 1 && rank == 0) id = backend.communicator_id();
   auto n = static_cast<int>(id.size());
-  check_mpi(MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
-  if (n == 0) return make_mpi_communicator(backend);  // no device collectives: host memory
-  id.resize(static_cast<size_t>(n));
-  check_mpi(MPI_Bcast(id.data(), n, MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
-  return backend.make_communicator(rank_, size_, id);
+  check_mpi(MPI_Bcast(&n, 1, MPI_INT, 0, group), "MPI_Bcast");
+  std::shared_ptr<Communicator> comm;
+  if (size == 1) {
+    comm = std::make_shared<SingleRankCommunicator>(backend);
+  } else if (n == 0) {  // no device collectives: host memory
+    comm = make_mpi_communicator(backend, group);
+  } else {
+    id.resize(static_cast<size_t>(n));
+    check_mpi(MPI_Bcast(id.data(), n, MPI_BYTE, 0, group), "MPI_Bcast");
+    comm = backend.make_communicator(rank, size, id);
+  }
+  MPI_Comm_free(&group);
+  return comm;
 }
 
 }  // namespace inflight

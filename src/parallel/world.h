@@ -47,12 +47,21 @@ class World {
   // Ends every process of the job with `code` (MPI_Abort); a job of one process just exits.
   [[noreturn]] void abort(int code);
 
-  // The communicator of every rank of the job over `backend`'s tensors (every rank calls it,
-  // in the same order): the backend's own (NCCL on CUDA), or MPI's over host memory (the CPU).
-  std::shared_ptr<Communicator> make_communicator(Backend& backend);
+  // This rank's groups in a job of tensor_parallel_size x (size() / tensor_parallel_size)
+  // pipeline stages: rank g is tensor-parallel rank g % T of stage P - 1 - g / T (so rank 0,
+  // which samples, is on the last stage). Every rank calls it, in the same order. Collectives go
+  // through the backend's own communicator (NCCL on CUDA) or MPI's over host memory (the CPU).
+  struct Groups {
+    std::shared_ptr<Communicator> tp;  // the ranks of this stage (a single rank when T = 1)
+    std::shared_ptr<Communicator> pp;  // this tensor-parallel rank of every stage, rank s =
+                                       // stage s (null when there is one stage)
+  };
+  Groups make_groups(Backend& backend, int tensor_parallel_size);
 
  private:
   explicit World(bool use_mpi);
+  // The ranks of MPI_Comm_split(world, color, key), over `backend`'s tensors.
+  std::shared_ptr<Communicator> make_group(Backend& backend, int color, int key);
   int rank_ = 0;
   int size_ = 1;
   int local_rank_ = 0;

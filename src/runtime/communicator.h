@@ -39,6 +39,14 @@ class Communicator {
   virtual void recv(const Tensor& t, int peer) = 0;
 };
 
+// How one rank's model is split: the tensor-parallel group that splits each of its layers, and
+// the pipeline whose stages split the layers (rank s of `pp` is stage s, first to last). Null:
+// one rank, one stage.
+struct ModelParallelism {
+  Communicator* tp = nullptr;
+  Communicator* pp = nullptr;
+};
+
 // The one rank of a model that is not sharded.
 class SingleRankCommunicator final : public Communicator {
  public:

@@ -11,16 +11,21 @@
 namespace inflight {
 
 DeviceRunner::DeviceRunner(std::shared_ptr<Backend> backend, std::unique_ptr<Model> model,
-                           const RunnerOptions& options, std::shared_ptr<Communicator> tp)
-    : backend_(std::move(backend)), communicator_(std::move(tp)), model_(std::move(model)) {
+                           const RunnerOptions& options, std::shared_ptr<Communicator> tp,
+                           std::shared_ptr<Communicator> pp)
+    : backend_(std::move(backend)),
+      communicator_(std::move(tp)),
+      pipeline_(std::move(pp)),
+      model_(std::move(model)) {
   INFLIGHT_CHECK_CODE(
       backend_ != nullptr && model_ != nullptr && &model_->backend() == backend_.get(),
       ErrorCode::kInvalidArgument, "a runner needs a backend and a model that lives on it");
   if (communicator_ == nullptr) communicator_ = std::make_shared<SingleRankCommunicator>(*backend_);
   const int64_t vocab = model_->config().vocab_size;
   const int64_t shard = model_->shard_config().vocab_size;
-  INFLIGHT_CHECK_CODE(shard == vocab || (shard * communicator_->world_size() == vocab &&
-                                         model_->vocab_begin() == communicator_->rank() * shard),
+  INFLIGHT_CHECK_CODE(!model_->last_stage() || shard == vocab ||
+                          (shard * communicator_->world_size() == vocab &&
+                           model_->vocab_begin() == communicator_->rank() * shard),
                       ErrorCode::kInvalidArgument,
                       "rank {} of {} holds vocabulary columns [{}, {}) of {}: a vocabulary split "
                       "must give every rank an equal range in rank order",
@@ -236,9 +241,14 @@ void DeviceRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& re
   step_begun_ = false;
   backend_->mark_step_begin();
   const Tensor logits = enqueue(batch, *cache_);  // device [rows, shard vocab] f32
+  result_ = StepLogits();
+  if (!model_->last_stage()) {  // a pipeline stage before the last: no logits here
+    backend_->mark_step_end();
+    step_begun_ = true;
+    return;
+  }
   const auto rows = static_cast<int32_t>(logits.size(0));
   const int64_t vocab = model_->config().vocab_size;
-  result_ = StepLogits();
   result_.num_rows = rows;
   result_.vocab_size = vocab;
   result_.full_index.assign(static_cast<size_t>(rows), -1);

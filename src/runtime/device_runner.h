@@ -38,10 +38,12 @@ struct RunnerOptions {
 class DeviceRunner final : public ModelRunner {
  public:
   // `model` must live on `backend`. Several runners may share one backend (models served side
-  // by side on one device; their steps then share its streams and GEMM plans). `tp`: the
-  // tensor-parallel group the model was built with (null: one rank).
+  // by side on one device; their steps then share its streams and GEMM plans). `tp` and `pp`:
+  // the tensor-parallel group and the pipeline the model was built with (null: one rank, one
+  // stage); on a stage before the last, steps return no logits (StepLogits of 0 rows).
   DeviceRunner(std::shared_ptr<Backend> backend, std::unique_ptr<Model> model,
-               const RunnerOptions& options = {}, std::shared_ptr<Communicator> tp = nullptr);
+               const RunnerOptions& options = {}, std::shared_ptr<Communicator> tp = nullptr,
+               std::shared_ptr<Communicator> pp = nullptr);
 
   const ModelConfig& model_config() const override { return model_->config(); }
   std::string_view device_name() const override { return backend_->name(); }
@@ -93,6 +95,7 @@ class DeviceRunner final : public ModelRunner {
   // backend, and the model's collectives go through the communicator.
   std::shared_ptr<Backend> backend_;
   std::shared_ptr<Communicator> communicator_;
+  std::shared_ptr<Communicator> pipeline_;  // null: one stage
   std::unique_ptr<Model> model_;
   std::optional<KvCache> cache_;
   DecodeGraphs graphs_{GraphMode::kOff, 1};

@@ -38,6 +38,9 @@ class Model {
   virtual const ModelConfig& shard_config() const { return config(); }
   // The vocabulary id of the first logits column run() returns.
   virtual int64_t vocab_begin() const { return 0; }
+  // Whether run() returns logits: false on pipeline stages before the last, whose run() sends
+  // their activations on (its return value is then a placeholder [num_logits, 1]).
+  virtual bool last_stage() const { return true; }
   Backend& backend() const { return backend_; }
 
   // Bytes of the weights on the device.

@@ -74,7 +74,7 @@ struct RunnerMemory {
 
 // The device's timeline around the step ended last (asynchronous runners).
 struct StepDeviceTime {
-  double busy_s = 0.0;         // from the step's first device op to its last
+  double busy_s = 0.0;          // from the step's first device op to its last
   double idle_before_s = -1.0;  // since the previous step's last op (negative: no step before)
 };
 

@@ -19,6 +19,7 @@
 #include "engine/engine_harness.h"
 #include "formats/model_files.h"
 #include "inflight/engine.h"
+#include "model/pipeline_stage.h"
 #include "model/registry.h"
 #include "model/tensor_parallel.h"
 #include "parallel/parallel_runner.h"
@@ -38,29 +39,46 @@ World& world() {
   return World::get();
 }
 
-// Whether the job's rank count can split `c` (every rank decides alike: no collective is
-// skipped on one rank only).
-bool splits(const ModelConfig& c) {
+// How the job's ranks split the model: tensor parallel size x pipeline stages.
+struct Layout {
+  int tp;
+  int pp;
+  std::string name() const { return "TP " + std::to_string(tp) + " x PP " + std::to_string(pp); }
+};
+
+// Every way this job's rank count splits a model: all tensor parallel, all pipeline, and
+// TP 2 x PP 2 on 4 ranks.
+std::vector<Layout> layouts() {
+  const int n = world().size();
+  std::vector<Layout> out = {{n, 1}, {1, n}};
+  if (n == 4) out.push_back({2, 2});
+  return out;
+}
+
+// Whether `layout` can split `c` (every rank decides alike: no collective is skipped on one rank
+// only).
+bool splits(const ModelConfig& c, const Layout& layout) {
   try {
-    TensorParallelShard::of(c, 0, world().size());
+    TensorParallelShard::of(c, 0, layout.tp);
+    PipelineStage::of(c, 0, layout.pp);
     return true;
   } catch (const Error&) {
     return false;
   }
 }
 
-// A model on one rank and the same model sharded over every rank of the job.
+// A model on one rank and the same model split over every rank of the job.
 struct Pair {
   std::unique_ptr<DeviceRunner> whole;
   std::unique_ptr<DeviceRunner> shard;
 };
 
-Pair whole_and_shard(const ModelConfig& config, const WeightSource& weights) {
+Pair whole_and_shard(const ModelConfig& config, const WeightSource& weights, const Layout& layout) {
   Pair p;
   p.whole = make_runner(make_backend("cpu"), config, &weights);
   std::shared_ptr<Backend> backend = make_backend("cpu");
-  std::shared_ptr<Communicator> tp = world().make_communicator(*backend);
-  p.shard = make_runner(backend, config, &weights, 0, {}, tp);
+  const World::Groups groups = world().make_groups(*backend, layout.tp);
+  p.shard = make_runner(backend, config, &weights, 0, {}, groups.tp, groups.pp);
   return p;
 }
 
@@ -121,6 +139,7 @@ ModelConfig splittable(const std::string& arch, int64_t vocab) {
   c.intermediate_size = 96;
   if (arch == "mixtral") c.intermediate_size = 24;
   if (arch == "qwen3_moe") c.moe_intermediate_size = 36;
+  c.num_layers = 4;      // up to 4 pipeline stages
   c.vocab_size = vocab;  // 96: split by every rank count here; 97: replicated
   if (world().size() == 3) c.num_kv_heads = 3;  // 3 ranks: one KV head each
   return c;
@@ -131,15 +150,17 @@ class TensorParallelFamilies : public ::testing::TestWithParam<std::string> {};
 TEST_P(TensorParallelFamilies, ShardsGiveTheLogitsOfTheWholeModel) {
   for (const int64_t vocab : {96, 97}) {
     const ModelConfig c = splittable(GetParam(), vocab);
-    if (!splits(c)) GTEST_SKIP() << "skipped: " << world().size() << " ranks cannot split it";
     const WeightMap weights = testing::random_weights(c, 7);
     const WeightSource source = weights_of(weights);
-    Pair p = whole_and_shard(c, source);
-    const std::string what = GetParam() + " vocab " + std::to_string(vocab);
-    // Candidates fewer than, and more than, one rank's vocabulary columns.
-    expect_same_steps(p, what, 5);
-    Pair q = whole_and_shard(c, source);
-    expect_same_steps(q, what + " top-40", 40);
+    for (const Layout& layout : layouts()) {
+      if (!splits(c, layout)) continue;
+      const std::string what = GetParam() + " vocab " + std::to_string(vocab) + " " + layout.name();
+      // Candidates fewer than, and more than, one rank's vocabulary columns.
+      Pair p = whole_and_shard(c, source, layout);
+      expect_same_steps(p, what, 5);
+      Pair q = whole_and_shard(c, source, layout);
+      expect_same_steps(q, what + " top-40", 40);
+    }
   }
 }
 
@@ -159,11 +180,13 @@ TEST(TensorParallelFiles, GoldenFixturesAndSmolLM2) {
   for (const fs::path& path : paths) {
     const std::unique_ptr<ModelFiles> files = ModelFiles::open(path.string());
     const ModelConfig config = resolve_architecture(files->config());
-    if (!splits(config)) continue;
     const WeightSource weights = weights_of(*files);
-    Pair p = whole_and_shard(config, weights);
-    expect_same_steps(p, path.filename().string(), 8);
-    ++tested;
+    for (const Layout& layout : layouts()) {
+      if (!splits(config, layout)) continue;
+      Pair p = whole_and_shard(config, weights, layout);
+      expect_same_steps(p, path.filename().string() + " " + layout.name(), 8);
+      ++tested;
+    }
   }
   if (tested == 0) GTEST_SKIP() << "skipped: " << world().size() << " ranks split none of them";
 }
@@ -173,7 +196,6 @@ TEST(TensorParallelFiles, GoldenFixturesAndSmolLM2) {
 // small that requests are preempted and recomputed, and each request alone (batch invariance).
 TEST(TensorParallelEngine, GreedyContinuationsMatchOneRank) {
   const ModelConfig c = splittable("llama", 96);
-  if (!splits(c)) GTEST_SKIP() << "skipped: " << world().size() << " ranks cannot split it";
   const WeightMap weights = testing::random_weights(c, 11);
   const WeightSource source = weights_of(weights);
   std::vector<Request> requests(3);
@@ -188,32 +210,37 @@ TEST(TensorParallelEngine, GreedyContinuationsMatchOneRank) {
     int64_t kv_blocks;  // of 16 tokens; the three requests need 7 at once
     bool alone;
   };
-  for (const Case k :
-       {Case{"together", 64, false}, Case{"preempted", 4, false}, Case{"alone", 64, true}}) {
-    EngineConfig config;
-    config.max_num_seqs = 4;
-    config.max_num_batched_tokens = 16;  // prompts in chunks
-    config.num_kv_blocks = k.kv_blocks;
-    // Every rank builds its shard; rank 0 runs the engine, the others its steps.
-    std::shared_ptr<Backend> backend = make_backend("cpu");
-    std::shared_ptr<Communicator> tp = world().make_communicator(*backend);
-    std::unique_ptr<DeviceRunner> shard = make_runner(backend, c, &source, 0, {}, tp);
-    if (world().rank() != 0) {
-      serve_steps(*shard, world());
-      continue;
-    }
-    auto generate = [&](std::unique_ptr<ModelRunner> runner) {
-      std::unique_ptr<Engine> engine = testing::make_engine(config, std::move(runner));
-      auto out =
-          k.alone ? testing::run_alone(*engine, requests) : testing::run_all(*engine, requests);
-      EXPECT_EQ(engine->stats().num_preemptions > 0, k.kv_blocks < 7) << k.name;
-      return out;
-    };
-    const auto want = generate(make_runner(make_backend("cpu"), c, &source));
-    const auto got = generate(std::make_unique<ParallelRunner>(std::move(shard), world()));
-    for (size_t i = 0; i < requests.size(); ++i) {
-      ASSERT_EQ(want[i].tokens[0].size(), 24u) << k.name;
-      EXPECT_EQ(got[i].tokens[0], want[i].tokens[0]) << k.name << " request " << i;
+  for (const Layout& layout : layouts()) {
+    if (!splits(c, layout)) continue;
+    for (const Case k :
+         {Case{"together", 64, false}, Case{"preempted", 4, false}, Case{"alone", 64, true}}) {
+      EngineConfig config;
+      config.max_num_seqs = 4;
+      config.max_num_batched_tokens = 16;  // prompts in chunks
+      config.num_kv_blocks = k.kv_blocks;
+      // Every rank builds its shard; rank 0 runs the engine, the others its steps.
+      std::shared_ptr<Backend> backend = make_backend("cpu");
+      const World::Groups groups = world().make_groups(*backend, layout.tp);
+      std::unique_ptr<DeviceRunner> shard =
+          make_runner(backend, c, &source, 0, {}, groups.tp, groups.pp);
+      if (world().rank() != 0) {
+        serve_steps(*shard, world());
+        continue;
+      }
+      auto generate = [&](std::unique_ptr<ModelRunner> runner) {
+        std::unique_ptr<Engine> engine = testing::make_engine(config, std::move(runner));
+        auto out =
+            k.alone ? testing::run_alone(*engine, requests) : testing::run_all(*engine, requests);
+        EXPECT_EQ(engine->stats().num_preemptions > 0, k.kv_blocks < 7) << k.name;
+        return out;
+      };
+      const auto want = generate(make_runner(make_backend("cpu"), c, &source));
+      const auto got = generate(std::make_unique<ParallelRunner>(std::move(shard), world()));
+      for (size_t i = 0; i < requests.size(); ++i) {
+        ASSERT_EQ(want[i].tokens[0].size(), 24u) << k.name;
+        EXPECT_EQ(got[i].tokens[0], want[i].tokens[0])
+            << layout.name() << " " << k.name << " request " << i;
+      }
     }
   }
 }
