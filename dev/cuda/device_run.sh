@@ -32,10 +32,11 @@
 # b1 prefill idle o128 o1000 o2048 ttft), QUANT (e.g. fp8: --quantization for every figure),
 # KV_DTYPE (e.g. fp8: --kv-cache-dtype for every figure), TP (--tensor-parallel-size), ARCH
 # (the dummy-weights preset, default llama-3.1-8b).
-# parallel: tensor parallelism over the machine's GPUs (TP, default all; ARCH, default
-# llama-3.1-8b): the greedy continuations of dummy weights at TP = 1 and TP compared token for
-# token (dev/cuda/compare_greedy.py: ties at bf16 precision reported), the all-reduce sweep
-# (`bench collectives`), batch-1 decode at both sizes and offline 128/128 at TP.
+# parallel: tensor and pipeline parallelism over the machine's GPUs (TP, default all; ARCH,
+# default llama-3.1-8b): the greedy continuations of dummy weights on one GPU, at TP and at PP =
+# that many stages, compared token for token (dev/cuda/compare_greedy.py: ties at bf16 precision
+# reported), the all-reduce sweep (`bench collectives`), batch-1 decode in each layout and
+# offline 128/128 in the layouts PAR_OFFLINE names (default tp<N>).
 set -u -o pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -241,37 +242,45 @@ run_startup() {
 }
 
 run_parallel() {
-  local inflight="$stage_dir/bin/inflight" vocab="$OUT/llama-bpe.gguf" n
-  local tp="${TP:-$(nvidia-smi -L | wc -l)}"
+  local inflight="$stage_dir/bin/inflight" vocab="$OUT/llama-bpe.gguf" n layout
+  n="${TP:-$(nvidia-smi -L | wc -l)}"
   export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   local common=(--dummy-weights --arch "${ARCH:-llama-3.1-8b}" --device cuda --max-model-len 4096)
+  # Each layout as its options: one GPU, n tensor-parallel ranks, n pipeline stages.
+  declare -A split=([tp1]="--tensor-parallel-size 1" [tp$n]="--tensor-parallel-size $n"
+                    [pp$n]="--pipeline-parallel-size $n")
+  local layouts=(tp1 "tp$n" "pp$n")
   xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
   printf '%s\n' '{"prompt": "The history of the Roman Empire", "max_tokens": 48, "temperature": 0, "ignore_eos": true, "logprobs": 2}' \
     '{"prompt": "def quicksort(xs):", "max_tokens": 48, "temperature": 0, "ignore_eos": true, "logprobs": 2}' \
     '{"prompt": "Tensor parallelism splits each layer", "max_tokens": 48, "temperature": 0, "ignore_eos": true, "logprobs": 2}' > "$OUT/prompts.jsonl"
-  for n in 1 "$tp"; do
+  for layout in "${layouts[@]}"; do
     # Results (stdout) apart from the ranks' logs (stderr).
-    step "greedy_tp$n" 300 bash -c '"$0" "$@" > "'"$OUT/greedy_tp$n.jsonl"'"' "$inflight" \
-      generate "${common[@]}" --tokenizer "$vocab" --tensor-parallel-size "$n" \
+    step "greedy_$layout" 300 bash -c '"$0" "$@" > "'"$OUT/greedy_$layout.jsonl"'"' "$inflight" \
+      generate "${common[@]}" --tokenizer "$vocab" ${split[$layout]} \
       --prompts-file "$OUT/prompts.jsonl"
+    [[ "$layout" == tp1 ]] && continue
+    python3 dev/cuda/compare_greedy.py "$OUT/greedy_tp1.jsonl" "$OUT/greedy_$layout.jsonl" \
+      > "$OUT/greedy_compare_$layout.txt"
+    summary_rows+=("greedy $layout vs tp1 (rc $?):")
+    while read -r line; do summary_rows+=("  $line"); done < "$OUT/greedy_compare_$layout.txt"
   done
-  python3 dev/cuda/compare_greedy.py "$OUT/greedy_tp1.jsonl" "$OUT/greedy_tp$tp.jsonl" \
-    > "$OUT/greedy_compare.txt"
-  summary_rows+=("greedy TP=$tp vs TP=1 (rc $?):")
-  while read -r line; do summary_rows+=("  $line"); done < "$OUT/greedy_compare.txt"
-  step "collectives_tp$tp" 240 "$inflight" bench collectives --ranks "$tp" --device cuda \
-    --result-json "$OUT/collectives_tp$tp.json"
-  sed -n '/all-reduce on/,$p' "$OUT/logs/collectives_tp$tp.log"
-  for n in 1 "$tp"; do
-    step "b1_tp$n" 240 "$inflight" bench latency "${common[@]}" --tensor-parallel-size "$n" \
+  step "collectives_tp$n" 240 "$inflight" bench collectives --ranks "$n" --device cuda \
+    --result-json "$OUT/collectives_tp$n.json"
+  sed -n '/all-reduce on/,$p' "$OUT/logs/collectives_tp$n.log"
+  for layout in "${layouts[@]}"; do
+    step "b1_$layout" 240 "$inflight" bench latency "${common[@]}" ${split[$layout]} \
       --batch-size 1 --input-len 128 --output-len 128 --num-iters 5 --num-iters-warmup 2 \
-      --kv-cache-memory 0.5 --result-json "$OUT/latency_b1_tp$n.json"
-    grep -E 'Median decode step' "$OUT/logs/b1_tp$n.log" | sed "s|^|b1_tp$n: |"
+      --kv-cache-memory 0.5 --result-json "$OUT/latency_b1_$layout.json"
+    grep -E 'Median decode step' "$OUT/logs/b1_$layout.log" | sed "s|^|b1_$layout: |"
   done
-  step "o128_tp$tp" 300 "$inflight" bench offline "${common[@]}" --tensor-parallel-size "$tp" \
-    --num-prompts "${PROMPTS_128:-4096}" --input-len 128 --output-len 128 \
-    --result-json "$OUT/offline_128_128_tp$tp.json"
-  grep -E 'Output token throughput|Device idle' "$OUT/logs/o128_tp$tp.log" | sed "s|^|o128_tp$tp: |"
+  for layout in ${PAR_OFFLINE-tp$n}; do
+    step "o128_$layout" 300 "$inflight" bench offline "${common[@]}" ${split[$layout]} \
+      --num-prompts "${PROMPTS_128:-4096}" --input-len 128 --output-len 128 \
+      --result-json "$OUT/offline_128_128_$layout.json"
+    grep -E 'Output token throughput|Device idle' "$OUT/logs/o128_$layout.log" \
+      | sed "s|^|o128_$layout: |"
+  done
   rm -f "$vocab"
 }
 
