@@ -102,7 +102,7 @@ run_tests() {
     # reads memory that nothing wrote, the paged KV cache included.
     step initcheck_core_gemm_model 60 "${s[@]}" --tool initcheck "$bin/cuda_model_test" \
       '--gtest_filter=*CoreGemm*'
-    step racecheck_core_gemm_model 60 "${s[@]}" --tool racecheck "$bin/cuda_model_test" \
+    step racecheck_core_gemm_model 150 "${s[@]}" --tool racecheck "$bin/cuda_model_test" \
       '--gtest_filter=*CoreGemm*'
   else
     summary_rows+=("compute-sanitizer not found")
