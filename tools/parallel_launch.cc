@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "core/logging.h"
 #include "inflight/engine.h"
+#include "parallel/world.h"
 
 namespace inflight::tools {
 namespace {
@@ -22,14 +23,6 @@ namespace {
 std::vector<std::string>& command_line() {
   static std::vector<std::string> args;
   return args;
-}
-
-bool launched_by_mpi() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMIX_RANK"}) {
-    const char* v = std::getenv(name);
-    if (v != nullptr && *v != '\0') return true;
-  }
-  return false;
 }
 
 pid_t g_mpirun = 0;  // the job's mpirun, while it runs
@@ -97,7 +90,7 @@ void set_command_line(int argc, char** argv) {
 }
 
 std::optional<int> launch_ranks(int ranks) {
-  if (ranks <= 1 || launched_by_mpi()) return std::nullopt;
+  if (ranks <= 1 || World::launched_by_mpi()) return std::nullopt;
   return run_under_mpirun(ranks);
 }
 
