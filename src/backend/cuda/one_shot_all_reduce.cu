@@ -92,7 +92,10 @@ __global__ void __launch_bounds__(kThreads) one_shot_kernel(Args a) {
     auto* theirs = reinterpret_cast<uint32_t*>(a.peers[q]);
     store_release(theirs + b * OneShotAllReduce::kMaxRanks + a.rank, epoch);
     const auto* own = reinterpret_cast<const uint32_t*>(a.peers[a.rank]);
-    while (load_acquire(own + b * OneShotAllReduce::kMaxRanks + q) < epoch) {
+    // Rank q may already be one all-reduce further (epoch + 1); epochs wrap around 2^32, so
+    // compare them as serial numbers.
+    while (static_cast<int32_t>(load_acquire(own + b * OneShotAllReduce::kMaxRanks + q) - epoch) <
+           0) {
     }
   }
   __syncthreads();
