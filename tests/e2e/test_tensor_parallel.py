@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import ServerProcess
+from conftest import BIN, ServerProcess
 
 RANKS = 3
 # Ranks share the machine's cores: one pool thread each. mpirun refuses root without these.
@@ -136,8 +136,6 @@ def test_bench_collectives_on_cpu_ranks_checks_and_times_the_all_reduce(tmp_path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     import schema_check
-
-    from conftest import BIN
 
     out = tmp_path / "collectives.json"
     r = subprocess.run([str(BIN), "bench", "collectives", "--ranks", "2", "--device", "cpu",
