@@ -70,18 +70,18 @@ double time_all_reduce(Backend& backend, Communicator& comm, const Tensor& t,
 
 // The largest error of one all-reduce through `comm` against the sum computed on the host: each
 // rank contributes fill_random values of its own seed, rounded to t's dtype.
-double check_all_reduce(Backend& backend, Communicator& comm, const Tensor& t, World& world) {
+double check_all_reduce(Backend& backend, Backend& cpu, Communicator& comm, const Tensor& t,
+                        World& world) {
   const int64_t n = t.numel();
   backend.fill_random(t, 1000 + world.rank(), 1.0f, 0.0f);
   comm.all_reduce(t, ReduceOp::kSum);
   const Tensor got = Tensor::empty({n}, DType::kF32);
   backend.download_f32(t, got);
   backend.synchronize();
-  std::unique_ptr<Backend> cpu = make_backend("cpu");
   const Tensor part = Tensor::empty({n}, DType::kF32);
   std::vector<float> want(static_cast<size_t>(n), 0.0f);
   for (int q = 0; q < world.size(); ++q) {
-    cpu->fill_random(part, 1000 + q, 1.0f, 0.0f);
+    cpu.fill_random(part, 1000 + q, 1.0f, 0.0f);
     for (int64_t i = 0; i < n; ++i) {
       const float v = part.data<float>()[i];
       want[static_cast<size_t>(i)] += t.dtype() == DType::kBF16 ? bf16_to_f32(f32_to_bf16(v)) : v;
@@ -108,6 +108,7 @@ CollectivesResult run_collectives_bench(const CollectivesOptions& o) {
     nccl = world.make_groups(*backend, world.size()).tp;
     ::unsetenv("INFLIGHT_ONE_SHOT_ALL_REDUCE_MAX");
   }
+  const std::unique_ptr<Backend> cpu = make_backend("cpu");  // the expected sums
   CollectivesResult r;
   r.ranks = world.size();
   r.backend = std::string(backend->name());
@@ -125,7 +126,7 @@ CollectivesResult run_collectives_bench(const CollectivesOptions& o) {
     const double tolerance = dtype == DType::kBF16 ? 2e-2 : 1e-5;
     for (Communicator* path : {comm.get(), nccl.get()}) {
       if (path == nullptr) continue;
-      const double error = check_all_reduce(*backend, *path, t, world);
+      const double error = check_all_reduce(*backend, *cpu, *path, t, world);
       INFLIGHT_CHECK_CODE(error <= tolerance, ErrorCode::kInternal,
                           "all-reduce of {} bytes on {} ranks{}: relative error {} exceeds {}",
                           c.bytes, r.ranks, path == nccl.get() ? " (NCCL alone)" : "", error,

@@ -31,25 +31,18 @@ ParallelRunner::ParallelRunner(std::unique_ptr<DeviceRunner> local, World& world
 }
 
 ParallelRunner::~ParallelRunner() {
-  RunnerMessage stop;
-  stop.command = RunnerCommand::kStop;
-  world_.send_to_all(encode(stop));
+  world_.send_to_all(encode(RunnerCommand::kStop));
 }
 
 void ParallelRunner::reserve_workspace(int32_t max_num_batched_tokens, int32_t max_num_seqs) {
-  RunnerMessage m;
-  m.command = RunnerCommand::kReserveWorkspace;
-  m.a = max_num_batched_tokens;
-  m.b = max_num_seqs;
-  world_.send_to_all(encode(m));
+  world_.send_to_all(
+      encode(RunnerCommand::kReserveWorkspace, max_num_batched_tokens, max_num_seqs));
   or_abort(world_, "reserving the workspace",
            [&] { local_->reserve_workspace(max_num_batched_tokens, max_num_seqs); });
 }
 
 RunnerMemory ParallelRunner::memory() const {
-  RunnerMessage m;
-  m.command = RunnerCommand::kMemory;
-  world_.send_to_all(encode(m));
+  world_.send_to_all(encode(RunnerCommand::kMemory));
   RunnerMemory mem = local_->memory();
   mem.free = world_.min_over_ranks(mem.free);
   return mem;
@@ -57,29 +50,18 @@ RunnerMemory ParallelRunner::memory() const {
 
 int64_t ParallelRunner::kv_bytes_per_block(int32_t block_size) const {
   // Pipeline stages may hold different numbers of layers: the plan takes the largest.
-  RunnerMessage m;
-  m.command = RunnerCommand::kKvBytesPerBlock;
-  m.a = block_size;
-  world_.send_to_all(encode(m));
+  world_.send_to_all(encode(RunnerCommand::kKvBytesPerBlock, block_size));
   return -world_.min_over_ranks(-local_->kv_bytes_per_block(block_size));
 }
 
 void ParallelRunner::init_kv_cache(int64_t num_blocks, int32_t block_size) {
-  RunnerMessage m;
-  m.command = RunnerCommand::kInitKvCache;
-  m.a = num_blocks;
-  m.b = block_size;
-  world_.send_to_all(encode(m));
+  world_.send_to_all(encode(RunnerCommand::kInitKvCache, num_blocks, block_size));
   or_abort(world_, "allocating the KV cache",
            [&] { local_->init_kv_cache(num_blocks, block_size); });
 }
 
 void ParallelRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& request) {
-  RunnerMessage m;
-  m.command = RunnerCommand::kStep;
-  m.batch = batch;
-  m.request = request;
-  world_.send_to_all(encode(m));
+  world_.send_to_all(encode_step(batch, request));
   watchdog_.arm("a step");
   or_abort(world_, "a step", [&] { local_->begin_step(batch, request); });
 }

@@ -27,7 +27,10 @@ struct RunnerMessage {
   LogitsRequest request;
 };
 
-std::vector<uint8_t> encode(const RunnerMessage& message);
+// A command other than a step, with its arguments.
+std::vector<uint8_t> encode(RunnerCommand command, int64_t a = 0, int64_t b = 0);
+// A step, straight from the caller's batch and request.
+std::vector<uint8_t> encode_step(const ForwardBatch& batch, const LogitsRequest& request);
 // Throws Error(kInternal) for bytes that are not a whole message.
 RunnerMessage decode(const std::vector<uint8_t>& bytes);
 
