@@ -48,6 +48,7 @@ namespace fs = std::filesystem;
 
 struct Options {
   std::string model;
+  std::string positional_model;  // `inflight serve MODEL`, as `vllm serve MODEL`
   std::string served_model_name;
   std::string chat_template;
   std::string tool_call_parser;                       // --tool-call-parser: hermes | llama3_json
@@ -68,6 +69,15 @@ struct Options {
   int32_t block_size = EngineConfig{}.block_size;
   int32_t max_logprobs = EngineConfig{}.max_logprobs;
   bool disable_prefix_caching = false;
+  bool enable_prefix_caching = true;  // vLLM's --[no-]enable-prefix-caching
+  double gpu_memory_utilization = 0.0;
+  std::string dtype = "auto";
+  std::optional<uint64_t> seed;
+  std::string log_level;
+  bool trust_remote_code = false;
+  bool strict = false;
+  bool disable_access_log = false;
+  bool disable_log_stats = false;
   server::ServerConfig server;
   CLI::Option* api_key = nullptr;  // to tell "--api-key ''" from no --api-key
 };
@@ -88,6 +98,19 @@ std::string read_chat_template(const std::string& arg) {
 
 std::string special_text(const Tokenizer& tok, int32_t id) {
   return id == kNoToken ? std::string() : std::string(tok.token_text(id));
+}
+
+// --dtype (vLLM's): the compute dtype is the backend's, bfloat16 on GPUs and float32 on the
+// CPU; naming another is an error rather than a silent difference.
+void check_dtype(const std::string& dtype, const std::string& device) {
+  if (dtype == "auto") return;
+  const bool gpu = device.rfind("cuda", 0) == 0;
+  const std::string computes = gpu ? "bfloat16" : "float32";
+  const bool same = dtype == computes || (gpu && dtype == "bf16") || (!gpu && dtype == "float");
+  INFLIGHT_CHECK_CODE(same, ErrorCode::kUnsupported,
+                      "--dtype {}: {} computes in {} (FP8 weights: --quantization fp8); pass "
+                      "--dtype auto or {}",
+                      dtype, device, computes, computes);
 }
 
 ModelSource model_source(const std::string& path) {
@@ -122,11 +145,14 @@ std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path)
   if (const Status s = parse_kv_cache_memory(opts.kv_cache_memory, config); !s.ok()) {
     INFLIGHT_THROW(ErrorCode::kInvalidArgument, "--kv-cache-memory: {}", s.message());
   }
-  config.enable_prefix_caching = !opts.disable_prefix_caching;
+  config.enable_prefix_caching = opts.enable_prefix_caching && !opts.disable_prefix_caching;
   config.max_logprobs = opts.max_logprobs;
+  config.gpu_memory_utilization = opts.gpu_memory_utilization;
+  config.seed = opts.seed;
   auto engine = Engine::load(source, config);
   INFLIGHT_CHECK_CODE(engine.ok(), ErrorCode::kInvalidArgument, "cannot start the engine: {}",
                       engine.status().to_string());
+  check_dtype(opts.dtype, engine.value()->device_name());
 
   auto model = std::make_shared<frontend::LoadedModel>();
   model->engine = std::shared_ptr<Engine>(std::move(engine).value());
@@ -149,6 +175,7 @@ std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path)
   // n choices run side by side: no more than one step holds.
   model->limits.max_n =
       std::clamp<int32_t>(model->engine->config().max_num_seqs, 1, model->limits.max_n);
+  model->limits.reject_unknown_fields = opts.strict;
   model->content_special_tokens_as_text = opts.chat_content_special_tokens == "text";
   return model;
 }
@@ -169,6 +196,8 @@ void setup(CLI::App& app) {
   app.add_option("--model", opts.model,
                  "Model (.gguf file or Hugging Face directory); default: models/" +
                      std::string(kDefaultModelFile));
+  app.add_option("model_path", opts.positional_model,
+                 "The model as a positional argument (as `vllm serve MODEL`); same as --model");
   app.add_option("--host", http.host, "Address to listen on")->capture_default_str();
   app.add_option("--port", http.port, "Port to listen on (0 = any free port)")
       ->capture_default_str();
@@ -213,6 +242,34 @@ void setup(CLI::App& app) {
   app.add_option("--tokenizer", opts.tokenizer,
                  "Tokenizer file (.gguf or tokenizer.json) instead of the model's");
   app.add_option("--block-size", opts.block_size, "Tokens per KV block")->capture_default_str();
+  app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", opts.enable_prefix_caching,
+               "Reuse the KV blocks of cached prompt prefixes (vLLM's flag; on by default)");
+  app.add_option("--gpu-memory-utilization", opts.gpu_memory_utilization,
+                 "Share of the GPU's memory this server may use (weights + KV cache + workspace), "
+                 "as vLLM's flag; the KV cache gets what is left of it")
+      ->check(CLI::Range(0.0, 1.0).description("(0, 1]"));
+  app.add_option("--dtype", opts.dtype,
+                 "Compute dtype: auto (bfloat16 on GPUs, float32 on the CPU) or that dtype")
+      ->capture_default_str();
+  app.add_option("--seed", opts.seed,
+                 "Seed of requests that set none (request i of the run draws from (seed, i))");
+  app.add_option("--log-level", opts.log_level,
+                 "Log level: debug | info | warning | error | critical (default: "
+                 "INFLIGHT_LOG_LEVEL or info)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warning", "error", "critical"}));
+  app.add_flag("--disable-log-requests,--disable-uvicorn-access-log", opts.disable_access_log,
+               "No access log line per request");
+  app.add_flag("--disable-log-stats", opts.disable_log_stats,
+               "No periodic engine line (throughput, running / waiting, KV cache usage)");
+  app.add_option("--log-stats-interval", server.log_stats_interval_s,
+                 "Seconds between engine lines")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--strict", opts.strict,
+               "Answer 400 to request fields this server does not support (default: log each "
+               "such field name once and go on)");
+  app.add_flag("--trust-remote-code", opts.trust_remote_code,
+               "Accepted for vLLM command lines; no checkpoint code is ever run");
   app.add_flag("--disable-prefix-caching", opts.disable_prefix_caching,
                "Do not reuse the KV blocks of shared prompt prefixes");
   app.add_option("--max-logprobs", opts.max_logprobs, "Largest logprobs / top_logprobs allowed")
@@ -266,12 +323,28 @@ void check_access() {
   }
 }
 
+// The model named positionally or by --model (not two different ones).
+std::string model_argument() {
+  INFLIGHT_CHECK_CODE(
+      opts.positional_model.empty() || opts.model.empty() || opts.positional_model == opts.model,
+      ErrorCode::kInvalidArgument, "two models given: '{}' (positional) and --model '{}'; give one",
+      opts.positional_model, opts.model);
+  return opts.model.empty() ? opts.positional_model : opts.model;
+}
+
 int run() {
+  if (!opts.log_level.empty()) spdlog::set_level(spdlog::level::from_str(opts.log_level));
+  if (opts.trust_remote_code) {
+    INFLIGHT_LOG_INFO("--trust-remote-code has no effect: no code from a checkpoint is ever run");
+  }
   check_access();
   raise_fd_limit();
-  const std::string path = opts.dummy_weights   ? std::string()
-                           : opts.model.empty() ? find_default_model()
-                                                : opts.model;
+  opts.server.http.access_log = !opts.disable_access_log;
+  if (opts.disable_log_stats) opts.server.options.log_stats_interval_s = 0;
+  const std::string named = model_argument();
+  const std::string path = opts.dummy_weights ? std::string()
+                           : named.empty()    ? find_default_model()
+                                              : named;
   if (const std::optional<int> rc = start_parallel_job(model_source(path))) return *rc;
   auto& names = opts.server.frontend.served_model_name;
   if (names.empty()) {

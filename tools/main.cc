@@ -70,6 +70,13 @@ int main(int argc, char** argv) {
   for (const auto& c : commands()) {
     CLI::App* sub = app.add_subcommand(c.name, c.description);
     c.setup(*sub);
+    // A single-valued option given twice takes its last value (as argparse, so that a script's
+    // defaults can be followed by the user's arguments).
+    for (CLI::Option* option : sub->get_options()) {
+      if (option->get_items_expected_max() == 1) {
+        option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+      }
+    }
     subs.emplace_back(sub, &c);
   }
   CLI11_PARSE(app, argc, argv);

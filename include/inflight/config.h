@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,11 @@ struct EngineConfig {
   // kAutoKvCacheFraction of the free memory of a GPU, kAutoKvCacheHostBytes of host memory.
   int64_t kv_cache_bytes = 0;
   static constexpr double kAutoKvCacheFraction = 0.9;
+  // When > 0 (GPUs; vLLM's --gpu-memory-utilization): the share of the device's whole memory this
+  // engine may use, weights, workspace and runtime reserve included; the KV cache gets the rest
+  // of that share. In (0, 1]. Takes precedence over the KV cache settings above but
+  // num_kv_blocks.
+  double gpu_memory_utilization = 0.0;
   static constexpr int64_t kAutoKvCacheHostBytes = int64_t{512} << 20;
   // Reuse the KV blocks of the longest cached prompt prefix (full blocks, hashed by chain).
   bool enable_prefix_caching = true;
@@ -51,6 +57,10 @@ struct EngineConfig {
   // come back from the device as candidates + log-sum-exp instead of whole rows. Off: every row
   // comes back whole (the reference path; same tokens).
   bool device_sampling = true;
+  // The seed of requests that set none: request i (in enqueue order) draws from a seed derived
+  // from (seed, i), so a run of the same requests in the same order repeats itself. Unset: a
+  // random seed per request.
+  std::optional<uint64_t> seed;
 
   // kInvalidArgument naming the field.
   Status validate() const;

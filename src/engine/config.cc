@@ -28,6 +28,10 @@ Status EngineConfig::validate() const {
     return invalid(fmt::format("kv_cache_memory_fraction must be in [0, 1], got {}",
                                kv_cache_memory_fraction));
   }
+  if (!(gpu_memory_utilization >= 0.0 && gpu_memory_utilization <= 1.0)) {
+    return invalid(fmt::format("gpu_memory_utilization must be in (0, 1] (0 = unset), got {}",
+                               gpu_memory_utilization));
+  }
   if (kv_cache_bytes < 0) {
     return invalid(
         fmt::format("kv_cache_bytes must be >= 0 (0 = automatic), got {}", kv_cache_bytes));

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/check.h"
+#include "core/hash.h"
 #include "core/logging.h"
 #include "tokenizer/tokenizer.h"
 
@@ -18,7 +19,10 @@ double gib(int64_t bytes) {
 // Makes the automatic KV cache size explicit when `c` sets none: a fraction of a GPU's free
 // memory, a fixed size on the host.
 void fill_auto_kv_memory(EngineConfig& c, bool host) {
-  if (c.num_kv_blocks != 0 || c.kv_cache_memory_fraction != 0.0 || c.kv_cache_bytes != 0) return;
+  if (c.num_kv_blocks != 0 || (c.gpu_memory_utilization != 0.0 && !host) ||
+      c.kv_cache_memory_fraction != 0.0 || c.kv_cache_bytes != 0) {
+    return;
+  }
   if (host) {
     c.kv_cache_bytes = EngineConfig::kAutoKvCacheHostBytes;
   } else {
@@ -27,9 +31,15 @@ void fill_auto_kv_memory(EngineConfig& c, bool host) {
 }
 
 // The KV cache's bytes under `c`'s (explicit) memory settings, with `available` bytes free after
-// weights, workspace and reserve.
-int64_t planned_kv_bytes(const EngineConfig& c, int64_t per_block, int64_t available) {
+// weights, workspace and reserve on a device of `m.total` bytes.
+int64_t planned_kv_bytes(const EngineConfig& c, int64_t per_block, int64_t available,
+                         const RunnerMemory& m) {
   if (c.num_kv_blocks > 0) return c.num_kv_blocks * per_block;
+  if (c.gpu_memory_utilization > 0.0 && !m.host) {
+    // What the share leaves once everything else this engine holds is counted.
+    const double outside = (1.0 - c.gpu_memory_utilization) * static_cast<double>(m.total);
+    return std::max<int64_t>(0, available - static_cast<int64_t>(outside));
+  }
   if (c.kv_cache_memory_fraction > 0.0) {
     return static_cast<int64_t>(c.kv_cache_memory_fraction * static_cast<double>(available));
   }
@@ -52,9 +62,9 @@ EngineConfig with_step_limits(const EngineConfig& config, const ModelRunner& run
       fill_auto_kv_memory(planned, m.host);
       const int64_t per_block = runner.kv_bytes_per_block(c.block_size);
       const int64_t available = std::max<int64_t>(0, m.free - m.reserve);
-      const int64_t kv_tokens =
-          per_block > 0 ? planned_kv_bytes(planned, per_block, available) / per_block * c.block_size
-                        : 0;
+      const int64_t kv_tokens = per_block > 0 ? planned_kv_bytes(planned, per_block, available, m) /
+                                                    per_block * c.block_size
+                                              : 0;
       seqs = kMinSeqs;
       while (seqs * 2 <= std::min(kMaxSeqs, kv_tokens / kTokensPerSeq)) seqs *= 2;
     }
@@ -86,15 +96,28 @@ Result<EngineConfig> resolve(const EngineConfig& config, const ModelRunner& runn
   const int64_t per_block = runner.kv_bytes_per_block(c.block_size);
   const RunnerMemory m = runner.memory();
   const int64_t available = std::max<int64_t>(0, m.free - m.reserve);
+  if (c.gpu_memory_utilization > 0.0 && m.host) {
+    INFLIGHT_LOG_WARN(
+        "gpu_memory_utilization applies to GPUs: the KV cache on {} follows the KV "
+        "cache memory setting",
+        runner.device_name());
+    c.gpu_memory_utilization = 0.0;
+  }
   fill_auto_kv_memory(c, m.host);  // recorded in the resolved config
-  int64_t kv_bytes = planned_kv_bytes(c, per_block, available);
+  int64_t kv_bytes = planned_kv_bytes(c, per_block, available, m);
   if (c.num_kv_blocks == 0) {
     c.num_kv_blocks = per_block > 0 ? kv_bytes / per_block : 0;
     if (c.num_kv_blocks < 1) {
-      return Status(StatusCode::kResourceExhausted,
-                    fmt::format("a KV cache of {} bytes holds no KV block ({} bytes each); "
-                                "raise the KV cache memory",
-                                kv_bytes, per_block));
+      return Status(
+          StatusCode::kResourceExhausted,
+          fmt::format("a KV cache of {} bytes holds no KV block ({} bytes each); "
+                      "raise the KV cache memory{}",
+                      kv_bytes, per_block,
+                      c.gpu_memory_utilization > 0.0
+                          ? fmt::format(" (gpu_memory_utilization {} of {:.2f} GiB "
+                                        "leaves nothing after the weights, {:.2f} GiB)",
+                                        c.gpu_memory_utilization, gib(m.total), gib(m.weights))
+                          : std::string()));
     }
     kv_bytes = c.num_kv_blocks * per_block;
   }
@@ -185,6 +208,9 @@ Result<RequestHandle> Engine::Impl::enqueue(Request request) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!accepting_) return Status(StatusCode::kUnavailable, "the engine is shutting down");
     const RequestId id = next_request_id_++;
+    if (config_.seed && !prepared.value().params.seed) {
+      prepared.value().seed = splitmix64(*config_.seed + splitmix64(id));
+    }
     auto state = std::make_unique<RequestState>(id, std::move(prepared).value(), tokenizer_.get(),
                                                 eos_ids_, next_seq_id_++, now);
     RequestHandle handle{id, std::make_shared<OutputStream>(state->stream())};

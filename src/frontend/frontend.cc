@@ -18,7 +18,9 @@ Frontend::Frontend(FrontendOptions options) : options_(std::move(options)) {
   fingerprint_ = fmt::format("fp_{:010x}", h & 0xffffffffffULL);
 }
 
-void Frontend::load(std::shared_ptr<const LoadedModel> model) { model_.store(std::move(model)); }
+void Frontend::load(std::shared_ptr<const LoadedModel> model) {
+  model_.store(std::move(model));
+}
 
 const LoadedModel& Frontend::model() const {
   // NOTE: the LoadedModel is never unpublished, so the reference outlives this shared_ptr.
@@ -28,7 +30,10 @@ const LoadedModel& Frontend::model() const {
 }
 
 void Frontend::check_model(const std::string& requested) const {
-  if (!requested.empty() && requested != options_.served_model_name) {
+  // "tgi" and "dummy": the names TGI clients send for the one model a TGI server has
+  // (huggingface_hub's InferenceClient given a base URL); any other name must be the served one.
+  const bool tgi_placeholder = requested == "tgi" || requested == "dummy";
+  if (!requested.empty() && requested != options_.served_model_name && !tgi_placeholder) {
     throw ApiError(404, fmt::format("The model `{}` does not exist.", requested), "model");
   }
 }
@@ -43,6 +48,8 @@ bool Frontend::try_acquire_slot() {
   return true;
 }
 
-void Frontend::release_slot() { in_flight_.fetch_sub(1); }
+void Frontend::release_slot() {
+  in_flight_.fetch_sub(1);
+}
 
 }  // namespace inflight::frontend

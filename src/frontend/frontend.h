@@ -41,7 +41,8 @@ class Frontend {
   int64_t created() const { return created_; }  // unix seconds of start-up
   const std::string& system_fingerprint() const { return fingerprint_; }
 
-  // The `model` field of a request: empty or the served name; else ApiError(404).
+  // The `model` field of a request: empty, the served name or a TGI client's placeholder ("tgi",
+  // "dummy"); else ApiError(404).
   void check_model(const std::string& requested) const;
 
   // In-flight generation slots (one per client request): false when at the limit.

@@ -57,7 +57,14 @@ bool Generation::take(std::vector<TaggedOutput>& out) {
     scratch_.clear();
     handles_[p].stream->try_pop(scratch_);
     for (auto& o : scratch_) {
-      if (o.request_finished) finished_[p] = true;
+      if (o.request_finished) {
+        finished_[p] = true;
+        usage_.prompt_tokens += o.usage.prompt_tokens;
+        usage_.completion_tokens += o.usage.completion_tokens;
+        usage_.cached_prompt_tokens += o.usage.cached_prompt_tokens;
+        const double ttft = o.timings.ttft_seconds();
+        if (ttft > 0.0 && (ttft_s_ == 0.0 || ttft < ttft_s_)) ttft_s_ = ttft;
+      }
       out.push_back(TaggedOutput{p, std::move(o)});
     }
     all = all && finished_[p];

@@ -50,6 +50,10 @@ class Generation {
 
   size_t num_prompts() const { return handles_.size(); }
   Frontend& frontend() const { return frontend_; }
+  // Usage summed over the prompts whose last output was taken, and the earliest of their
+  // times to first token (0 when none produced a token): for the access log.
+  const Usage& usage() const { return usage_; }
+  double ttft_seconds() const { return ttft_s_; }
 
  private:
   struct Notifier {
@@ -66,6 +70,8 @@ class Generation {
   std::vector<RequestHandle> handles_;
   std::vector<bool> finished_;  // per prompt: its request_finished output was taken
   std::vector<RequestOutput> scratch_;
+  Usage usage_;
+  double ttft_s_ = 0.0;
 };
 
 // OpenAI's last stream event (the SSE transport sends it as `data: [DONE]`).
@@ -96,7 +102,7 @@ struct ChoiceResult {
 struct GenerationResult {
   // Choice `prompt * n + index`, as OpenAI numbers choices over several prompts.
   std::vector<ChoiceResult> choices;
-  Usage usage;  // summed over prompts
+  Usage usage;                          // summed over prompts
   std::vector<RequestTimings> timings;  // per prompt
 };
 

@@ -6,6 +6,7 @@
 
 #include "frontend/api_error.h"
 #include "frontend/json_fields.h"
+#include "frontend/request_fields.h"
 
 namespace inflight::frontend {
 
@@ -27,8 +28,7 @@ GenerationOptions parse_options(const json& body, const ProtocolLimits& limits) 
       throw_bad_request("'stream_options' must be an object", "stream_options");
     }
     if (!o.stream) {
-      throw_bad_request("'stream_options' is only allowed when 'stream' is true",
-                        "stream_options");
+      throw_bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
     }
     o.include_usage = FieldReader(*so).boolean("include_usage").value_or(false);
   }
@@ -40,8 +40,8 @@ GenerationOptions parse_options(const json& body, const ProtocolLimits& limits) 
   }
   s.temperature = static_cast<float>(r.number("temperature", 0, 2).value_or(1.0));
   s.top_p = static_cast<float>(r.positive_number("top_p", 0, 1).value_or(1.0));
-  s.top_k = static_cast<int32_t>(r.integer("top_k", -1, std::numeric_limits<int32_t>::max())
-                                     .value_or(0));
+  s.top_k =
+      static_cast<int32_t>(r.integer("top_k", -1, std::numeric_limits<int32_t>::max()).value_or(0));
   s.min_p = static_cast<float>(r.number("min_p", 0, 1).value_or(0.0));
   s.presence_penalty = static_cast<float>(r.number("presence_penalty", -2, 2).value_or(0.0));
   s.frequency_penalty = static_cast<float>(r.number("frequency_penalty", -2, 2).value_or(0.0));
@@ -133,16 +133,18 @@ std::vector<PromptInput> parse_prompts(const json& body, const ProtocolLimits& l
         } else if (item.is_array()) {
           out.push_back(token_prompt(item, limits));
         } else {
-          throw_bad_request("'prompt' must be a string, a list of strings, a list of token ids "
-                            "or a list of token-id lists",
-                            "prompt");
+          throw_bad_request(
+              "'prompt' must be a string, a list of strings, a list of token ids "
+              "or a list of token-id lists",
+              "prompt");
         }
       }
     }
   } else {
-    throw_bad_request("'prompt' must be a non-empty string, a list of strings, a list of token "
-                      "ids or a list of token-id lists",
-                      "prompt");
+    throw_bad_request(
+        "'prompt' must be a non-empty string, a list of strings, a list of token "
+        "ids or a list of token-id lists",
+        "prompt");
   }
   return out;
 }
@@ -188,8 +190,7 @@ json parse_messages(const json& body) {
     if (role == m.end() || !role->is_string()) {
       throw_bad_request("each message needs a string 'role'", param + ".role");
     }
-    static const char* kRoles[] = {"system", "developer", "user", "assistant", "tool",
-                                   "function"};
+    static const char* kRoles[] = {"system", "developer", "user", "assistant", "tool", "function"};
     bool known = false;
     for (const char* r : kRoles) known = known || *role == r;
     if (!known) {
@@ -211,6 +212,7 @@ json parse_messages(const json& body) {
 }  // namespace
 
 CompletionRequest parse_completion_request(const json& body, const ProtocolLimits& limits) {
+  check_fields(body, RequestApi::kCompletion, limits);
   CompletionRequest req;
   req.options = parse_options(body, limits);
   parse_max_tokens(body, /*chat=*/false, req.options.sampling, 16);  // OpenAI's default: 16
@@ -227,6 +229,7 @@ CompletionRequest parse_completion_request(const json& body, const ProtocolLimit
 
 ChatCompletionRequest parse_chat_completion_request(const json& body,
                                                     const ProtocolLimits& limits) {
+  check_fields(body, RequestApi::kChatCompletion, limits);
   ChatCompletionRequest req;
   req.options = parse_options(body, limits);
   parse_max_tokens(body, /*chat=*/true, req.options.sampling, std::nullopt);

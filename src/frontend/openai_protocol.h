@@ -6,7 +6,8 @@
 // top_logprobs, presence_penalty, frequency_penalty, user, echo, best_of == n) plus vLLM's
 // extras (top_k, min_p, repetition_penalty, ignore_eos, min_tokens, stop_token_ids,
 // skip_special_tokens, include_stop_str_in_output, add_special_tokens, chat_template_kwargs,
-// add_generation_prompt, continue_final_message). Unknown fields are ignored, as vLLM does.
+// add_generation_prompt, continue_final_message). Other fields are logged once per name or, with
+// ProtocolLimits::reject_unknown_fields, refused (frontend/request_fields.h).
 // Anything of the wrong type or out of range is ApiError(400) naming the field.
 #pragma once
 
@@ -23,10 +24,13 @@ namespace inflight::frontend {
 
 // Limits that depend on the server and the model, used during validation.
 struct ProtocolLimits {
-  int32_t max_n = 128;         // most choices per request
-  int32_t max_logprobs = 20;   // engine's max_logprobs
-  int32_t max_stop = 16;       // most stop strings
+  int32_t max_n = 128;        // most choices per request
+  int32_t max_logprobs = 20;  // engine's max_logprobs
+  int32_t max_stop = 16;      // most stop strings
   int64_t vocab_size = 1 << 30;
+  // Answer 400 to a body with a field this server does not read (serve --strict); otherwise
+  // such fields are logged once each (frontend/request_fields.h).
+  bool reject_unknown_fields = false;
 };
 
 // Fields every generation request shares.
@@ -39,7 +43,7 @@ struct GenerationOptions {
 };
 
 struct PromptInput {
-  std::string text;             // when token_ids is empty
+  std::string text;  // when token_ids is empty
   std::vector<int32_t> token_ids;
   bool is_tokens() const { return !token_ids.empty(); }
 };

@@ -11,9 +11,16 @@
 
 namespace inflight::frontend {
 
-// Validates the request, builds its engine request and submits it; `stream` is the route's
-// (/generate_stream), not the body's.
-StartedGeneration start_tgi_generation(Frontend& frontend, std::string_view body, bool stream);
+// Which TGI route a generation came in by.
+enum class TgiRoute {
+  kGenerate,        // POST /generate: one JSON object
+  kGenerateStream,  // POST /generate_stream: Server-Sent Events
+  kCompat,          // POST /: the body's "stream" (default false) picks SSE or, as TGI answers
+                    // it, a JSON array holding the one /generate object
+};
+
+// Validates the request, builds its engine request and submits it.
+StartedGeneration start_tgi_generation(Frontend& frontend, std::string_view body, TgiRoute route);
 
 // TGI's /info, the fields its clients read.
 nlohmann::ordered_json tgi_info(const Frontend& frontend);

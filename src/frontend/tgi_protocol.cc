@@ -7,6 +7,7 @@
 #include "frontend/error_mapping.h"
 #include "frontend/json_fields.h"
 #include "frontend/openai_responses.h"
+#include "frontend/request_fields.h"
 #include "tokenizer/tokenizer.h"
 
 namespace inflight::frontend {
@@ -14,10 +15,12 @@ namespace inflight::frontend {
 using json = nlohmann::ordered_json;
 
 TgiRequest parse_tgi_request(const json& body, const ProtocolLimits& limits) {
+  check_fields(body, RequestApi::kTgi, limits);
   TgiRequest req;
   FieldReader top(body);
   std::optional<std::string> inputs = top.string("inputs");
-  if (!inputs || inputs->empty()) throw_bad_request("'inputs' must be a non-empty string", "inputs");
+  if (!inputs || inputs->empty())
+    throw_bad_request("'inputs' must be a non-empty string", "inputs");
   req.inputs = std::move(*inputs);
 
   static const json kEmpty = json::object();
@@ -41,16 +44,22 @@ TgiRequest parse_tgi_request(const json& body, const ProtocolLimits& limits) {
   s.top_p = static_cast<float>(top_p.value_or(1.0));
   s.repetition_penalty =
       static_cast<float>(r.positive_number("repetition_penalty", 0, kMax).value_or(1.0));
-  s.frequency_penalty =
-      static_cast<float>(r.number("frequency_penalty", -2, 2).value_or(0.0));
+  s.frequency_penalty = static_cast<float>(r.number("frequency_penalty", -2, 2).value_or(0.0));
   if (auto seed = r.integer("seed", 0, std::numeric_limits<int64_t>::max())) {
     s.seed = static_cast<uint64_t>(*seed);
   }
   s.max_tokens = static_cast<int32_t>(
       r.integer("max_new_tokens", 1, std::numeric_limits<int32_t>::max()).value_or(100));
   s.stop = r.string_or_list("stop", static_cast<size_t>(limits.max_stop));
-  if (auto best_of = r.integer("best_of", 1, 1); best_of && *best_of != 1) {
-    throw_bad_request("'best_of' > 1 is not supported", "best_of");
+  req.best_of = static_cast<int32_t>(r.integer("best_of", 1, limits.max_n).value_or(1));
+  if (req.best_of > 1) {
+    // TGI's rules: several sequences only make sense sampled, and each draws its own seed.
+    if (!sample) throw_bad_request("'best_of' > 1 needs sampling ('do_sample': true)", "best_of");
+    if (s.seed) throw_bad_request("'seed' must not be set when 'best_of' > 1", "seed");
+    s.n = req.best_of;
+  }
+  if (auto truncate = r.integer("truncate", 1, std::numeric_limits<int32_t>::max())) {
+    req.truncate = static_cast<int32_t>(*truncate);
   }
   if (r.boolean("watermark").value_or(false)) {
     throw_bad_request("'watermark' is not supported", "watermark");
@@ -58,15 +67,17 @@ TgiRequest parse_tgi_request(const json& body, const ProtocolLimits& limits) {
   if (r.get("grammar") != nullptr) throw_bad_request("'grammar' is not supported", "grammar");
   req.details = r.boolean("details").value_or(false);
   req.return_full_text = r.boolean("return_full_text").value_or(false);
-  req.top_n_tokens = static_cast<int32_t>(r.integer("top_n_tokens", 0, limits.max_logprobs)
-                                              .value_or(0));
+  req.top_n_tokens =
+      static_cast<int32_t>(r.integer("top_n_tokens", 0, limits.max_logprobs).value_or(0));
   s.logprobs = req.top_n_tokens;
   return req;
 }
 
 namespace {
 
-double finite(float lp) { return std::max(static_cast<double>(lp), -9999.0); }
+double finite(float lp) {
+  return std::max(static_cast<double>(lp), -9999.0);
+}
 
 // TGI's names for why generation ended.
 const char* tgi_finish_reason(const std::optional<FinishReason>& reason,
@@ -79,7 +90,9 @@ const char* tgi_finish_reason(const std::optional<FinishReason>& reason,
 }
 
 json token_json(const Tokenizer& tok, int32_t id, float logprob, std::string text) {
-  return {{"id", id}, {"text", std::move(text)}, {"logprob", finite(logprob)},
+  return {{"id", id},
+          {"text", std::move(text)},
+          {"logprob", finite(logprob)},
           {"special", tok.is_special(id)}};
 }
 
@@ -160,28 +173,60 @@ class TgiStream final : public StreamFormatter {
 
 }  // namespace
 
-json tgi_response(const TgiFormat& format, GenerationResult& result) {
+namespace {
+
+double total_logprob(const ChoiceResult& c) {
+  double sum = 0.0;
+  for (const TokenLogprob& lp : c.logprobs) sum += lp.logprob;
+  return sum;
+}
+
+// One sequence's details: its text, why it ended and its tokens.
+json sequence_details(const TgiFormat& format, const ChoiceResult& c) {
   const Tokenizer& tok = *format.tokenizer;
-  ChoiceResult& c = result.choices.at(0);
-  std::string text = format.request.return_full_text ? format.request.inputs + c.text : c.text;
-  json body = {{"generated_text", std::move(text)}};
-  if (format.request.details) {
-    json tokens = json::array(), top_tokens = json::array();
-    for (size_t i = 0; i < c.token_ids.size(); ++i) {
-      int32_t id = c.token_ids[i];
-      float logprob = i < c.logprobs.size() ? c.logprobs[i].logprob : 0.0f;
-      tokens.push_back(token_json(tok, id, logprob, tok.token_piece(id, false)));
-      if (format.request.top_n_tokens > 0 && i < c.logprobs.size()) {
-        top_tokens.push_back(top_tokens_json(tok, c.logprobs[i], format.request.top_n_tokens));
-      }
+  json tokens = json::array(), top_tokens = json::array();
+  for (size_t i = 0; i < c.token_ids.size(); ++i) {
+    int32_t id = c.token_ids[i];
+    float logprob = i < c.logprobs.size() ? c.logprobs[i].logprob : 0.0f;
+    tokens.push_back(token_json(tok, id, logprob, tok.token_piece(id, false)));
+    if (format.request.top_n_tokens > 0 && i < c.logprobs.size()) {
+      top_tokens.push_back(top_tokens_json(tok, c.logprobs[i], format.request.top_n_tokens));
     }
-    body["details"] = {
-        {"finish_reason", tgi_finish_reason(c.finish_reason, c.stop_string, c.stop_token_id)},
-        {"generated_tokens", c.token_ids.size()},
-        {"seed", seed_json(format.request.sampling)},
-        {"prefill", json::array()},
-        {"tokens", std::move(tokens)},
-        {"top_tokens", std::move(top_tokens)}};
+  }
+  return {{"finish_reason", tgi_finish_reason(c.finish_reason, c.stop_string, c.stop_token_id)},
+          {"generated_tokens", c.token_ids.size()},
+          {"seed", seed_json(format.request.sampling)},
+          {"prefill", json::array()},
+          {"tokens", std::move(tokens)},
+          {"top_tokens", std::move(top_tokens)}};
+}
+
+}  // namespace
+
+json tgi_response(const TgiFormat& format, GenerationResult& result) {
+  // best_of: the sequence of highest total logprob answers (the first on a tie).
+  size_t best = 0;
+  for (size_t i = 1; i < result.choices.size(); ++i) {
+    if (total_logprob(result.choices[i]) > total_logprob(result.choices[best])) best = i;
+  }
+  auto full_text = [&](const ChoiceResult& c) {
+    return format.request.return_full_text ? format.request.inputs + c.text : c.text;
+  };
+  json body = {{"generated_text", full_text(result.choices.at(best))}};
+  if (format.request.details) {
+    body["details"] = sequence_details(format, result.choices[best]);
+    if (result.choices.size() > 1) {
+      json others = json::array();
+      for (size_t i = 0; i < result.choices.size(); ++i) {
+        if (i == best) continue;
+        json seq = sequence_details(format, result.choices[i]);
+        seq.erase("top_tokens");
+        json entry = {{"generated_text", full_text(result.choices[i])}};
+        entry.update(seq);
+        others.push_back(std::move(entry));
+      }
+      body["details"]["best_of_sequences"] = std::move(others);
+    }
   }
   return body;
 }

@@ -2,7 +2,8 @@
 //
 //   {"inputs": "text", "parameters": {"max_new_tokens": 20, "do_sample": false, "temperature",
 //    "top_k", "top_p", "repetition_penalty", "frequency_penalty", "seed", "stop": [...],
-//    "details": true, "return_full_text": false, "top_n_tokens": 2, ...}}
+//    "details": true, "return_full_text": false, "top_n_tokens": 2, "best_of": 2,
+//    "truncate": 1000, ...}}
 //
 //   -> {"generated_text": "...", "details": {"finish_reason": "length" | "eos_token" |
 //       "stop_sequence", "generated_tokens": N, "seed": S | null, "prefill": [],
@@ -35,6 +36,10 @@ struct TgiRequest {
   bool details = false;
   bool return_full_text = false;
   int32_t top_n_tokens = 0;
+  // best_of > 1: that many sampled sequences, the one of highest total logprob answers (the
+  // others in details.best_of_sequences); never streamed. sampling.n == best_of.
+  int32_t best_of = 1;
+  std::optional<int32_t> truncate;  // keep only the prompt's last `truncate` tokens
 };
 
 TgiRequest parse_tgi_request(const nlohmann::ordered_json& body, const ProtocolLimits& limits);

@@ -1,5 +1,7 @@
 #include "server/generation_adapters.h"
 
+#include <fmt/format.h>
+
 #include "server/http_responses.h"
 #include "server/sse.h"
 
@@ -10,10 +12,13 @@ namespace inflight::server {
 GenerationStream::GenerationStream(std::shared_ptr<frontend::Generation> generation,
                                    std::unique_ptr<frontend::StreamFormatter> formatter,
                                    std::vector<std::string> prologue)
-    : generation_(std::move(generation)), formatter_(std::move(formatter)),
+    : generation_(std::move(generation)),
+      formatter_(std::move(formatter)),
       prologue_(std::move(prologue)) {}
 
-void GenerationStream::start(std::function<void()> wake) { generation_->set_wake(std::move(wake)); }
+void GenerationStream::start(std::function<void()> wake) {
+  generation_->set_wake(std::move(wake));
+}
 
 bool GenerationStream::poll(std::string& out) {
   if (done_) return true;
@@ -35,15 +40,21 @@ bool GenerationStream::poll(std::string& out) {
   return done_;
 }
 
-void GenerationStream::abort() { generation_->cancel(); }
+void GenerationStream::abort() {
+  generation_->cancel();
+}
 
-void GenerationStream::cancel() { generation_->cancel(); }
+void GenerationStream::cancel() {
+  generation_->cancel();
+}
 
 // ---- GenerationCollector --------------------------------------------------------------------
 
 GenerationCollector::GenerationCollector(std::shared_ptr<frontend::Generation> generation,
                                          int32_t n, Render render)
-    : generation_(std::move(generation)), n_(n), render_(std::move(render)),
+    : generation_(std::move(generation)),
+      n_(n),
+      render_(std::move(render)),
       result_(frontend::make_result(generation_->num_prompts(), n)) {}
 
 void GenerationCollector::start(std::function<void()> wake) {
@@ -67,17 +78,35 @@ std::optional<HttpResponse> GenerationCollector::poll() {
   return json_response(render(result_));
 }
 
-void GenerationCollector::cancel() { generation_->cancel(); }
+void GenerationCollector::cancel() {
+  generation_->cancel();
+}
+
+namespace {
+
+// "prompt_tokens=12 completion_tokens=20 ttft=5.1ms" (the generation outlives the response).
+std::function<std::string()> usage_details(std::shared_ptr<frontend::Generation> generation) {
+  return [generation = std::move(generation)] {
+    const Usage& u = generation->usage();
+    return fmt::format("prompt_tokens={} completion_tokens={} cached_tokens={} ttft={:.1f}ms",
+                       u.prompt_tokens, u.completion_tokens, u.cached_prompt_tokens,
+                       generation->ttft_seconds() * 1e3);
+  };
+}
+
+}  // namespace
 
 HttpResponse generation_response(frontend::StartedGeneration started) {
-  if (started.stream) {
-    return sse_response(std::make_shared<GenerationStream>(std::move(started.generation),
-                                                           std::move(started.formatter),
-                                                           std::move(started.prologue)));
-  }
+  auto details = usage_details(started.generation);
   HttpResponse res;
-  res.deferred = std::make_shared<GenerationCollector>(std::move(started.generation), started.n,
-                                                       std::move(started.render));
+  if (started.stream) {
+    res = sse_response(std::make_shared<GenerationStream>(
+        std::move(started.generation), std::move(started.formatter), std::move(started.prologue)));
+  } else {
+    res.deferred = std::make_shared<GenerationCollector>(std::move(started.generation), started.n,
+                                                         std::move(started.render));
+  }
+  res.log_details = std::move(details);
   return res;
 }
 

@@ -23,9 +23,9 @@ namespace inflight::server {
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpRequest {
-  std::string method;  // upper case, as sent: "GET", "POST", ...
-  std::string target;  // as sent: "/v1/models?x=1"
-  std::string path;    // target without the query: "/v1/models"
+  std::string method;   // upper case, as sent: "GET", "POST", ...
+  std::string target;   // as sent: "/v1/models?x=1"
+  std::string path;     // target without the query: "/v1/models"
   HttpHeaders headers;  // names lower-cased
   std::string body;
 
@@ -76,6 +76,9 @@ struct HttpResponse {
   std::string body;
   std::shared_ptr<DeferredResponse> deferred;  // when set, everything else is ignored
   std::shared_ptr<StreamBody> stream;          // when set, `body` is ignored
+  // Fields the access log adds to the response's line (token counts, time to first token),
+  // read once the response has ended; a deferred response's final answer inherits it.
+  std::function<std::string()> log_details;
 };
 
 // Handles one request. Runs on the connection's strand; must not block for long and must not

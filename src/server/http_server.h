@@ -45,6 +45,7 @@ struct HttpServerConfig {
   double shutdown_timeout_s = 10;       // in-flight requests may finish within this on stop
   int backlog = 4096;                   // listen backlog (many clients connect at once)
   bool handle_signals = true;           // SIGINT/SIGTERM/SIGUSR1 trigger a graceful stop
+  bool access_log = true;               // one info line per request (HttpServer::Impl::log_access)
   // Host names served besides the built-in ones (server/host_check.h); "*" = any Host.
   std::vector<std::string> allowed_hosts;
   // Origins allowed cross-origin access (server/cors.h); empty = CORS off, "*" = any.

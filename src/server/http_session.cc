@@ -1,5 +1,6 @@
 // The Beast transport: one connection's requests, read, checked, dispatched and answered.
 #include <array>
+#include <chrono>
 #include <optional>
 
 #include "core/logging.h"
@@ -20,6 +21,20 @@ HttpResponse HttpServer::Impl::dispatch(HttpRequest& req) {
     INFLIGHT_LOG_ERROR("handler for {} {} threw", req.method, req.path);
   }
   return error_response(500, "internal server error");
+}
+
+void HttpServer::Impl::log_access(Connection& c, std::string_view method, std::string_view target,
+                                  std::string_view outcome,
+                                  const std::function<std::string()>& details,
+                                  std::chrono::steady_clock::time_point start) const {
+  if (!config.access_log) return;
+  beast::error_code ec;
+  const auto peer = c.stream.socket().remote_endpoint(ec);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  INFLIGHT_LOG_INFO("{}:{} \"{} {}\" {} {}{}{:.1f}ms", ec ? "-" : peer.address().to_string(),
+                    ec ? 0 : peer.port(), method, target, outcome, details ? details() : "",
+                    details ? " " : "", ms);
 }
 
 namespace {
@@ -58,9 +73,9 @@ std::optional<HttpResponse> read_error(beast::error_code ec, bool timed_out, boo
     if (!partial) return std::nullopt;
     return error_response(408, "the request did not arrive in time");
   }
-  if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-      ec == asio::error::eof || ec == asio::error::operation_aborted ||
-      ec == asio::error::connection_reset || ec == asio::error::bad_descriptor || !partial) {
+  if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
+      ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
+      ec == asio::error::bad_descriptor || !partial) {
     return std::nullopt;
   }
   return error_response(400, "malformed HTTP request");
@@ -68,8 +83,7 @@ std::optional<HttpResponse> read_error(beast::error_code ec, bool timed_out, boo
 
 }  // namespace
 
-void HttpServer::Impl::arm_read_deadline(const std::shared_ptr<Connection>& c,
-                                         double timeout_s) {
+void HttpServer::Impl::arm_read_deadline(const std::shared_ptr<Connection>& c, double timeout_s) {
   c->stream.expires_never();
   c->read_timed_out = false;
   c->read_timer.expires_after(seconds(timeout_s));
@@ -110,6 +124,7 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> c) {
     arm_read_deadline(c, fresh ? config.read_timeout_s : config.idle_timeout_s);
     auto [ec, n] = co_await http::async_read_header(conn.stream, conn.buffer, parser, kUse);
     end_read(conn);
+    const auto start = std::chrono::steady_clock::now();
     std::optional<HttpResponse> early;
     HttpHeaders fields;
     if (ec) {
@@ -139,6 +154,10 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> c) {
       // The rest of the request was not read: answer, then close without resetting.
       conn.stream.expires_after(seconds(config.write_timeout_s));
       co_await write_response(conn, *early, 11, false);
+      const bool head_read = !ec || parser.is_header_done();
+      log_access(conn, head_read ? std::string_view(parser.get().method_string()) : "-",
+                 head_read ? std::string_view(parser.get().target()) : "-",
+                 std::to_string(early->status), nullptr, start);
       co_await linger_close(conn);
       break;
     }
@@ -153,6 +172,7 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> c) {
     conn.busy = true;
     std::optional<HttpResponse> preflight = cors.preflight(req);
     HttpResponse res = preflight ? std::move(*preflight) : dispatch(req);
+    std::function<std::string()> details = std::move(res.log_details);
     bool ok = true;
     if (res.deferred) {
       auto deferred = std::move(res.deferred);
@@ -182,6 +202,10 @@ asio::awaitable<void> HttpServer::Impl::session(std::shared_ptr<Connection> c) {
       }
     }
     conn.busy = false;
+    log_access(conn, req.method, req.target,
+               ok ? std::to_string(res.status)
+                  : std::string(conn.client_gone ? "client-disconnected" : "write-failed"),
+               details, start);
     if (!ok || !keep_alive) break;
   }
   end_read(conn);

@@ -69,7 +69,8 @@ void set_head(Message& msg, const HttpResponse& res) {
 
 struct Connection : std::enable_shared_from_this<Connection> {
   explicit Connection(tcp::socket socket)
-      : stream(std::move(socket)), wake_timer(stream.get_executor()),
+      : stream(std::move(socket)),
+        wake_timer(stream.get_executor()),
         read_timer(stream.get_executor()) {}
 
   // Any thread: makes the session poll its pending work again (coalesced).
@@ -84,10 +85,10 @@ struct Connection : std::enable_shared_from_this<Connection> {
   beast::tcp_stream stream;
   asio::steady_timer wake_timer;  // a pending session waits on it; wake() cancels it
   std::atomic<bool> wake_pending{false};
-  beast::flat_buffer buffer;       // bytes read but not yet parsed (pipelined requests)
-  bool busy = false;               // a request is being handled
-  bool writing = false;            // a response write is in flight
-  bool abort = false;              // the shutdown deadline passed: 503 or abort pending work
+  beast::flat_buffer buffer;  // bytes read but not yet parsed (pipelined requests)
+  bool busy = false;          // a request is being handled
+  bool writing = false;       // a response write is in flight
+  bool abort = false;         // the shutdown deadline passed: 503 or abort pending work
   // A request read's deadline. The stream's own timeout would close the socket, leaving no way
   // to answer 408, so the timer cancels the read instead; `read_epoch` changes when a read
   // ends, so a timer that fires late cancels nothing.
@@ -102,9 +103,13 @@ struct Connection : std::enable_shared_from_this<Connection> {
 
 struct HttpServer::Impl {
   Impl(HttpServerConfig c, HttpHandler h)
-      : config(std::move(c)), handler(std::move(h)),
-        host_check(config.host, config.allowed_hosts), cors(config.allowed_origins),
-        acceptor(ioc), control(asio::make_strand(ioc)), signals(control),
+      : config(std::move(c)),
+        handler(std::move(h)),
+        host_check(config.host, config.allowed_hosts),
+        cors(config.allowed_origins),
+        acceptor(ioc),
+        control(asio::make_strand(ioc)),
+        signals(control),
         shutdown_timer(control) {}
 
   asio::awaitable<void> accept_loop();
@@ -125,6 +130,11 @@ struct HttpServer::Impl {
                                      unsigned version, bool keep_alive);
   asio::awaitable<void> linger_close(Connection& c);
   HttpResponse dispatch(HttpRequest& req);
+  // One access log line (config.access_log): peer, request line, status or what ended it,
+  // the response's log_details and the time from the request's head to its last byte.
+  void log_access(Connection& c, std::string_view method, std::string_view target,
+                  std::string_view outcome, const std::function<std::string()>& details,
+                  std::chrono::steady_clock::time_point start) const;
   void wait_signal();
   void begin_stop();
   void abort_all();

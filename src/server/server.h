@@ -20,6 +20,7 @@ namespace inflight::server {
 struct ServerOptions {
   std::string api_key;                       // empty: no key needed
   std::string metrics_prefix = "inflight_";  // of every /metrics name ("inflight:" as vLLM)
+  double log_stats_interval_s = 10;          // the periodic engine line (engine_log.h); 0 = none
 };
 
 struct ServerConfig {
@@ -47,6 +48,7 @@ class Server {
   std::unique_ptr<frontend::Frontend> frontend_;
   std::unique_ptr<class Router> router_;
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<class EngineLog> engine_log_;
 };
 
 }  // namespace inflight::server

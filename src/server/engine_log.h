@@ -1,0 +1,48 @@
+// EngineLog: the periodic engine line of a server, as vLLM prints it:
+//
+//   engine: prompt 1520.3 tok/s, generation 4210.7 tok/s, running 64, waiting 3,
+//           KV cache 41.2%, prefix cache hit rate 37.5%, preemptions 0
+//
+// Throughputs and the hit rate are over the interval since the last line. Lines stop while the
+// engine is idle (one last line after activity ends). Owns a thread; the destructor joins it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "inflight/stats.h"
+
+namespace inflight::frontend {
+class Frontend;
+}
+
+namespace inflight::server {
+
+class EngineLog {
+ public:
+  // Logs every `interval_s` seconds the stats of the model `frontend` has loaded (none before).
+  EngineLog(const frontend::Frontend& frontend, double interval_s);
+  ~EngineLog();
+  EngineLog(const EngineLog&) = delete;
+  EngineLog& operator=(const EngineLog&) = delete;
+
+  // The line for the interval from `before` to `now`, `seconds` long; empty when both ends are
+  // idle (nothing running, waiting or computed).
+  static std::string line(const EngineStats& before, const EngineStats& now, double seconds);
+
+ private:
+  void run();
+
+  const frontend::Frontend& frontend_;
+  const std::chrono::duration<double> interval_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace inflight::server
