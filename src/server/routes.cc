@@ -3,9 +3,11 @@
 #include "frontend/openai_api.h"
 #include "frontend/tgi_api.h"
 #include "frontend/tokenize_api.h"
+#include "server/assets/assets.h"
 #include "server/generation_adapters.h"
 #include "server/http_responses.h"
 #include "server/metrics.h"
+#include "server/static_pages.h"
 
 namespace inflight::server {
 
@@ -93,6 +95,15 @@ void add_routes(Router& router, frontend::Frontend& fe, std::string metrics_pref
              },
              false);
   router.add("GET", "/version", [](const HttpRequest&) { return version(); }, false);
+
+  // The playground and the API description: static, no key (the playground asks for one and
+  // sends it with its API calls).
+  router.add("GET", "/", [](const HttpRequest&) { return html_page(assets::playground_html()); },
+             false);
+  router.add("GET", "/docs", [](const HttpRequest&) { return html_page(assets::docs_html()); },
+             false);
+  router.add("GET", "/openapi.json", [](const HttpRequest&) { return openapi_document(); },
+             false);
 }
 
 }  // namespace inflight::server
