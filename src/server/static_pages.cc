@@ -1,26 +1,24 @@
 #include "server/static_pages.h"
 
-#include "server/assets/assets.h"
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
 
 namespace inflight::server {
 
-namespace {
-
-constexpr const char* kPagePolicy =
-    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-    "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
-    "frame-ancestors 'none'";
-
-}  // namespace
-
-HttpResponse html_page(std::string_view html) {
+HttpResponse html_page(const assets::Page& page) {
+  std::string policy = fmt::format(
+      "default-src 'none'; script-src {}; style-src {}; connect-src 'self'; img-src data:; "
+      "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      page.script_sources, page.style_sources);
   HttpResponse res;
   res.content_type = "text/html; charset=utf-8";
-  res.headers = {{"Content-Security-Policy", kPagePolicy},
+  res.headers = {{"Content-Security-Policy", std::move(policy)},
                  {"X-Content-Type-Options", "nosniff"},
                  {"Referrer-Policy", "no-referrer"},
                  {"Cache-Control", "no-cache"}};
-  res.body = std::string(html);
+  res.body = std::string(page.html);
   return res;
 }
 

@@ -2,18 +2,17 @@
 // /, the route list at /docs and the OpenAPI description at /openapi.json.
 //
 // The HTML pages carry a Content-Security-Policy that allows nothing but their own inline
-// script and style and requests to this server (connect-src 'self'): no external asset, no
-// frame, no form, no plugin. The playground shows model output as text only.
+// script and style (by hash) and requests to this server (connect-src 'self'): no external
+// asset, no frame, no form, no plugin. The playground shows model output as text only.
 #pragma once
 
-#include <string_view>
-
+#include "server/assets/assets.h"
 #include "server/http.h"
 
 namespace inflight::server {
 
 // 200 text/html; charset=utf-8 with the policy above, nosniff and no referrer.
-HttpResponse html_page(std::string_view html);
+HttpResponse html_page(const assets::Page& page);
 
 // 200 application/json: the OpenAPI 3.1 description of every route.
 HttpResponse openapi_document();

@@ -5,7 +5,10 @@ load it, pick the model, send a message, read the streamed answer and its TTFT a
 Screenshots go to $INFLIGHT_TEST_ARTIFACTS (default build/test-artifacts/). The browser tests
 skip, saying why, when Chromium, its driver or selenium is missing."""
 
+import base64
+import hashlib
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -27,7 +30,14 @@ def test_pages_are_html_with_a_strict_policy(base_url):
         assert r.headers["x-content-type-options"] == "nosniff"
         csp = r.headers["content-security-policy"]
         assert "default-src 'none'" in csp and "connect-src 'self'" in csp
-        assert "<script>" in r.text
+        assert "unsafe" not in csp
+        # The inline script and style are allowed by their hashes, and nothing else is.
+        directives = dict(d.strip().split(" ", 1) for d in csp.split(";"))
+        for tag, directive in [("script", "script-src"), ("style", "style-src")]:
+            blocks = re.findall(f"<{tag}>(.*?)</{tag}>", r.text, re.S)
+            assert len(blocks) == 1
+            digest = base64.b64encode(hashlib.sha256(blocks[0].encode()).digest()).decode()
+            assert directives[directive] == f"'sha256-{digest}'"
         # No external asset: nothing is loaded from another origin.
         assert "http://" not in r.text and "https://" not in r.text and "//cdn" not in r.text
         head = requests.head(base_url + path, timeout=30)
@@ -90,6 +100,7 @@ def browser():
     for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                 "--window-size=1280,900", f"--user-data-dir={profile.name}"]:
         options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(driver_path), options=options)
     driver.set_page_load_timeout(60)
     yield driver
@@ -100,6 +111,12 @@ def browser():
 def screenshot(driver, name):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(ARTIFACTS / name))
+
+
+def assert_no_policy_violation(driver):
+    """The console holds no Content-Security-Policy report (read once: the log empties)."""
+    messages = [e["message"] for e in driver.get_log("browser")]
+    assert not [m for m in messages if "Content Security Policy" in m], messages
 
 
 def wait_for(driver, condition, timeout=TIMEOUT):
@@ -160,6 +177,7 @@ def test_playground_streams_an_answer(browser, server):
     assert "TTFT" in stats and "tokens/s" in stats, stats
     assert float(browser.find_element("id", "stats").get_attribute("data-ttft")) > 0
     assert not browser.find_element("id", "error").is_displayed()
+    assert_no_policy_violation(browser)
 
     # A second turn carries the first: the conversation grows, the answer streams again.
     assert chat(browser, "And of Germany?") == "done"
@@ -226,4 +244,5 @@ def test_docs_page_lists_every_route(browser, server):
              for s in routes.find_elements("css selector", "summary")}
     want = {(m.upper(), p) for p, item in doc["paths"].items() for m in item}
     assert shown == want
+    assert_no_policy_violation(browser)
     screenshot(browser, "docs.png")

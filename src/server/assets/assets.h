@@ -10,8 +10,16 @@
 
 namespace inflight::server::assets {
 
-std::string_view playground_html();
-std::string_view docs_html();
+// An HTML page and the Content-Security-Policy sources that allow its inline code:
+// "'sha256-<base64>' ..." of each <script> and each <style> element, computed at build time.
+struct Page {
+  std::string_view html;
+  std::string_view script_sources;
+  std::string_view style_sources;
+};
+
+Page playground_html();
+Page docs_html();
 std::string_view openapi_json();
 
 }  // namespace inflight::server::assets
