@@ -213,6 +213,11 @@ def test_playground_stop_button(browser, server):
     assert page_state(browser) == "stopped"
     assert answers(browser)[0].strip()
     assert not browser.find_element("id", "stop").is_enabled()
+    # A new conversation starts empty and answers again.
+    browser.find_element("id", "clear").click()
+    assert page_state(browser) == "idle" and answers(browser) == []
+    assert chat(browser, "Hello") == "done"
+    assert len(answers(browser)) == 1 and answers(browser)[0].strip()
 
 
 def test_playground_with_api_key(browser, keyed_server):
