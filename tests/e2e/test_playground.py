@@ -165,7 +165,8 @@ def answers(driver):
 def test_playground_streams_an_answer(browser, server):
     open_playground(browser, server.url)
     assert models_loaded(browser) == "true"
-    options = [o.get_attribute("value") for o in browser.find_elements("css selector", "#model option")]
+    options = [o.get_attribute("value")
+               for o in browser.find_elements("css selector", "#model option")]
     assert options == [SERVED_NAME]
     set_field(browser, "system", "You are a concise assistant.")
     state = chat(browser, "What is the capital of France?", max_tokens=24, seed=1)
@@ -240,8 +241,8 @@ def test_playground_with_api_key(browser, keyed_server):
 
 def test_docs_page_lists_every_route(browser, server):
     browser.get(server.url + "/docs")
-    wait_for(browser, lambda d: d.find_element("id", "routes").get_attribute("data-state") != "loading")
     routes = browser.find_element("id", "routes")
+    wait_for(browser, lambda d: routes.get_attribute("data-state") != "loading")
     assert routes.get_attribute("data-state") == "done"
     doc = requests.get(server.url + "/openapi.json", timeout=30).json()
     shown = {(s.find_element("css selector", ".method").text,
