@@ -31,7 +31,7 @@ class Router {
   // Never throws.
   HttpResponse handle(const HttpRequest& req) const;
 
-  // (method, path) of every route, by path, in the order added (HEAD not listed).
+  // (method, path) of every route: by path, a path's methods in the order added (no HEAD).
   std::vector<std::pair<std::string, std::string>> routes() const;
 
  private:
