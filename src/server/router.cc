@@ -52,4 +52,12 @@ HttpResponse Router::handle(const HttpRequest& req) const {
   }
 }
 
+std::vector<std::pair<std::string, std::string>> Router::routes() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [path, routes] : routes_) {
+    for (const auto& r : routes) out.emplace_back(r.method, path);
+  }
+  return out;
+}
+
 }  // namespace inflight::server

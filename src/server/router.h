@@ -13,6 +13,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "server/http.h"
@@ -29,6 +30,9 @@ class Router {
 
   // Never throws.
   HttpResponse handle(const HttpRequest& req) const;
+
+  // (method, path) of every route: by path, a path's methods in the order added (no HEAD).
+  std::vector<std::pair<std::string, std::string>> routes() const;
 
  private:
   struct Route {

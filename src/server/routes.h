@@ -5,9 +5,12 @@
 //   POST /generate, POST /generate_stream, GET /info                    frontend/tgi_api.h
 //   POST /tokenize, POST /detokenize                                    frontend/tokenize_api.h
 //   GET /health, GET /metrics, GET /version
+//   GET /, GET /docs, GET /openapi.json                                 server/static_pages.h
 //
 // /v1/* and the generation routes need the API key when one is set; /health, /metrics,
-// /version and /info do not (probes and scrapers carry none).
+// /version, /info and the static pages do not (probes and scrapers carry none; the playground
+// asks for the key). server/assets/openapi.json describes every route (tests/server/
+// openapi_test.cc fails on one it lacks).
 #pragma once
 
 #include <functional>

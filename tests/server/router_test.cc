@@ -42,6 +42,16 @@ TEST(Router, NotFoundAndMethodNotAllowed) {
   EXPECT_EQ(wrong.headers[0], std::make_pair(std::string("Allow"), std::string("POST")));
 }
 
+TEST(Router, ListsItsRoutes) {
+  Router router;
+  router.add("POST", "/v1/completions", ok, true);
+  router.add("GET", "/", ok, false);
+  router.add("POST", "/", ok, false);
+  using Route = std::pair<std::string, std::string>;
+  EXPECT_EQ(router.routes(),
+            (std::vector<Route>{{"GET", "/"}, {"POST", "/"}, {"POST", "/v1/completions"}}));
+}
+
 TEST(Router, ApiKeyOnProtectedRoutesOnly) {
   Router router("k3y");
   router.add("POST", "/v1/completions", ok, true);
