@@ -19,6 +19,10 @@ IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool 
 }
 
 std::string IncrementalDetokenizer::push(int32_t id) {
+  if (id >= tokenizer_.vocab_size()) {  // a model's padding id: nothing, as in decode()
+    ++num_tokens_;
+    return {};
+  }
   const std::string piece = tokenizer_.token_piece(id, skip_special_, first_);  // validates id
   ++num_tokens_;
   if (skip_special_ && tokenizer_.is_special(id)) return {};

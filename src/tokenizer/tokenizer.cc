@@ -86,6 +86,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) c
 }
 
 std::string Tokenizer::token_piece(int32_t id, bool skip_special, bool first) const {
+  if (impl_->padding(id)) return {};
   impl_->check_id(id);
   if (skip_special && impl_->is_special(id)) return {};
   std::string storage;

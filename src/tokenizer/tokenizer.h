@@ -81,14 +81,15 @@ class Tokenizer {
 
   // ids -> text. skip_special drops control and unknown tokens (BOS, EOS, <|im_end|>...);
   // otherwise their text is written out. A leading space that the tokenizer itself adds
-  // (SentencePiece "▁" prefix) is removed from the first token. Throws Error(kInvalidArgument)
-  // for an id outside [0, vocab_size()).
+  // (SentencePiece "▁" prefix) is removed from the first token. Ids from vocab_size() on (the
+  // padding rows of a model whose vocabulary is larger than its tokenizer's, as Qwen2's 151,936
+  // against 151,665) decode as nothing; a negative id throws Error(kInvalidArgument).
   std::string decode(std::span<const int32_t> ids, bool skip_special) const;
 
   // The raw bytes token `id` contributes in the middle of a decoded sequence (no UTF-8 repair:
   // a byte token gives one byte). With `first`, as the first token that decode() writes (the
   // space the tokenizer prefixed is removed, see strips_leading_space()). Control/unknown
-  // tokens give their text unless skip_special. Throws like decode() for a bad id.
+  // tokens give their text unless skip_special. Padding ids and bad ids as in decode().
   std::string token_piece(int32_t id, bool skip_special, bool first = false) const;
 
   int32_t vocab_size() const;

@@ -179,6 +179,7 @@ std::string TokenizerImpl::decode(std::span<const int32_t> ids, bool skip_specia
   std::string raw;
   bool first = true;
   for (int32_t id : ids) {
+    if (padding(id)) continue;
     check_id(id);
     if (skip_special && is_special(id)) continue;
     std::string storage;

@@ -67,6 +67,8 @@ class TokenizerImpl {
 
   int32_t vocab_size() const { return static_cast<int32_t>(texts.size()); }
   bool valid(int32_t id) const { return id >= 0 && id < vocab_size(); }
+  // An id past the tokenizer's vocabulary: a model's padding row, decoded as nothing.
+  bool padding(int32_t id) const { return id >= vocab_size(); }
   bool is_special(int32_t id) const {
     return valid(id) && (types[id] == TokenType::kControl || types[id] == TokenType::kUnknown);
   }

@@ -38,10 +38,11 @@ TEST_P(DetokenizerProperty, DeltasConcatenateToDecode) {
   if (p.empty()) GTEST_SKIP() << "skipped: shared data vocabulary '" << GetParam() << "' not found";
   const auto tok = Tokenizer::from_path(p);
   std::mt19937 rng(42);
-  // Random ids: arbitrary byte soup, special tokens, byte tokens split anywhere.
+  // Random ids: arbitrary byte soup, special tokens, byte tokens split anywhere, and the
+  // padding ids of a model whose vocabulary is larger than the tokenizer's (decoded as nothing).
   for (int trial = 0; trial < 300; ++trial) {
     std::vector<int32_t> ids(rng() % 20);
-    for (auto& id : ids) id = static_cast<int32_t>(rng() % tok->vocab_size());
+    for (auto& id : ids) id = static_cast<int32_t>(rng() % (tok->vocab_size() + 8));
     for (bool skip : {false, true}) {
       ASSERT_EQ(stream(*tok, ids, skip), tok->decode(ids, skip)) << "trial " << trial;
     }
@@ -65,6 +66,19 @@ INSTANTIATE_TEST_SUITE_P(Vocabs, DetokenizerProperty,
                              if (c == '-') c = '_';
                            return name;
                          });
+
+TEST(Detokenizer, PaddingIdsDecodeAsNothing) {
+  const std::string p = testing::shared_file("tokenizers/gguf-vocab/ggml-vocab-qwen2.gguf");
+  if (p.empty()) GTEST_SKIP() << "skipped: qwen2 vocabulary not found";
+  const auto tok = Tokenizer::from_path(p);
+  const auto hello = tok->encode("Hello world", false, false);
+  std::vector<int32_t> padded = hello;
+  padded.insert(padded.begin() + 1, tok->vocab_size() + 3);
+  EXPECT_EQ(tok->decode(padded, true), tok->decode(hello, true));
+  EXPECT_EQ(stream(*tok, padded, true), "Hello world");
+  EXPECT_EQ(tok->token_piece(tok->vocab_size(), false), "");
+  EXPECT_THROW(tok->decode(std::vector<int32_t>{-1}, true), Error);
+}
 
 TEST(Detokenizer, SentencePieceFirstTokenAndContinuation) {
   const std::string p = testing::shared_file("tokenizers/gguf-vocab/ggml-vocab-llama-spm.gguf");
@@ -91,7 +105,8 @@ TEST(Detokenizer, SentencePieceFirstTokenAndContinuation) {
   EXPECT_EQ(cut.push(*tok->find_token("<0xF0>")), "");
   EXPECT_EQ(cut.num_pending_bytes(), 1u);
   EXPECT_EQ(cut.finish(), "\xEF\xBF\xBD");
-  EXPECT_THROW(cut.push(tok->vocab_size()), Error);
+  EXPECT_THROW(cut.push(-1), Error);
+  EXPECT_EQ(cut.push(tok->vocab_size()), "");  // a padding id
 }
 
 }  // namespace
