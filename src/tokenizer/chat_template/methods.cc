@@ -6,6 +6,7 @@
 #include "tokenizer/chat_template/markup.h"
 #include "tokenizer/chat_template/python_format.h"
 #include "tokenizer/chat_template/render_error.h"
+#include "tokenizer/chat_template/str_format.h"
 #include "tokenizer/chat_template/string_methods.h"
 #include "tokenizer/chat_template/unicode.h"
 
@@ -328,7 +329,7 @@ Value call_method(Interpreter& interp, const Value& object, std::string_view nam
     return call_markup_method(object, name, args);
   }
   if (object.is_string()) {
-    if (name == "format") render_fail("str.format() is not supported in chat templates");
+    if (name == "format") return Value(str_format(object.str(), args));
     return call_str_method(object.str(), name, args);
   }
   if (object.is_dict()) return call_dict_method(object, name, args);
