@@ -17,17 +17,21 @@ using json = nlohmann::ordered_json;
 namespace {
 
 // JSON has no -inf; vLLM clamps the same way.
-double finite_logprob(float lp) { return std::max(static_cast<double>(lp), -9999.0); }
+double finite_logprob(float lp) {
+  return std::max(static_cast<double>(lp), -9999.0);
+}
 
 json finish_reason_json(const std::optional<FinishReason>& reason) {
   if (!reason) return nullptr;
   return std::string(finish_reason_name(*reason));
 }
 
-// vLLM's stop_reason: the stop string or stop token id that ended the choice, else null.
-json stop_reason_json(const std::string& stop_string, const std::optional<int32_t>& token) {
+// vLLM's stop_reason: the stop string or stop token id that ended the choice; null for the
+// model's end-of-sequence token, a length limit or an abort.
+json stop_reason_json(const Tokenizer& tok, const std::string& stop_string,
+                      const std::optional<int32_t>& token) {
   if (!stop_string.empty()) return stop_string;
-  if (token) return *token;
+  if (token && *token != tok.eos_id()) return *token;
   return nullptr;
 }
 
@@ -147,11 +151,12 @@ json completion_response(const CompletionFormat& format, GenerationResult& resul
       size_t offset = text.size() - c.text.size();
       logprobs = completion_logprobs_json(*format.tokenizer, c.logprobs, *format.logprobs, offset);
     }
-    choices.push_back({{"index", i},
-                       {"text", std::move(text)},
-                       {"logprobs", std::move(logprobs)},
-                       {"finish_reason", finish_reason_json(c.finish_reason)},
-                       {"stop_reason", stop_reason_json(c.stop_string, c.stop_token_id)}});
+    choices.push_back(
+        {{"index", i},
+         {"text", std::move(text)},
+         {"logprobs", std::move(logprobs)},
+         {"finish_reason", finish_reason_json(c.finish_reason)},
+         {"stop_reason", stop_reason_json(*format.tokenizer, c.stop_string, c.stop_token_id)}});
   }
   json body = envelope(format.meta, "text_completion");
   body["choices"] = std::move(choices);
@@ -178,15 +183,16 @@ json chat_completion_response(const ChatFormat& format, GenerationResult& result
         finish_reason = "tool_calls";
       }
     }
-    choices.push_back({{"index", i},
-                       {"message",
-                        {{"role", "assistant"},
-                         {"content", std::move(content)},
-                         {"refusal", nullptr},
-                         {"tool_calls", std::move(calls)}}},
-                       {"logprobs", std::move(logprobs)},
-                       {"finish_reason", std::move(finish_reason)},
-                       {"stop_reason", stop_reason_json(c.stop_string, c.stop_token_id)}});
+    choices.push_back(
+        {{"index", i},
+         {"message",
+          {{"role", "assistant"},
+           {"content", std::move(content)},
+           {"refusal", nullptr},
+           {"tool_calls", std::move(calls)}}},
+         {"logprobs", std::move(logprobs)},
+         {"finish_reason", std::move(finish_reason)},
+         {"stop_reason", stop_reason_json(*format.tokenizer, c.stop_string, c.stop_token_id)}});
   }
   json body = envelope(format.meta, "chat.completion");
   body["choices"] = std::move(choices);
@@ -201,8 +207,9 @@ namespace {
 // What both stream formats share: choice numbering, usage summing, the usage chunk and [DONE].
 class OpenAiStream : public StreamFormatter {
  public:
-  OpenAiStream(const ResponseMeta& meta, const char* object, int32_t n, bool include_usage)
-      : meta_(meta), object_(object), n_(n), include_usage_(include_usage) {}
+  OpenAiStream(const ResponseMeta& meta, const char* object, int32_t n, bool include_usage,
+               const Tokenizer& tokenizer)
+      : meta_(meta), object_(object), n_(n), include_usage_(include_usage), tokenizer_(tokenizer) {}
 
   void on_output(const TaggedOutput& tagged, std::vector<std::string>& events) override {
     const RequestOutput& o = tagged.output;
@@ -220,8 +227,10 @@ class OpenAiStream : public StreamFormatter {
     }
     json choice = make_choice(index, o);
     if (choice.is_null()) return;
-    if (!choice.contains("finish_reason")) choice["finish_reason"] = finish_reason_json(o.finish_reason);
-    if (o.finish_reason) choice["stop_reason"] = stop_reason_json(o.stop_string, o.stop_token_id);
+    if (!choice.contains("finish_reason"))
+      choice["finish_reason"] = finish_reason_json(o.finish_reason);
+    if (o.finish_reason)
+      choice["stop_reason"] = stop_reason_json(tokenizer_, o.stop_string, o.stop_token_id);
     emit(events, json::array({std::move(choice)}));
   }
 
@@ -250,13 +259,15 @@ class OpenAiStream : public StreamFormatter {
   const char* object_;
   int32_t n_;
   bool include_usage_;
+  const Tokenizer& tokenizer_;
   Usage usage_;
 };
 
 class CompletionStream final : public OpenAiStream {
  public:
   explicit CompletionStream(CompletionFormat format)
-      : OpenAiStream(format.meta, "text_completion", format.n, format.include_usage),
+      : OpenAiStream(format.meta, "text_completion", format.n, format.include_usage,
+                     *format.tokenizer),
         format_(std::move(format)) {}
 
  private:
@@ -278,8 +289,8 @@ class CompletionStream final : public OpenAiStream {
     if (format_.logprobs) {
       size_t& offset = offsets_[index];
       offset += text.size() - o.text.size();  // the echoed prompt, on the first chunk
-      logprobs = completion_logprobs_json(*format_.tokenizer, o.logprobs, *format_.logprobs,
-                                          offset);
+      logprobs =
+          completion_logprobs_json(*format_.tokenizer, o.logprobs, *format_.logprobs, offset);
     }
     return {{"index", index}, {"text", std::move(text)}, {"logprobs", std::move(logprobs)}};
   }
@@ -292,7 +303,8 @@ class CompletionStream final : public OpenAiStream {
 class ChatStream final : public OpenAiStream {
  public:
   explicit ChatStream(ChatFormat format)
-      : OpenAiStream(format.meta, "chat.completion.chunk", format.n, format.include_usage),
+      : OpenAiStream(format.meta, "chat.completion.chunk", format.n, format.include_usage,
+                     *format.tokenizer),
         format_(std::move(format)) {}
 
  private:
@@ -311,7 +323,8 @@ class ChatStream final : public OpenAiStream {
     if (format_.logprobs) {
       logprobs = chat_logprobs_json(*format_.tokenizer, o.logprobs, format_.top_logprobs);
     }
-    json choice = {{"index", index}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)}};
+    json choice = {
+        {"index", index}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)}};
     if (choice["delta"].contains("tool_calls")) choice["finish_reason"] = "tool_calls";
     return choice;
   }

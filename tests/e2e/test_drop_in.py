@@ -242,3 +242,24 @@ def test_positional_model_serves():
     finally:
         p.terminate()
         p.wait(timeout=30)
+
+
+def test_stop_reason_as_vllm_reports_it(base_url):
+    prompt = "The capital of France is"
+    ids = [t["id"] for t in post_json(base_url + "/generate", {
+        "inputs": prompt, "parameters": {"max_new_tokens": 3, "details": True}}).json()[
+        "details"]["tokens"]]
+    by_id = post_json(base_url + "/v1/completions", {
+        "prompt": prompt, "max_tokens": 8, "temperature": 0, "stop_token_ids": [ids[1]]}).json()
+    assert by_id["choices"][0]["finish_reason"] == "stop"
+    assert by_id["choices"][0]["stop_reason"] == ids[1]
+    by_text = post_json(base_url + "/v1/completions", {
+        "prompt": prompt, "max_tokens": 8, "temperature": 0, "stop": ["Paris"]}).json()
+    assert by_text["choices"][0]["stop_reason"] == "Paris"
+    eos = post_json(base_url + "/v1/chat/completions", {
+        "messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 64,
+        "temperature": 0}).json()
+    assert eos["choices"][0]["finish_reason"] == "stop"
+    assert eos["choices"][0]["stop_reason"] is None
+    length = post_json(base_url + "/v1/completions", {"prompt": prompt, "max_tokens": 2}).json()
+    assert length["choices"][0]["stop_reason"] is None
