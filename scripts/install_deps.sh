@@ -12,6 +12,7 @@ apt_packages=(
   clang libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for the fuzz targets
   prometheus                 # promtool, to check the /metrics exposition format
   libopenmpi-dev openmpi-bin # MPI: launches the ranks of tensor/pipeline parallelism
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # KServe v2 gRPC
 )
 missing=()
 for p in "${apt_packages[@]}"; do

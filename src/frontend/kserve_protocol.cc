@@ -57,6 +57,13 @@ T load_le(const char* p) {
 
 }  // namespace
 
+void check_element_count(const KServeTensor& t) {
+  if (t.element_count() != shape_elements(t)) {
+    bad_input(t.name,
+              fmt::format("{} elements for shape [{}]", t.element_count(), fmt::join(t.shape, ",")));
+  }
+}
+
 void decode_raw_tensor(KServeTensor& t, std::string_view raw) {
   const std::optional<size_t> size = element_size(t.datatype);
   if (!size) bad_input(t.name, fmt::format("unsupported datatype '{}'", t.datatype));
@@ -184,10 +191,7 @@ KServeInferRequest parse_kserve_http_infer(std::string_view body,
       const json* data = r.get("data");
       if (data == nullptr) bad_input(t.name, "no 'data'");
       append_json_data(t, *data);
-      if (t.element_count() != shape_elements(t)) {
-        bad_input(t.name, fmt::format("{} elements for shape [{}]", t.element_count(),
-                                      fmt::join(t.shape, ",")));
-      }
+      check_element_count(t);
     }
     req.inputs.push_back(std::move(t));
   }

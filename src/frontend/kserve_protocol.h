@@ -45,6 +45,9 @@ struct KServeInferRequest {
   std::vector<KServeTensor> inputs;
 };
 
+// ApiError(400) unless the tensor holds as many elements as its shape describes.
+void check_element_count(const KServeTensor& tensor);
+
 // Fills `tensor`'s elements from raw little-endian bytes (gRPC raw_input_contents, HTTP binary
 // data): fixed-size elements back to back, a BYTES element as a 4-byte little-endian length and
 // its bytes. ApiError(400) when the size disagrees with the shape or the datatype is unknown.
