@@ -157,8 +157,8 @@ json kserve_infer_response(const Frontend& frontend, const KServeGeneration& gen
   return body;
 }
 
-StartedGeneration start_kserve_http_infer(Frontend& frontend, std::string_view body,
-                                          std::optional<size_t> json_length) {
+KServeHttpInfer start_kserve_http_infer(Frontend& frontend, std::string_view body,
+                                        std::optional<size_t> json_length) {
   frontend.model();  // 503 while loading, before parsing
   const KServeInferRequest request = parse_kserve_http_infer(body, json_length);
   KServeGeneration g = start_kserve_generation(frontend, request, false);
@@ -170,7 +170,7 @@ StartedGeneration start_kserve_http_infer(Frontend& frontend, std::string_view b
     for (const TokenLogprob& lp : c.logprobs) text.log_probs.push_back(lp.logprob);
     return kserve_infer_response(frontend, g, text);
   };
-  return started;
+  return {std::move(started), request.binary_outputs};
 }
 
 StartedGeneration start_kserve_generate(Frontend& frontend, std::string_view body, bool stream) {

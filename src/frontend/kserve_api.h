@@ -63,9 +63,15 @@ nlohmann::ordered_json kserve_infer_response(const Frontend& frontend,
                                              const KServeText& text);
 
 // HTTP routes: POST /v2/models/{model}[/versions/{v}]/infer (`json_length`: the binary tensor
-// extension, kserve_protocol.h), and /generate, /generate_stream.
-StartedGeneration start_kserve_http_infer(Frontend& frontend, std::string_view body,
-                                          std::optional<size_t> json_length);
+// extension, kserve_protocol.h), and /generate, /generate_stream. `render` of an infer gives
+// the JSON response with every output's data inline; the transport moves those in `binary`
+// out (move_outputs_to_binary).
+struct KServeHttpInfer {
+  StartedGeneration started;
+  KServeBinaryOutputs binary;
+};
+KServeHttpInfer start_kserve_http_infer(Frontend& frontend, std::string_view body,
+                                        std::optional<size_t> json_length);
 StartedGeneration start_kserve_generate(Frontend& frontend, std::string_view body, bool stream);
 
 }  // namespace inflight::frontend

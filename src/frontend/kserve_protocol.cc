@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -59,8 +60,8 @@ T load_le(const char* p) {
 
 void check_element_count(const KServeTensor& t) {
   if (t.element_count() != shape_elements(t)) {
-    bad_input(t.name,
-              fmt::format("{} elements for shape [{}]", t.element_count(), fmt::join(t.shape, ",")));
+    bad_input(t.name, fmt::format("{} elements for shape [{}]", t.element_count(),
+                                  fmt::join(t.shape, ",")));
   }
 }
 
@@ -195,7 +196,49 @@ KServeInferRequest parse_kserve_http_infer(std::string_view body,
     }
     req.inputs.push_back(std::move(t));
   }
+  if (const json* params = top.get("parameters"); params && params->is_object()) {
+    const json* all = object_field(*params, "binary_data_output");
+    req.binary_outputs.all = all != nullptr && all->is_boolean() && all->get<bool>();
+  }
+  if (const json* outputs = top.get("outputs"); outputs && outputs->is_array()) {
+    for (const json& out : *outputs) {
+      const json* name = out.is_object() ? object_field(out, "name") : nullptr;
+      const json* params = out.is_object() ? object_field(out, "parameters") : nullptr;
+      const json* binary =
+          params && params->is_object() ? object_field(*params, "binary_data") : nullptr;
+      if (name && name->is_string() && binary && binary->is_boolean() && binary->get<bool>()) {
+        req.binary_outputs.names.push_back(name->get<std::string>());
+      }
+    }
+  }
   return req;
+}
+
+std::string move_outputs_to_binary(json& response, const KServeBinaryOutputs& binary) {
+  std::string blob;
+  for (json& out : response["outputs"]) {
+    const std::string name = out["name"].get<std::string>();
+    if (!binary.all &&
+        std::find(binary.names.begin(), binary.names.end(), name) == binary.names.end()) {
+      continue;
+    }
+    const size_t start = blob.size();
+    const bool bytes = out["datatype"] == "BYTES";
+    for (const json& v : out["data"]) {
+      if (bytes) {
+        const std::string& s = v.get_ref<const std::string&>();
+        const uint32_t n = static_cast<uint32_t>(s.size());
+        blob.append(reinterpret_cast<const char*>(&n), 4);
+        blob += s;
+      } else {
+        const float f = v.get<float>();
+        blob.append(reinterpret_cast<const char*>(&f), 4);
+      }
+    }
+    out.erase("data");
+    out["parameters"] = {{"binary_data_size", blob.size() - start}};
+  }
+  return blob;
 }
 
 const std::vector<TensorSpec>& trtllm_inputs() {

@@ -39,10 +39,20 @@ struct KServeTensor {
   size_t element_count() const;
 };
 
+// Which outputs an HTTP client wants as binary data (Triton's binary tensor extension): all
+// (request parameter binary_data_output, which tritonclient sets when it names no outputs) or
+// those requested with the parameter binary_data.
+struct KServeBinaryOutputs {
+  bool all = false;
+  std::vector<std::string> names;
+  bool any() const { return all || !names.empty(); }
+};
+
 // One inference request as either transport delivers it.
 struct KServeInferRequest {
   std::string id;  // echoed in the response
   std::vector<KServeTensor> inputs;
+  KServeBinaryOutputs binary_outputs;  // HTTP only
 };
 
 // ApiError(400) unless the tensor holds as many elements as its shape describes.
@@ -58,6 +68,13 @@ void decode_raw_tensor(KServeTensor& tensor, std::string_view raw);
 // of the inputs whose parameters hold "binary_data_size", in input order.
 KServeInferRequest parse_kserve_http_infer(std::string_view body,
                                            std::optional<size_t> json_length);
+
+// Moves the data of the binary outputs of an HTTP infer response (its JSON body) into the
+// returned blob, in output order: a BYTES element as a 4-byte little-endian length and its
+// bytes, FP32 elements as 4 little-endian bytes. Each such output gets the parameter
+// binary_data_size instead of "data".
+std::string move_outputs_to_binary(nlohmann::ordered_json& response,
+                                   const KServeBinaryOutputs& binary);
 
 // POST /v2/models/{m}/generate[_stream]: {"text_input": "...", "max_tokens": 20, ...}, each
 // input a JSON value (a string, number, bool, or a list of strings for bad/stop words) at the

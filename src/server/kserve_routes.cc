@@ -73,6 +73,32 @@ std::optional<ModelPath> parse_model_path(std::string_view path) {
   return p;
 }
 
+// An infer response whose binary outputs move out of the JSON body into binary data after it
+// (Triton's binary tensor extension).
+class BinaryOutputsResponse final : public DeferredResponse {
+ public:
+  BinaryOutputsResponse(std::shared_ptr<DeferredResponse> inner,
+                        frontend::KServeBinaryOutputs binary)
+      : inner_(std::move(inner)), binary_(std::move(binary)) {}
+  void start(std::function<void()> wake) override { inner_->start(std::move(wake)); }
+  void cancel() override { inner_->cancel(); }
+  std::optional<HttpResponse> poll() override {
+    std::optional<HttpResponse> res = inner_->poll();
+    if (!res || res->status != 200) return res;
+    auto body = nlohmann::ordered_json::parse(res->body);
+    const std::string blob = frontend::move_outputs_to_binary(body, binary_);
+    res->body = body.dump();
+    res->headers.emplace_back("Inference-Header-Content-Length", std::to_string(res->body.size()));
+    res->content_type = "application/octet-stream";
+    res->body += blob;
+    return res;
+  }
+
+ private:
+  std::shared_ptr<DeferredResponse> inner_;
+  frontend::KServeBinaryOutputs binary_;
+};
+
 // Inference-Header-Content-Length of the binary tensor extension.
 std::optional<size_t> json_header_length(const HttpRequest& req) {
   const std::string* h = req.header("inference-header-content-length");
@@ -105,8 +131,14 @@ HttpResponse model_route(frontend::Frontend& fe, const HttpRequest& req) {
     }
     if (p->action.empty()) return json_response(frontend::kserve_model_metadata(fe));
     if (p->action == "infer") {
-      return generation_response(
-          frontend::start_kserve_http_infer(fe, req.body, json_header_length(req)));
+      frontend::KServeHttpInfer infer =
+          frontend::start_kserve_http_infer(fe, req.body, json_header_length(req));
+      HttpResponse res = generation_response(std::move(infer.started));
+      if (infer.binary.any()) {
+        res.deferred = std::make_shared<BinaryOutputsResponse>(std::move(res.deferred),
+                                                               std::move(infer.binary));
+      }
+      return res;
     }
     return generation_response(
         frontend::start_kserve_generate(fe, req.body, p->action == "generate_stream"));

@@ -148,6 +148,7 @@ def inflight_server():
     require(MODEL, "default model")
     proc = subprocess.Popen(
         [str(BIN), "serve", "--model", str(MODEL), "--host", "127.0.0.1", "--port", "0",
+         "--grpc-port", "0",
          "--max-model-len", "512", "--max-num-seqs", "16", "--kv-cache-memory", "128MiB"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = None
