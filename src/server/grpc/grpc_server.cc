@@ -410,6 +410,8 @@ void GrpcServer::start() {
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl_->port);
   builder.RegisterService(&impl_->service);
   builder.SetMaxReceiveMessageSize(static_cast<int>(impl_->config.max_message_bytes));
+  // Without SO_REUSEPORT a second server on the port fails here instead of sharing it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   impl_->server = builder.BuildAndStart();
   INFLIGHT_CHECK_CODE(impl_->server && impl_->port != 0, ErrorCode::kInvalidArgument,
                       "gRPC: cannot listen on {} (is the port in use? --grpc-port 0 turns gRPC "
