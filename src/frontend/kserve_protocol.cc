@@ -262,6 +262,7 @@ const std::vector<TensorSpec>& trtllm_inputs() {
       {"beam_width", "INT32", {-1, 1}},
       {"stream", "BOOL", {-1, 1}},
       {"exclude_input_in_output", "BOOL", {-1, 1}},
+      {"ignore_eos", "BOOL", {-1, 1}},  // inflight's: generate past EOS (benchmarks)
   };
   return kInputs;
 }
@@ -430,6 +431,7 @@ TrtLlmRequest parse_trtllm_request(const KServeInferRequest& request,
     bad_input("stop_words", fmt::format("at most {} stop words", limits.max_stop));
   }
   req.bad_words = in.words("bad_words");
+  if (in.boolean("ignore_eos").value_or(false)) s.ignore_eos = true;
   req.stream = in.boolean("stream").value_or(false);
   req.exclude_input_in_output = in.boolean("exclude_input_in_output").value_or(false);
   req.return_log_probs = in.boolean("return_log_probs").value_or(false);

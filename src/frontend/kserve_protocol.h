@@ -6,7 +6,8 @@
 //            and stop_words BYTES [n] or [1,n], stream BOOL, exclude_input_in_output BOOL,
 //            temperature FP32, top_k INT32, top_p FP32, random_seed UINT64, beam_width INT32
 //            (only 1), min_length INT32, end_id INT32, pad_id INT32, repetition_penalty,
-//            presence_penalty, frequency_penalty, length_penalty FP32, return_log_probs BOOL
+//            presence_penalty, frequency_penalty, length_penalty FP32, return_log_probs BOOL,
+//            and inflight's own ignore_eos BOOL
 //   outputs  text_output BYTES (same rank as text_input); with return_log_probs,
 //            cum_log_probs FP32 [1] and output_log_probs FP32 [1, tokens]
 //
