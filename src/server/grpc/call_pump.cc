@@ -1,8 +1,12 @@
 #include "server/grpc/call_pump.h"
 
+#include <pthread.h>
+
 namespace inflight::server {
 
-CallPump::CallPump() : thread_([this] { run(); }) {}
+CallPump::CallPump() : thread_([this] { run(); }) {
+  pthread_setname_np(thread_.native_handle(), "kserve-pump");  // for per-thread CPU accounting
+}
 
 CallPump::~CallPump() {
   {

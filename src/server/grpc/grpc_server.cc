@@ -133,18 +133,23 @@ class StreamCall final
   explicit StreamCall(CallEnv& env) : env_(env) {}
 
   void begin(grpc::CallbackServerContext* ctx) {
-    if (!env_.authorized(ctx)) return Finish(kUnauthenticated);
+    if (!env_.authorized(ctx)) {
+      finished_ = true;
+      return Finish(kUnauthenticated);
+    }
+    reading_ = true;
     StartRead(&request_);
   }
 
   void OnReadDone(bool ok) override {
-    if (ok) {
-      accept(request_);
-      StartRead(&request_);
-    } else {
+    if (ok) accept(request_);
+    bool read_more = false;
+    {
       std::lock_guard lock(mutex_);
-      reads_done_ = true;
+      read_more = ok && !cancelled_;
+      reading_ = read_more;  // set before StartRead: no Finish while a read is in flight
     }
+    if (read_more) StartRead(&request_);
     send_or_finish();
   }
 
@@ -266,7 +271,8 @@ class StreamCall final
       StartWrite(&current_);
       return;
     }
-    if (cancelled_ || (reads_done_ && active_.empty() && queue_.empty())) {
+    // A cancelled stream still waits for its read in flight, which then fails at once.
+    if (!reading_ && (cancelled_ || (active_.empty() && queue_.empty()))) {
       finished_ = true;
       const bool cancelled = cancelled_;
       lock.unlock();
@@ -282,7 +288,7 @@ class StreamCall final
   ModelStreamInferResponse current_;  // being written
   std::vector<frontend::TaggedOutput> outputs_;
   bool writing_ = false;
-  bool reads_done_ = false;
+  bool reading_ = false;  // false once the client has stopped sending (or the call broke)
   bool cancelled_ = false;
   bool finished_ = false;
 };
