@@ -7,7 +7,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 
 #include "bench/stream_recorder.h"
 #include "grpc_service.grpc.pb.h"
@@ -57,13 +59,24 @@ std::string text_output(const inference::ModelInferResponse& r) {
   return {};
 }
 
+// Streams not yet past OnDone; the client's destructor waits for none (gRPC must not shut
+// down under a thread still finishing a stream).
+struct LiveStreams {
+  std::mutex mutex;
+  std::condition_variable cv;
+  int count = 0;
+};
+
 // One stream: writes the request, reads responses until the final one, then half-closes.
-// Deletes itself when done, after handing the end to the io_context.
+// Deletes itself when done, then hands the end to the io_context.
 class Stream final : public grpc::ClientBidiReactor<ModelInferRequest, ModelStreamInferResponse> {
  public:
   Stream(asio::io_context& io, StreamRecorder& recorder, const BenchClock& clock,
-         asio::steady_timer& done)
-      : io_(io), recorder_(recorder), clock_(clock), done_(done) {}
+         asio::steady_timer& done, LiveStreams& live)
+      : io_(io), recorder_(recorder), clock_(clock), done_(done), live_(live) {
+    std::lock_guard lock(live_.mutex);
+    ++live_.count;
+  }
 
   void start(inference::GRPCInferenceService::Stub& stub, const ModelInferRequest& request,
              const std::string& api_key) {
@@ -92,16 +105,20 @@ class Stream final : public grpc::ClientBidiReactor<ModelInferRequest, ModelStre
   }
 
   void OnDone(const grpc::Status& status) override {
-    asio::post(io_,
-               [&r = recorder_, &done = done_, ok = status.ok(), message = status.error_message()] {
-                 if (ok) {
-                   r.finish();
-                 } else {
-                   r.fail("gRPC: " + message);
-                 }
-                 done.cancel();
-               });
+    auto end = [&r = recorder_, &done = done_, ok = status.ok(), message = status.error_message()] {
+      if (ok) {
+        r.finish();
+      } else {
+        r.fail("gRPC: " + message);
+      }
+      done.cancel();
+    };
+    asio::io_context& io = io_;
+    LiveStreams& live = live_;
     delete this;
+    asio::post(io, std::move(end));
+    std::lock_guard lock(live.mutex);
+    if (--live.count == 0) live.cv.notify_all();
   }
 
  private:
@@ -109,6 +126,7 @@ class Stream final : public grpc::ClientBidiReactor<ModelInferRequest, ModelStre
   StreamRecorder& recorder_;
   const BenchClock& clock_;
   asio::steady_timer& done_;
+  LiveStreams& live_;
   grpc::ClientContext ctx_;
   ModelStreamInferResponse response_;
 };
@@ -116,6 +134,7 @@ class Stream final : public grpc::ClientBidiReactor<ModelInferRequest, ModelStre
 }  // namespace
 
 struct KServeGrpcClient::Impl {
+  LiveStreams live;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub;
   std::string model;
@@ -132,7 +151,10 @@ KServeGrpcClient::KServeGrpcClient(const std::string& target, std::string model,
   impl_->api_key = std::move(api_key);
 }
 
-KServeGrpcClient::~KServeGrpcClient() = default;
+KServeGrpcClient::~KServeGrpcClient() {
+  std::unique_lock lock(impl_->live.mutex);
+  impl_->live.cv.wait(lock, [&] { return impl_->live.count == 0; });
+}
 
 void KServeGrpcClient::prepare(const std::vector<BenchRequest>& requests, bool ignore_eos) {
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -151,7 +173,8 @@ asio::awaitable<void> KServeGrpcClient::stream(asio::io_context& io, size_t i,
                                                StreamRecorder& recorder, const BenchClock& clock) {
   asio::steady_timer done(io, asio::steady_timer::time_point::max());
   recorder.start(clock());
-  (new Stream(io, recorder, clock, done))->start(*impl_->stub, impl_->requests[i], impl_->api_key);
+  (new Stream(io, recorder, clock, done, impl_->live))
+      ->start(*impl_->stub, impl_->requests[i], impl_->api_key);
   // Ends when OnDone (posted to `io`) cancels the timer.
   co_await done.async_wait(asio::as_tuple(asio::use_awaitable));
 }

@@ -246,3 +246,24 @@ def test_port_in_use_fails_clearly():
         with pytest.raises(RuntimeError, match="gRPC: cannot listen"):
             s = ServerProcess(["--grpc-port", str(port)])
             s.wait_ready(timeout=30)
+
+
+def test_sigterm_ends_open_streams_at_the_deadline_and_exits_0():
+    port = free_port()
+    s = ServerProcess(["--grpc-port", str(port), "--shutdown-timeout", "1"])
+    s.wait_ready()
+    c = grpcclient.InferenceServerClient(f"127.0.0.1:{port}")
+    q = queue.Queue()
+    c.start_stream(callback=lambda result, error: q.put((result, error)))
+    c.async_stream_infer("smollm2", prompt_inputs(
+        400, True, end_id=(np.array([[49151]], dtype=np.int32), "INT32")), request_id="long")
+    result, error = q.get(timeout=TIMEOUT)
+    assert error is None and not is_final(result)
+    stopped_at = time.time()
+    assert s.stop() == 0, "".join(s.log[-30:])
+    assert time.time() - stopped_at < 15
+    # The stream ended with an error rather than hanging: cancelled at the shutdown deadline.
+    while error is None:
+        result, error = q.get(timeout=TIMEOUT)
+    c.stop_stream()
+    c.close()
