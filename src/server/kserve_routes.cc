@@ -163,10 +163,10 @@ void add_kserve_routes(Router& router, frontend::Frontend& fe) {
       "GET", "/v2",
       [](const HttpRequest&) { return json_response(frontend::kserve_server_metadata()); }, false);
   const std::string prefix(kModelsPrefix);
-  // Triton's clients send binary tensors with any Content-Type, JSON often with none.
+  // Triton's clients send JSON with no Content-Type, binary tensors perhaps as octet-stream.
   const HttpHandler handler = [&fe](const HttpRequest& r) { return model_route(fe, r); };
   router.add_prefix("GET", prefix, handler, false, false);
-  router.add_prefix("POST", prefix, handler, true, false);
+  router.add_prefix("POST", prefix, handler, true, true);
 }
 
 }  // namespace inflight::server

@@ -14,9 +14,9 @@ void Router::add(std::string method, std::string path, HttpHandler handler, bool
 }
 
 void Router::add_prefix(std::string method, std::string prefix, HttpHandler handler,
-                        bool protected_route, bool json_only) {
+                        bool protected_route, bool binary_body) {
   prefixes_[std::move(prefix)].push_back(
-      {std::move(method), std::move(handler), protected_route, json_only});
+      {std::move(method), std::move(handler), protected_route, binary_body});
 }
 
 HttpResponse Router::handle(const HttpRequest& req) const {
@@ -52,7 +52,8 @@ HttpResponse Router::handle(const HttpRequest& req) const {
     res.headers.emplace_back("WWW-Authenticate", "Bearer");
     return res;
   }
-  if (route->method == "POST" && route->json_only && !has_json_content_type(req)) {
+  if (route->method == "POST" && !has_json_content_type(req) &&
+      !(route->binary_body && has_binary_content_type(req))) {
     return error_response(415, "unsupported Content-Type: send the body as application/json");
   }
   try {

@@ -7,8 +7,8 @@
 //   HEAD of a GET route     the GET's answer (the transport sends no body)
 //   route needs a key and the request lacks the right "Authorization: Bearer <key>", or
 //   carries more than one Authorization header                                       401
-//   POST with a Content-Type that is not JSON (server/content_type.h), unless the route
-//   takes any                                                                        415
+//   POST with a Content-Type that is not JSON (or, where the route takes binary bodies,
+//   application/octet-stream; server/content_type.h)                                 415
 //   handler throws                        frontend/error_mapping.h (ApiError as it is,
 //                                         inflight::Error by its code, anything else 500)
 // all answered in OpenAI's error shape.
@@ -29,11 +29,10 @@ class Router {
 
   // `protected_route`: requires the API key (when one is set).
   void add(std::string method, std::string path, HttpHandler handler, bool protected_route);
-  // Every path that starts with `prefix` and has no exact route. `json_only`: a POST must
-  // carry a JSON Content-Type (or none); off for protocols whose clients send any (KServe's
-  // binary tensors).
+  // Every path that starts with `prefix` and has no exact route. `binary_body`: a POST may
+  // also carry application/octet-stream (KServe's binary tensors).
   void add_prefix(std::string method, std::string prefix, HttpHandler handler, bool protected_route,
-                  bool json_only);
+                  bool binary_body);
 
   // Never throws.
   HttpResponse handle(const HttpRequest& req) const;
@@ -43,7 +42,7 @@ class Router {
     std::string method;
     HttpHandler handler;
     bool protected_route = false;
-    bool json_only = true;
+    bool binary_body = false;
   };
   std::string api_key_;
   std::map<std::string, std::vector<Route>, std::less<>> routes_;    // by path

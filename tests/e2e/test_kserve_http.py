@@ -152,3 +152,16 @@ def test_unknown_model_version_and_route(base_url, model_name, triton):
     inputs = prompt_inputs(2) + [tensor("stream", np.array([[True]]), "BOOL")]
     with pytest.raises(InferenceServerException, match="stream"):
         triton.infer(model_name, inputs)
+
+
+def test_content_types(base_url, model_name):
+    """JSON (or none) and binary bodies are served; the types a browser may post across origins
+    without a preflight are not (415), as on every other route."""
+    url = f"{base_url}/v2/models/{model_name}/generate"
+    body = json.dumps({"text_input": PROMPT, "max_tokens": 2})
+    for content_type, status in [(None, 200), ("application/json", 200),
+                                 ("application/octet-stream", 200), ("text/plain", 415),
+                                 ("application/x-www-form-urlencoded", 415)]:
+        headers = {"Content-Type": content_type} if content_type else {}
+        r = requests.post(url, data=body, headers=headers)
+        assert r.status_code == status, (content_type, r.text)
