@@ -267,3 +267,31 @@ def test_sigterm_ends_open_streams_at_the_deadline_and_exits_0():
         result, error = q.get(timeout=TIMEOUT)
     c.stop_stream()
     c.close()
+
+
+def test_limits_are_resource_exhausted():
+    port = free_port()
+    s = ServerProcess(["--grpc-port", str(port), "--max-concurrent-requests", "1",
+                       "--max-body-bytes", "4096"])
+    try:
+        s.wait_ready()
+        c = grpcclient.InferenceServerClient(f"127.0.0.1:{port}")
+        q = queue.Queue()
+        c.start_stream(callback=lambda result, error: q.put((result, error)))
+        c.async_stream_infer("smollm2", prompt_inputs(
+            400, True, end_id=(np.array([[49151]], dtype=np.int32), "INT32")), request_id="long")
+        result, error = q.get(timeout=TIMEOUT)
+        assert error is None
+        # The one generation slot is taken.
+        with pytest.raises(InferenceServerException) as e:
+            c.infer("smollm2", prompt_inputs(2))
+        assert e.value.status() == "StatusCode.RESOURCE_EXHAUSTED"
+        c.stop_stream(cancel_requests=True)
+        # A message over --max-body-bytes.
+        with pytest.raises(InferenceServerException) as e:
+            c.infer("smollm2", prompt_inputs(2, text="x" * 10000))
+        assert e.value.status() == "StatusCode.RESOURCE_EXHAUSTED"
+        assert c.is_server_live()
+        c.close()
+    finally:
+        assert s.stop() == 0
