@@ -41,68 +41,61 @@ HttpResponse version() {
 
 void add_routes(Router& router, frontend::Frontend& fe, std::string metrics_prefix,
                 std::function<HttpServerStats()> http_stats) {
-  using frontend::start_chat_completion, frontend::start_completion, frontend::start_tgi_generation;
+  using frontend::start_chat_completion, frontend::start_completion,
+      frontend::start_tgi_generation;
   // OpenAI. GET /v1/models/{id}: only the served model exists; any other id is an unknown
   // route (404).
-  router.add(
-      "POST", "/v1/completions",
-      [&fe](const HttpRequest& r) { return generation_response(start_completion(fe, r.body)); },
-      true);
-  router.add(
-      "POST", "/v1/chat/completions",
-      [&fe](const HttpRequest& r) {
-        return generation_response(start_chat_completion(fe, r.body));
-      },
-      true);
-  router.add(
-      "GET", "/v1/models",
-      [&fe](const HttpRequest&) { return json_response(frontend::model_list(fe)); }, true);
-  router.add(
-      "GET", "/v1/models/" + fe.options().served_model_name,
-      [&fe](const HttpRequest&) { return json_response(frontend::model_card(fe)); }, true);
+  router.add("POST", "/v1/completions",
+             [&fe](const HttpRequest& r) {
+               return generation_response(start_completion(fe, r.body));
+             },
+             true);
+  router.add("POST", "/v1/chat/completions",
+             [&fe](const HttpRequest& r) {
+               return generation_response(start_chat_completion(fe, r.body));
+             },
+             true);
+  router.add("GET", "/v1/models",
+             [&fe](const HttpRequest&) { return json_response(frontend::model_list(fe)); }, true);
+  router.add("GET", "/v1/models/" + fe.options().served_model_name,
+             [&fe](const HttpRequest&) { return json_response(frontend::model_card(fe)); }, true);
 
   // Text Generation Inference.
-  router.add(
-      "POST", "/generate",
-      [&fe](const HttpRequest& r) {
-        return generation_response(start_tgi_generation(fe, r.body, false));
-      },
-      true);
-  router.add(
-      "POST", "/generate_stream",
-      [&fe](const HttpRequest& r) {
-        return generation_response(start_tgi_generation(fe, r.body, true));
-      },
-      true);
-  router.add(
-      "GET", "/info", [&fe](const HttpRequest&) { return json_response(frontend::tgi_info(fe)); },
-      false);
+  router.add("POST", "/generate",
+             [&fe](const HttpRequest& r) {
+               return generation_response(start_tgi_generation(fe, r.body, false));
+             },
+             true);
+  router.add("POST", "/generate_stream",
+             [&fe](const HttpRequest& r) {
+               return generation_response(start_tgi_generation(fe, r.body, true));
+             },
+             true);
+  router.add("GET", "/info",
+             [&fe](const HttpRequest&) { return json_response(frontend::tgi_info(fe)); }, false);
 
   // vLLM's tokenizer endpoints.
-  router.add(
-      "POST", "/tokenize",
-      [&fe](const HttpRequest& r) { return json_response(frontend::tokenize_request(fe, r.body)); },
-      true);
-  router.add(
-      "POST", "/detokenize",
-      [&fe](const HttpRequest& r) {
-        return json_response(frontend::detokenize_request(fe, r.body));
-      },
-      true);
+  router.add("POST", "/tokenize",
+             [&fe](const HttpRequest& r) {
+               return json_response(frontend::tokenize_request(fe, r.body));
+             },
+             true);
+  router.add("POST", "/detokenize",
+             [&fe](const HttpRequest& r) {
+               return json_response(frontend::detokenize_request(fe, r.body));
+             },
+             true);
 
   add_kserve_routes(router, fe);
 
   // Probes and scrapers.
-  router.add(
-      "GET", "/health", [&fe](const HttpRequest&) { return health(fe); }, false);
-  router.add(
-      "GET", "/metrics",
-      [&fe, prefix = std::move(metrics_prefix), http_stats](const HttpRequest&) {
-        return metrics(fe, prefix, http_stats);
-      },
-      false);
-  router.add(
-      "GET", "/version", [](const HttpRequest&) { return version(); }, false);
+  router.add("GET", "/health", [&fe](const HttpRequest&) { return health(fe); }, false);
+  router.add("GET", "/metrics",
+             [&fe, prefix = std::move(metrics_prefix), http_stats](const HttpRequest&) {
+               return metrics(fe, prefix, http_stats);
+             },
+             false);
+  router.add("GET", "/version", [](const HttpRequest&) { return version(); }, false);
 }
 
 }  // namespace inflight::server

@@ -47,17 +47,16 @@ TEST(Router, ApiKeyOnProtectedRoutesOnly) {
   router.add("POST", "/v1/completions", ok, true);
   router.add("GET", "/health", ok, false);
   EXPECT_EQ(router.handle(request("POST", "/v1/completions")).status, 401);
-  EXPECT_EQ(
-      router.handle(request("POST", "/v1/completions", {{"authorization", "Bearer no"}})).status,
-      401);
-  EXPECT_EQ(
-      router.handle(request("POST", "/v1/completions", {{"authorization", "Bearer k3y"}})).status,
-      200);
+  EXPECT_EQ(router.handle(request("POST", "/v1/completions", {{"authorization", "Bearer no"}}))
+                .status,
+            401);
+  EXPECT_EQ(router.handle(request("POST", "/v1/completions", {{"authorization", "Bearer k3y"}}))
+                .status,
+            200);
   EXPECT_EQ(router.handle(request("GET", "/health")).status, 200);
   // Two Authorization headers: refused even when the first one is right.
-  EXPECT_EQ(router
-                .handle(request("POST", "/v1/completions",
-                                {{"authorization", "Bearer k3y"}, {"authorization", "Bearer no"}}))
+  EXPECT_EQ(router.handle(request("POST", "/v1/completions", {{"authorization", "Bearer k3y"},
+                                                              {"authorization", "Bearer no"}}))
                 .status,
             401);
 }
@@ -78,9 +77,8 @@ TEST(Router, PostBodiesMustBeJson) {
   Router router;
   router.add("POST", "/v1/completions", ok, false);
   EXPECT_EQ(router.handle(request("POST", "/v1/completions")).status, 200);
-  EXPECT_EQ(router
-                .handle(request("POST", "/v1/completions",
-                                {{"content-type", "application/json; charset=utf-8"}}))
+  EXPECT_EQ(router.handle(request("POST", "/v1/completions",
+                                  {{"content-type", "application/json; charset=utf-8"}}))
                 .status,
             200);
   for (const char* type : {"text/plain", "application/x-www-form-urlencoded"}) {
@@ -92,32 +90,23 @@ TEST(Router, PostBodiesMustBeJson) {
 
 TEST(Router, ExceptionsBecomeErrorResponses) {
   Router router;
-  router.add(
-      "POST", "/api",
-      [](const HttpRequest&) -> HttpResponse { throw frontend::ApiError(429, "busy"); }, false);
-  router.add(
-      "POST", "/arg",
-      [](const HttpRequest&) -> HttpResponse {
-        INFLIGHT_CHECK_CODE(false, ErrorCode::kInvalidArgument, "bad");
-        return {};
-      },
-      false);
-  router.add(
-      "POST", "/unsupported",
-      [](const HttpRequest&) -> HttpResponse {
-        INFLIGHT_THROW(ErrorCode::kUnsupported, "not this one");
-      },
-      false);
-  router.add(
-      "POST", "/check",
-      [](const HttpRequest&) -> HttpResponse {
-        INFLIGHT_CHECK(false, "broken invariant");
-        return {};
-      },
-      false);
-  router.add(
-      "POST", "/bug", [](const HttpRequest&) -> HttpResponse { throw std::runtime_error("boom"); },
-      false);
+  router.add("POST", "/api", [](const HttpRequest&) -> HttpResponse {
+    throw frontend::ApiError(429, "busy");
+  }, false);
+  router.add("POST", "/arg", [](const HttpRequest&) -> HttpResponse {
+    INFLIGHT_CHECK_CODE(false, ErrorCode::kInvalidArgument, "bad");
+    return {};
+  }, false);
+  router.add("POST", "/unsupported", [](const HttpRequest&) -> HttpResponse {
+    INFLIGHT_THROW(ErrorCode::kUnsupported, "not this one");
+  }, false);
+  router.add("POST", "/check", [](const HttpRequest&) -> HttpResponse {
+    INFLIGHT_CHECK(false, "broken invariant");
+    return {};
+  }, false);
+  router.add("POST", "/bug", [](const HttpRequest&) -> HttpResponse {
+    throw std::runtime_error("boom");
+  }, false);
   EXPECT_EQ(router.handle(request("POST", "/api")).status, 429);
   EXPECT_EQ(router.handle(request("POST", "/arg")).status, 400);
   EXPECT_EQ(router.handle(request("POST", "/unsupported")).status, 400);
