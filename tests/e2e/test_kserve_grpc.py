@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import TIMEOUT, ServerProcess, post_json
+from conftest import SERVED_NAME, TIMEOUT, ServerProcess, post_json
 
 grpcclient = pytest.importorskip("tritonclient.grpc")
 import grpc  # noqa: E402
@@ -78,13 +78,13 @@ def text_of(result):
 def test_health_and_metadata(triton, kserve_server):
     assert triton.is_server_live()
     assert triton.is_server_ready()
-    assert triton.is_model_ready("smollm2")
-    assert triton.is_model_ready("smollm2", "1")
-    assert not triton.is_model_ready("smollm2", "2")
+    assert triton.is_model_ready(SERVED_NAME)
+    assert triton.is_model_ready(SERVED_NAME, "1")
+    assert not triton.is_model_ready(SERVED_NAME, "2")
     assert not triton.is_model_ready("nope")
     meta = triton.get_server_metadata(as_json=True)
     assert meta["name"] == "inflight"
-    model = triton.get_model_metadata("smollm2", as_json=True)
+    model = triton.get_model_metadata(SERVED_NAME, as_json=True)
     assert model["versions"] == ["1"]
     inputs = {t["name"]: t for t in model["inputs"]}
     assert inputs["text_input"]["datatype"] == "BYTES"
@@ -97,11 +97,11 @@ def test_health_and_metadata(triton, kserve_server):
 
 def test_infer_matches_completions(triton, kserve_server):
     expected = openai_text(kserve_server, 12)
-    r = triton.infer("smollm2", prompt_inputs(12), request_id="abc")
+    r = triton.infer(SERVED_NAME, prompt_inputs(12), request_id="abc")
     assert r.get_response().id == "abc"
     assert text_of(r) == PROMPT + expected
     assert is_final(r)
-    r = triton.infer("smollm2", prompt_inputs(
+    r = triton.infer(SERVED_NAME, prompt_inputs(
         12, exclude_input_in_output=(np.array([[True]]), "BOOL")))
     assert text_of(r) == expected
 
@@ -124,10 +124,10 @@ def test_stream_gives_the_openai_text(triton, kserve_server):
     q = queue.Queue()
     triton.start_stream(callback=lambda result, error: q.put((result, error)))
     try:
-        triton.async_stream_infer("smollm2", prompt_inputs(16, True), request_id="s1")
+        triton.async_stream_infer(SERVED_NAME, prompt_inputs(16, True), request_id="s1")
         # Two more on the same stream: a non-streaming one answers once, in full.
-        triton.async_stream_infer("smollm2", prompt_inputs(16, True), request_id="s2")
-        triton.async_stream_infer("smollm2", prompt_inputs(16, False), request_id="s3")
+        triton.async_stream_infer(SERVED_NAME, prompt_inputs(16, True), request_id="s2")
+        triton.async_stream_infer(SERVED_NAME, prompt_inputs(16, False), request_id="s3")
         texts = collect(q, 3)
     finally:
         triton.stop_stream()
@@ -142,10 +142,10 @@ def test_stream_errors_keep_the_stream(triton):
     triton.start_stream(callback=lambda result, error: q.put((result, error)))
     try:
         bad = prompt_inputs(4, True)[:1]  # no max_tokens
-        triton.async_stream_infer("smollm2", bad, request_id="bad")
+        triton.async_stream_infer(SERVED_NAME, bad, request_id="bad")
         result, error = q.get(timeout=TIMEOUT)
         assert result is None and "max_tokens" in str(error)
-        triton.async_stream_infer("smollm2", prompt_inputs(4, True), request_id="good")
+        triton.async_stream_infer(SERVED_NAME, prompt_inputs(4, True), request_id="good")
         texts = collect(q, 1)
         assert "".join(texts["good"])
     finally:
@@ -158,7 +158,7 @@ def test_cancelling_a_stream_frees_its_kv_blocks(triton, kserve_server):
     # A long generation: the end token is one the model will not produce.
     inputs = prompt_inputs(400, True, end_id=(np.array([[49151]], dtype=np.int32), "INT32"),
                            temperature=(np.array([[0.8]], dtype=np.float32), "FP32"))
-    triton.async_stream_infer("smollm2", inputs, request_id="long")
+    triton.async_stream_infer(SERVED_NAME, inputs, request_id="long")
     result, error = q.get(timeout=TIMEOUT)
     assert error is None and not is_final(result)
     m = kserve_server.metrics()
@@ -183,7 +183,7 @@ def test_cancelling_a_stream_frees_its_kv_blocks(triton, kserve_server):
 ])
 def test_malformed_tensors_are_invalid_argument(triton, extra, message):
     with pytest.raises(InferenceServerException) as e:
-        triton.infer("smollm2", prompt_inputs(4, **extra))
+        triton.infer(SERVED_NAME, prompt_inputs(4, **extra))
     assert e.value.status() == "StatusCode.INVALID_ARGUMENT"
     assert message in e.value.message()
     assert triton.is_server_live()
@@ -191,19 +191,19 @@ def test_malformed_tensors_are_invalid_argument(triton, extra, message):
 
 def test_missing_input_wrong_shape_unknown_model(triton):
     with pytest.raises(InferenceServerException) as e:
-        triton.infer("smollm2", prompt_inputs(4)[:1])
+        triton.infer(SERVED_NAME, prompt_inputs(4)[:1])
     assert e.value.status() == "StatusCode.INVALID_ARGUMENT"
     assert "'max_tokens' is missing" in e.value.message()
     batch2 = [tensor("text_input", np.array([[PROMPT], [PROMPT]], dtype=object), "BYTES"),
               prompt_inputs(4)[1]]
     with pytest.raises(InferenceServerException) as e:
-        triton.infer("smollm2", batch2)
+        triton.infer(SERVED_NAME, batch2)
     assert e.value.status() == "StatusCode.INVALID_ARGUMENT"
     with pytest.raises(InferenceServerException) as e:
         triton.infer("nope", prompt_inputs(4))
     assert e.value.status() == "StatusCode.NOT_FOUND"
     with pytest.raises(InferenceServerException) as e:
-        triton.infer("smollm2", prompt_inputs(4, True))  # decoupled needs ModelStreamInfer
+        triton.infer(SERVED_NAME, prompt_inputs(4, True))  # decoupled needs ModelStreamInfer
     assert e.value.status() == "StatusCode.INVALID_ARGUMENT"
 
 
@@ -212,7 +212,7 @@ def test_raw_contents_that_disagree_with_the_shape(kserve_server):
     from tritonclient.grpc import service_pb2, service_pb2_grpc
     channel = grpc.insecure_channel(kserve_server.grpc_url)
     stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
-    req = service_pb2.ModelInferRequest(model_name="smollm2")
+    req = service_pb2.ModelInferRequest(model_name=SERVED_NAME)
     t = req.inputs.add(name="max_tokens", datatype="INT32", shape=[1, 1])
     req.raw_input_contents.append(b"\x01\x00")
     with pytest.raises(grpc.RpcError) as e:
@@ -229,9 +229,9 @@ def test_api_key_is_required_when_set():
         s.wait_ready()
         c = grpcclient.InferenceServerClient(f"127.0.0.1:{port}")
         with pytest.raises(InferenceServerException) as e:
-            c.infer("smollm2", prompt_inputs(2))
+            c.infer(SERVED_NAME, prompt_inputs(2))
         assert e.value.status() == "StatusCode.UNAUTHENTICATED"
-        r = c.infer("smollm2", prompt_inputs(2), headers={"authorization": "Bearer sekret"})
+        r = c.infer(SERVED_NAME, prompt_inputs(2), headers={"authorization": "Bearer sekret"})
         assert text_of(r).startswith(PROMPT)
         c.close()
     finally:
@@ -255,7 +255,7 @@ def test_sigterm_ends_open_streams_at_the_deadline_and_exits_0():
     c = grpcclient.InferenceServerClient(f"127.0.0.1:{port}")
     q = queue.Queue()
     c.start_stream(callback=lambda result, error: q.put((result, error)))
-    c.async_stream_infer("smollm2", prompt_inputs(
+    c.async_stream_infer(SERVED_NAME, prompt_inputs(
         400, True, end_id=(np.array([[49151]], dtype=np.int32), "INT32")), request_id="long")
     result, error = q.get(timeout=TIMEOUT)
     assert error is None and not is_final(result)
@@ -278,18 +278,18 @@ def test_limits_are_resource_exhausted():
         c = grpcclient.InferenceServerClient(f"127.0.0.1:{port}")
         q = queue.Queue()
         c.start_stream(callback=lambda result, error: q.put((result, error)))
-        c.async_stream_infer("smollm2", prompt_inputs(
+        c.async_stream_infer(SERVED_NAME, prompt_inputs(
             400, True, end_id=(np.array([[49151]], dtype=np.int32), "INT32")), request_id="long")
         result, error = q.get(timeout=TIMEOUT)
         assert error is None
         # The one generation slot is taken.
         with pytest.raises(InferenceServerException) as e:
-            c.infer("smollm2", prompt_inputs(2))
+            c.infer(SERVED_NAME, prompt_inputs(2))
         assert e.value.status() == "StatusCode.RESOURCE_EXHAUSTED"
         c.stop_stream(cancel_requests=True)
         # A message over --max-body-bytes.
         with pytest.raises(InferenceServerException) as e:
-            c.infer("smollm2", prompt_inputs(2, text="x" * 10000))
+            c.infer(SERVED_NAME, prompt_inputs(2, text="x" * 10000))
         assert e.value.status() == "StatusCode.RESOURCE_EXHAUSTED"
         assert c.is_server_live()
         c.close()
