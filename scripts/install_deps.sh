@@ -13,6 +13,7 @@ apt_packages=(
   prometheus                 # promtool, to check the /metrics exposition format
   libopenmpi-dev openmpi-bin # MPI: launches the ranks of tensor/pipeline parallelism
   chromium chromium-driver   # headless browser for the playground's test (tests/e2e/test_playground.py)
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # KServe v2 gRPC
 )
 missing=()
 for p in "${apt_packages[@]}"; do

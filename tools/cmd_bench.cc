@@ -41,6 +41,7 @@ using namespace inflight::bench;  // NOLINT: this file is the bench front end
 struct ServeArgs {
   ServeBenchOptions options;
   std::string endpoint = "/v1/completions";
+  std::string backend = "openai";
   std::string dataset = "random";
   std::string dataset_path;
   int32_t num_prompts = 1000;
@@ -139,10 +140,18 @@ void setup(CLI::App& bench) {
   bench.require_subcommand(1);
   auto& s = g_serve;
   CLI::App* serve =
-      bench.add_subcommand("serve", "Benchmark an OpenAI-compatible server over HTTP");
+      bench.add_subcommand("serve", "Benchmark a server over OpenAI HTTP or KServe gRPC");
   g_serve_app = serve;
   serve->add_option("--base-url", s.options.base_url, "Server URL")->capture_default_str();
   serve->add_option("--endpoint", s.endpoint, "/v1/completions or /v1/chat/completions")
+      ->capture_default_str();
+  serve
+      ->add_option("--backend", s.backend,
+                   "openai (SSE over HTTP) or kserve-grpc (KServe v2 ModelStreamInfer over "
+                   "gRPC at --grpc-url; --base-url still answers the readiness probe)")
+      ->check(CLI::IsMember({"openai", "kserve-grpc"}))
+      ->capture_default_str();
+  serve->add_option("--grpc-url", s.options.grpc_target, "host:port of the KServe gRPC endpoint")
       ->capture_default_str();
   serve->add_option("--model", s.options.model,
                     "Model name to send (default: the first one "
@@ -246,6 +255,7 @@ double parse_rate(const std::string& text) {
 int run_serve() {
   ServeArgs& a = g_serve;
   ServeBenchOptions& o = a.options;
+  o.backend = a.backend == "kserve-grpc" ? ServeBackend::kKServeGrpc : ServeBackend::kOpenAI;
   o.endpoint_path = a.endpoint;
   o.endpoint = a.endpoint.find("chat/completions") != std::string::npos ? Endpoint::kChatCompletions
                                                                         : Endpoint::kCompletions;

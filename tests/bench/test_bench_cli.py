@@ -142,12 +142,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+class ServerUrl(str):
+    grpc_url = ""
+
+
 @pytest.fixture(scope="module")
 def inflight_server():
+    """The server's HTTP base URL; its KServe gRPC endpoint is at inflight_server.grpc_url."""
     require(BIN, "binary")
     require(MODEL, "default model")
+    grpc_port = free_port()
     proc = subprocess.Popen(
         [str(BIN), "serve", "--model", str(MODEL), "--host", "127.0.0.1", "--port", "0",
+         "--grpc-port", str(grpc_port),
          "--max-model-len", "512", "--max-num-seqs", "16", "--kv-cache-memory", "128MiB"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = None
@@ -156,7 +163,8 @@ def inflight_server():
         log.append(line)
         m = re.search(r"listening on [\d.]+:(\d+)", line)
         if m:
-            url = f"http://127.0.0.1:{m.group(1)}"
+            url = ServerUrl(f"http://127.0.0.1:{m.group(1)}")
+            url.grpc_url = f"127.0.0.1:{grpc_port}"
             break
     assert url, "".join(log)
     drain = threading.Thread(target=lambda: [log.append(x) for x in proc.stdout], daemon=True)
@@ -178,6 +186,22 @@ def test_serve_on_inflight_serve_validates(tmp_path, inflight_server, endpoint):
     assert result["completed"] == 2, result
     assert result["total_output_tokens"] == 8
     assert result["num_requests_without_usage"] == 0
+
+
+def test_serve_kserve_grpc_backend_validates(tmp_path, inflight_server):
+    out_json = tmp_path / "serve.json"
+    bench("serve", "--backend", "kserve-grpc", "--base-url", inflight_server,
+          "--grpc-url", inflight_server.grpc_url, "--tokenizer", str(MODEL),
+          "--num-prompts", "3", "--random-input-len", "16", "--random-output-len", "4",
+          "--ignore-eos", "--no-progress", "--ready-timeout", "120",
+          "--result-json", str(out_json))
+    result = json.loads(out_json.read_text())
+    validate(result)
+    assert result["backend"] == "kserve-grpc"
+    assert result["grpc_url"] == inflight_server.grpc_url
+    assert result["completed"] == 3, result
+    assert result["failed"] == 0
+    assert result["mean_ttft_ms"] > 0
 
 
 def test_offline_validates(tmp_path):
