@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <iterator>
 
+#include "core/check.h"
 #include "errors.h"
 #include "frontend/prompt_builder.h"
 
@@ -12,6 +13,10 @@ namespace inflight::python {
 PyEngine::PyEngine(const ModelSource& source, const EngineConfig& config,
                    const std::string& chat_template) {
   auto engine = Engine::load(source, config);
+  if (engine.status().code() == StatusCode::kNotFound) {
+    // A missing model file: FileNotFoundError in Python (a missing request is KeyError).
+    throw Error(ErrorCode::kNotFound, "cannot start the engine: " + engine.status().message());
+  }
   throw_if_error(engine.status(), "cannot start the engine");
   model_ = frontend::make_loaded_model(std::move(engine).value(), chat_template);
 }
