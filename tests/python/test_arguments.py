@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import MODEL, need_model
+from package_env import MODEL, need_model
 
 from inflight import LLM, SamplingParams
 

@@ -3,7 +3,7 @@
 import json
 import subprocess
 
-from conftest import BIN, CLI_LIMITS, MODEL, need_bin
+from package_env import BIN, CLI_LIMITS, MODEL, need_bin
 
 from inflight import SamplingParams
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from conftest import MODEL, need_model
+from package_env import MODEL, need_model
 
 SCRIPT = f"""
 import sys, time
