@@ -11,8 +11,9 @@
 
     .venv/bin/python bench/python_overhead.py --result-json bench/results/python-overhead.json
     # on a GPU, dummy Llama-3.1-8B shapes, the offline 128/128 setting (tok/s printed):
-    python bench/python_overhead.py --dummy llama-3.1-8b --device cuda --num-prompts 1024 \
-        --input-len 128 --output-len 128 --repeats 1 --streams 0
+    python bench/python_overhead.py --dummy llama-3.1-8b --device cuda --num-prompts 4096 \
+        --input-len 128 --output-len 128 --max-num-seqs 1024 --max-num-batched-tokens 16384 \
+        --max-model-len 4096 --kv-cache-memory 0.9 --repeats 2 --streams 0
 Needs the installed `inflight` package and the binary ($INFLIGHT_BIN, default build/bin/inflight).
 """
 
@@ -33,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def engine_kwargs(a):
-    kw = {"device": a.device, "max_num_seqs": a.max_num_seqs, "kv_cache_memory": a.kv_cache_memory}
+    kw = {"device": a.device, "max_num_seqs": a.max_num_seqs, "kv_cache_memory": a.kv_cache_memory,
+          "max_num_batched_tokens": a.max_num_batched_tokens, "max_model_len": a.max_model_len}
     if a.dummy:
         kw.update(load_format="dummy")
     return kw
@@ -41,7 +43,8 @@ def engine_kwargs(a):
 
 def cli_engine_args(a):
     args = ["--device", a.device, "--max-num-seqs", str(a.max_num_seqs),
-            "--kv-cache-memory", a.kv_cache_memory]
+            "--max-num-batched-tokens", str(a.max_num_batched_tokens),
+            "--max-model-len", str(a.max_model_len), "--kv-cache-memory", a.kv_cache_memory]
     if a.dummy:
         return ["--dummy-weights", "--arch", a.dummy] + args
     return ["--model", a.model] + args
@@ -115,6 +118,8 @@ def main():
     p.add_argument("--input-len", type=int, default=8)
     p.add_argument("--output-len", type=int, default=8)
     p.add_argument("--max-num-seqs", type=int, default=256)
+    p.add_argument("--max-num-batched-tokens", type=int, default=0, help="0: the engine's default")
+    p.add_argument("--max-model-len", type=int, default=0, help="0: the model's")
     p.add_argument("--kv-cache-memory", default="auto")
     p.add_argument("--repeats", type=int, default=2, help="runs of each path, alternating")
     p.add_argument("--streams", type=int, default=200, help="async streams (0: skip)")
