@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/logging.h"
 #include "errors.h"
 #include "formats/default_model.h"
 #include "frontend/openai_protocol.h"
@@ -302,6 +303,7 @@ NB_MODULE(_inflight, m) {
   using namespace inflight;
   using namespace inflight::python;
   m.doc() = "inflight engine bindings (use the `inflight` package, not this module)";
+  init_logging();  // the engine logs to stderr at $INFLIGHT_LOG_LEVEL, as the tools do
   register_error_translator();
   bind_params(m);
   bind_outputs(m);
