@@ -24,7 +24,7 @@ import uuid
 from typing import AsyncIterator, Dict, List, Optional
 
 from .engine_args import register_shutdown, start_engine
-from .llm import normalize_prompts
+from .llm import chat_prompt, normalize_prompts
 from .outputs import (CompletionOutput, RequestOutput, make_logprobs, make_metrics, make_usage,
                       stop_reason)
 from .sampling_params import SamplingParams
@@ -120,6 +120,18 @@ class AsyncLLM:
             del self._ids[request_id]
             if not finished:
                 self._core.cancel(engine_id)
+
+    async def chat(self, messages, sampling_params: Optional[SamplingParams] = None,
+                   request_id: Optional[str] = None, *, tools: Optional[List[dict]] = None,
+                   chat_template_kwargs: Optional[dict] = None,
+                   add_generation_prompt: bool = True,
+                   continue_final_message: bool = False) -> AsyncIterator[RequestOutput]:
+        """One conversation, its prompt built as LLM.chat builds it (the server's chat prompt),
+        streamed as generate() streams (tool calls are left in the text)."""
+        ids, _ = chat_prompt(self._core, messages, tools, chat_template_kwargs,
+                             add_generation_prompt, continue_final_message)
+        async for out in self.generate(ids, sampling_params, request_id):
+            yield out
 
     async def abort(self, request_id: str) -> None:
         """Cancels a running request (its generator ends with finish_reason "abort"); a request

@@ -54,6 +54,20 @@ def normalize_prompts(prompts) -> List[Union[str, List[int]]]:
     return out
 
 
+def chat_prompt(core, messages, tools, chat_template_kwargs, add_generation_prompt,
+                continue_final_message):
+    """(prompt token ids, whether to parse tool calls) of one conversation, built and checked by
+    the server's code (the body of a chat completion request)."""
+    body: Dict[str, Any] = {"messages": list(messages),
+                            "add_generation_prompt": add_generation_prompt,
+                            "continue_final_message": continue_final_message}
+    if tools is not None:
+        body["tools"] = tools
+    if chat_template_kwargs is not None:
+        body["chat_template_kwargs"] = chat_template_kwargs
+    return core.chat_prompt(json.dumps(body))
+
+
 def core_params(params, count: int) -> list:
     if params is None:
         params = SamplingParams()
@@ -167,14 +181,8 @@ class LLM:
             raise TypeError("messages: expected a list of message dicts or a list of such lists")
         prompts, parse = [], []
         for conversation in conversations:
-            body: Dict[str, Any] = {"messages": list(conversation),
-                                    "add_generation_prompt": add_generation_prompt,
-                                    "continue_final_message": continue_final_message}
-            if tools is not None:
-                body["tools"] = tools
-            if chat_template_kwargs is not None:
-                body["chat_template_kwargs"] = chat_template_kwargs
-            ids, parse_tools = self._core.chat_prompt(json.dumps(body))
+            ids, parse_tools = chat_prompt(self._core, conversation, tools, chat_template_kwargs,
+                                           add_generation_prompt, continue_final_message)
             prompts.append(ids)
             parse.append(parse_tools and self.tool_call_parser is not None)
         outputs = self.generate(prompts, sampling_params, use_tqdm)

@@ -103,3 +103,16 @@ def test_duplicate_request_id_and_bad_params(async_llm):
             await async_llm.generate([10**8], SamplingParams()).__anext__()
 
     asyncio.run(main())
+
+
+def test_chat_stream_equals_offline_chat(async_llm, llm):
+    messages = [{"role": "user", "content": "Name three colours."}]
+    params = SamplingParams(temperature=0, max_tokens=16)
+
+    async def main():
+        text = ""
+        async for out in async_llm.chat(messages, params):
+            text += out.outputs[0].text
+        return text
+
+    assert asyncio.run(main()) == llm.chat(messages, params, use_tqdm=False)[0].outputs[0].text
