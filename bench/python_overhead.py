@@ -4,7 +4,10 @@
 1. Offline: the same batch (num_prompts random token-id prompts of input_len tokens, greedy,
    ignore_eos, output_len tokens each, all queued at once, one warm-up request first) through
    `inflight bench offline` and through LLM.generate; runs alternate, repeats of each, and the
-   medians of the elapsed times are compared (python_over_cpp = python / cpp).
+   medians of the elapsed times are compared (python_over_cpp = python / cpp). On a shared
+   machine wall times vary with other load, so CPU times are recorded too: the whole Python
+   process during generate, and the calling thread's share of it (conversion, waits, results:
+   the work the Python path adds), and the C++ process's (model load and warm-up included).
 2. Async: `streams` concurrent AsyncLLM.generate streams of output_len tokens each; the event
    loop thread's CPU time (time.thread_time) divided by the tokens streamed is the per-token
    cost of an async stream (submit, wake-up, drain, conversion, delivery to the consumer).
@@ -22,6 +25,7 @@ import asyncio
 import json
 import os
 import random
+import resource
 import shlex
 import statistics
 import subprocess
@@ -50,14 +54,22 @@ def cli_engine_args(a):
     return ["--model", a.model] + args
 
 
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run_cpp(a):
+    """The result JSON of `inflight bench offline`, and the CPU time of the whole process (model
+    load and warm-up included)."""
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "offline.json"
         cmd = [a.bin, "bench", "offline", *cli_engine_args(a), "--num-prompts", str(a.num_prompts),
                "--input-len", str(a.input_len), "--output-len", str(a.output_len),
                "--result-json", str(out)]
+        cpu = children_cpu()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return json.loads(out.read_text())
+        return json.loads(out.read_text()), children_cpu() - cpu
 
 
 def random_prompts(a, vocab_size, seed):
@@ -74,12 +86,14 @@ def run_python(llm, a, seed):
     prompts = random_prompts(a, llm._core.vocab_size, seed)
     llm.generate(prompts[:1], SamplingParams(temperature=0, max_tokens=4, ignore_eos=True),
                  use_tqdm=False)  # warm-up, as `inflight bench offline` does
+    caller_cpu, process_cpu = time.thread_time(), time.process_time()
     start = time.perf_counter()
     outs = llm.generate(prompts, params, use_tqdm=False)
     elapsed = time.perf_counter() - start
+    caller_cpu, process_cpu = time.thread_time() - caller_cpu, time.process_time() - process_cpu
     tokens = sum(len(o.outputs[0].token_ids) for o in outs)
     assert tokens == a.num_prompts * a.output_len, tokens
-    return elapsed, tokens
+    return elapsed, tokens, caller_cpu, process_cpu
 
 
 def run_async(a, seed):
@@ -128,18 +142,22 @@ def main():
     a = p.parse_args()
 
     from inflight import LLM
-    cpp, py = [], []
+    cpp, py, cpp_cpu, py_caller_cpu, py_cpu = [], [], [], [], []
     cpp_result = None
     llm = LLM(a.dummy or a.model, **engine_kwargs(a))
     for r in range(a.repeats):
         if not a.skip_cpp:
-            cpp_result = run_cpp(a)
+            cpp_result, cpu = run_cpp(a)
             cpp.append(cpp_result["elapsed_time"])
+            cpp_cpu.append(cpu)
             print(f"C++    run {r}: {cpp[-1]:.3f} s  "
                   f"{cpp_result['output_throughput']:.1f} output tok/s", flush=True)
-        elapsed, tokens = run_python(llm, a, seed=r)
+        elapsed, tokens, caller_cpu, process_cpu = run_python(llm, a, seed=r)
         py.append(elapsed)
-        print(f"Python run {r}: {elapsed:.3f} s  {tokens / elapsed:.1f} output tok/s", flush=True)
+        py_caller_cpu.append(caller_cpu)
+        py_cpu.append(process_cpu)
+        print(f"Python run {r}: {elapsed:.3f} s  {tokens / elapsed:.1f} output tok/s; CPU "
+              f"{process_cpu:.2f} s, of which the calling thread {caller_cpu:.3f} s", flush=True)
     device = llm.device
     llm.shutdown()
 
@@ -154,9 +172,13 @@ def main():
               "repeats": a.repeats,
               "python_elapsed_times": py,
               "python_elapsed_time": statistics.median(py),
+              "python_process_cpu_seconds": py_cpu,
+              "python_caller_cpu_seconds": py_caller_cpu,
+              "python_caller_cpu_fraction": sum(py_caller_cpu) / sum(py_cpu),
               "python_output_throughput": a.num_prompts * a.output_len / statistics.median(py)}
     if cpp:
         result.update(cpp_elapsed_times=cpp, cpp_elapsed_time=statistics.median(cpp),
+                      cpp_process_cpu_seconds=cpp_cpu,
                       cpp_output_throughput=a.num_prompts * a.output_len / statistics.median(cpp),
                       python_over_cpp=statistics.median(py) / statistics.median(cpp))
         print(f"Python / C++ total time: {result['python_over_cpp']:.4f}")
