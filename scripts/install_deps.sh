@@ -9,6 +9,7 @@ apt_packages=(
   build-essential cmake ninja-build ccache pkg-config git xz-utils unzip curl
   libboost1.81-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libpcre2-dev
   libgtest-dev python3 python3-venv python3-pip
+  python3-dev                # headers for the Python extension module (pyproject.toml)
   clang libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for the fuzz targets
   prometheus                 # promtool, to check the /metrics exposition format
   libopenmpi-dev openmpi-bin # MPI: launches the ranks of tensor/pipeline parallelism

@@ -33,12 +33,12 @@
 #include "core/logging.h"
 #include "formats/default_model.h"
 #include "formats/quantization.h"
+#include "frontend/loaded_model.h"
 #include "frontend/tool_calls.h"
 #include "inflight/engine.h"
 #include "server/grpc/grpc_server.h"
 #include "server/host_check.h"
 #include "server/server.h"
-#include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
 #include "tools/parallel_launch.h"
@@ -100,10 +100,6 @@ std::string read_chat_template(const std::string& arg) {
   return arg;
 }
 
-std::string special_text(const Tokenizer& tok, int32_t id) {
-  return id == kNoToken ? std::string() : std::string(tok.token_text(id));
-}
-
 // --dtype (vLLM's): the compute dtype is the backend's, bfloat16 on GPUs and float32 on the
 // CPU; naming another is an error rather than a silent difference.
 void check_dtype(const std::string& dtype, const std::string& device) {
@@ -158,27 +154,14 @@ std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path)
                       engine.status().to_string());
   check_dtype(opts.dtype, engine.value()->device_name());
 
-  auto model = std::make_shared<frontend::LoadedModel>();
-  model->engine = std::shared_ptr<Engine>(std::move(engine).value());
-  model->tokenizer = model->engine->tokenizer();
-  const std::string tmpl = !opts.chat_template.empty() ? read_chat_template(opts.chat_template)
-                                                       : model->engine->chat_template();
-  if (!tmpl.empty()) {
-    model->chat_template = std::make_shared<ChatTemplate>(ChatTemplate::parse(tmpl));
-  } else {
+  const std::string tmpl =
+      opts.chat_template.empty() ? std::string() : read_chat_template(opts.chat_template);
+  auto model = frontend::make_loaded_model(std::move(engine).value(), tmpl);
+  if (!model->chat_template) {
     INFLIGHT_LOG_WARN(
         "the model has no chat template: /v1/chat/completions will answer 400 "
         "(pass --chat-template)");
   }
-  model->bos_token = special_text(*model->tokenizer, model->tokenizer->bos_id());
-  model->eos_token = special_text(*model->tokenizer, model->tokenizer->eos_id());
-  model->max_model_len = model->engine->config().max_model_len;
-  model->limits.max_logprobs = model->engine->config().max_logprobs;
-  model->limits.vocab_size =
-      std::min<int64_t>(model->engine->vocab_size(), model->tokenizer->vocab_size());
-  // n choices run side by side: no more than one step holds.
-  model->limits.max_n =
-      std::clamp<int32_t>(model->engine->config().max_num_seqs, 1, model->limits.max_n);
   model->limits.reject_unknown_fields = opts.strict;
   model->content_special_tokens_as_text = opts.chat_content_special_tokens == "text";
   return model;
