@@ -27,8 +27,7 @@ GenerationOptions parse_options(const json& body, const ProtocolLimits& limits) 
       throw_bad_request("'stream_options' must be an object", "stream_options");
     }
     if (!o.stream) {
-      throw_bad_request("'stream_options' is only allowed when 'stream' is true",
-                        "stream_options");
+      throw_bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
     }
     o.include_usage = FieldReader(*so).boolean("include_usage").value_or(false);
   }
@@ -40,8 +39,8 @@ GenerationOptions parse_options(const json& body, const ProtocolLimits& limits) 
   }
   s.temperature = static_cast<float>(r.number("temperature", 0, 2).value_or(1.0));
   s.top_p = static_cast<float>(r.positive_number("top_p", 0, 1).value_or(1.0));
-  s.top_k = static_cast<int32_t>(r.integer("top_k", -1, std::numeric_limits<int32_t>::max())
-                                     .value_or(0));
+  s.top_k =
+      static_cast<int32_t>(r.integer("top_k", -1, std::numeric_limits<int32_t>::max()).value_or(0));
   s.min_p = static_cast<float>(r.number("min_p", 0, 1).value_or(0.0));
   s.presence_penalty = static_cast<float>(r.number("presence_penalty", -2, 2).value_or(0.0));
   s.frequency_penalty = static_cast<float>(r.number("frequency_penalty", -2, 2).value_or(0.0));
@@ -59,14 +58,8 @@ GenerationOptions parse_options(const json& body, const ProtocolLimits& limits) 
   s.min_tokens = static_cast<int32_t>(r.integer("min_tokens", 0, kMaxTokensCap).value_or(0));
 
   s.logit_bias = r.token_bias_map("logit_bias", limits.vocab_size - 1);
-  if (const json* format = r.get("response_format")) {
-    const json* type =
-        format->is_object() && format->contains("type") ? &(*format)["type"] : nullptr;
-    if (type == nullptr || *type != "text") {
-      throw_bad_request("'response_format' other than {\"type\": \"text\"} is not supported",
-                        "response_format");
-    }
-  }
+  o.constraint = parse_openai_constraint(body);
+  if (o.constraint) s.structured_output = o.constraint->constraint;
   if (r.get("suffix") != nullptr) throw_bad_request("'suffix' is not supported", "suffix");
   return o;
 }
@@ -133,16 +126,18 @@ std::vector<PromptInput> parse_prompts(const json& body, const ProtocolLimits& l
         } else if (item.is_array()) {
           out.push_back(token_prompt(item, limits));
         } else {
-          throw_bad_request("'prompt' must be a string, a list of strings, a list of token ids "
-                            "or a list of token-id lists",
-                            "prompt");
+          throw_bad_request(
+              "'prompt' must be a string, a list of strings, a list of token ids "
+              "or a list of token-id lists",
+              "prompt");
         }
       }
     }
   } else {
-    throw_bad_request("'prompt' must be a non-empty string, a list of strings, a list of token "
-                      "ids or a list of token-id lists",
-                      "prompt");
+    throw_bad_request(
+        "'prompt' must be a non-empty string, a list of strings, a list of token "
+        "ids or a list of token-id lists",
+        "prompt");
   }
   return out;
 }
@@ -188,8 +183,7 @@ json parse_messages(const json& body) {
     if (role == m.end() || !role->is_string()) {
       throw_bad_request("each message needs a string 'role'", param + ".role");
     }
-    static const char* kRoles[] = {"system", "developer", "user", "assistant", "tool",
-                                   "function"};
+    static const char* kRoles[] = {"system", "developer", "user", "assistant", "tool", "function"};
     bool known = false;
     for (const char* r : kRoles) known = known || *role == r;
     if (!known) {
@@ -256,11 +250,31 @@ ChatCompletionRequest parse_chat_completion_request(const json& body,
       throw_bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or an object",
                         "tool_choice");
     }
-    if (*choice != "none" && *choice != "auto") {
-      throw_bad_request(
-          "'tool_choice' \"required\" or a named function needs guided decoding, which this "
-          "server does not do: use \"auto\" (with --tool-call-parser) or \"none\"",
-          "tool_choice");
+    std::optional<std::string> named;
+    if (choice->is_object()) {
+      const json* f = choice->contains("function") ? &(*choice)["function"] : nullptr;
+      if (f == nullptr || !f->is_object() || !f->contains("name") || !(*f)["name"].is_string()) {
+        throw_bad_request(
+            "a named 'tool_choice' must be {\"type\": \"function\", \"function\": {\"name\": "
+            "...}}",
+            "tool_choice");
+      }
+      named = (*f)["name"].get<std::string>();
+    } else if (*choice != "none" && *choice != "auto" && *choice != "required") {
+      throw_bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or an object",
+                        "tool_choice");
+    }
+    if (named || *choice == "required") {
+      ParsedConstraint calls = tool_call_constraint(req.tools, named);
+      if (req.options.constraint) {
+        throw_bad_request(fmt::format("'{}' and 'tool_choice' both constrain the output: give at "
+                                      "most one",
+                                      req.options.constraint->field),
+                          "tool_choice");
+      }
+      req.options.sampling.structured_output = calls.constraint;
+      req.options.constraint = std::move(calls);
+      req.tool_choice_forced = true;
     }
     req.tool_choice_none = *choice == "none";
   }

@@ -6,7 +6,8 @@
 // top_logprobs, presence_penalty, frequency_penalty, user, echo, best_of == n) plus vLLM's
 // extras (top_k, min_p, repetition_penalty, ignore_eos, min_tokens, stop_token_ids,
 // skip_special_tokens, include_stop_str_in_output, add_special_tokens, chat_template_kwargs,
-// add_generation_prompt, continue_final_message). Unknown fields are ignored, as vLLM does.
+// add_generation_prompt, continue_final_message) and the structured-output fields
+// (structured_output_fields.h). Unknown fields are ignored, as vLLM does.
 // Anything of the wrong type or out of range is ApiError(400) naming the field.
 #pragma once
 
@@ -17,15 +18,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frontend/structured_output_fields.h"
 #include "inflight/sampling_params.h"
 
 namespace inflight::frontend {
 
 // Limits that depend on the server and the model, used during validation.
 struct ProtocolLimits {
-  int32_t max_n = 128;         // most choices per request
-  int32_t max_logprobs = 20;   // engine's max_logprobs
-  int32_t max_stop = 16;       // most stop strings
+  int32_t max_n = 128;        // most choices per request
+  int32_t max_logprobs = 20;  // engine's max_logprobs
+  int32_t max_stop = 16;      // most stop strings
   int64_t vocab_size = 1 << 30;
 };
 
@@ -33,13 +35,15 @@ struct ProtocolLimits {
 struct GenerationOptions {
   std::string model;  // empty when the client sent none
   SamplingParams sampling;
+  // The output constraint (also in sampling.structured_output), with the field it came from.
+  std::optional<ParsedConstraint> constraint;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;
 };
 
 struct PromptInput {
-  std::string text;             // when token_ids is empty
+  std::string text;  // when token_ids is empty
   std::vector<int32_t> token_ids;
   bool is_tokens() const { return !token_ids.empty(); }
 };
@@ -57,6 +61,8 @@ struct ChatCompletionRequest {
   nlohmann::ordered_json messages;  // normalised: content is a string (text parts joined)
   nlohmann::ordered_json tools;     // null when absent
   bool tool_choice_none = false;    // tool_choice "none": tools are shown, no call is parsed
+  // tool_choice "required" or named: the output is a JSON list of calls (options.constraint).
+  bool tool_choice_forced = false;
   nlohmann::ordered_json chat_template_kwargs;  // object (possibly empty)
   bool add_generation_prompt = true;
   bool continue_final_message = false;

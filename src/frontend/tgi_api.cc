@@ -4,6 +4,7 @@
 
 #include "frontend/json_fields.h"
 #include "frontend/prompt_builder.h"
+#include "frontend/structured_output_fields.h"
 #include "frontend/tgi_protocol.h"
 
 namespace inflight::frontend {
@@ -14,6 +15,9 @@ StartedGeneration start_tgi_generation(Frontend& frontend, std::string_view body
   const LoadedModel& model = frontend.model();
   TgiFormat format;
   format.request = parse_tgi_request(parse_json_object(body), model.limits);
+  if (format.request.constraint) {
+    check_structured_output(*model.engine, *format.request.constraint);
+  }
   SamplingParams& s = format.request.sampling;
   if (s.temperature > 0 && !s.seed) {
     // TGI reports the seed it sampled with, so draw it here rather than in the engine.

@@ -17,7 +17,8 @@ TgiRequest parse_tgi_request(const json& body, const ProtocolLimits& limits) {
   TgiRequest req;
   FieldReader top(body);
   std::optional<std::string> inputs = top.string("inputs");
-  if (!inputs || inputs->empty()) throw_bad_request("'inputs' must be a non-empty string", "inputs");
+  if (!inputs || inputs->empty())
+    throw_bad_request("'inputs' must be a non-empty string", "inputs");
   req.inputs = std::move(*inputs);
 
   static const json kEmpty = json::object();
@@ -41,8 +42,7 @@ TgiRequest parse_tgi_request(const json& body, const ProtocolLimits& limits) {
   s.top_p = static_cast<float>(top_p.value_or(1.0));
   s.repetition_penalty =
       static_cast<float>(r.positive_number("repetition_penalty", 0, kMax).value_or(1.0));
-  s.frequency_penalty =
-      static_cast<float>(r.number("frequency_penalty", -2, 2).value_or(0.0));
+  s.frequency_penalty = static_cast<float>(r.number("frequency_penalty", -2, 2).value_or(0.0));
   if (auto seed = r.integer("seed", 0, std::numeric_limits<int64_t>::max())) {
     s.seed = static_cast<uint64_t>(*seed);
   }
@@ -55,18 +55,21 @@ TgiRequest parse_tgi_request(const json& body, const ProtocolLimits& limits) {
   if (r.boolean("watermark").value_or(false)) {
     throw_bad_request("'watermark' is not supported", "watermark");
   }
-  if (r.get("grammar") != nullptr) throw_bad_request("'grammar' is not supported", "grammar");
+  req.constraint = parse_tgi_constraint(params ? *params : kEmpty);
+  if (req.constraint) s.structured_output = req.constraint->constraint;
   req.details = r.boolean("details").value_or(false);
   req.return_full_text = r.boolean("return_full_text").value_or(false);
-  req.top_n_tokens = static_cast<int32_t>(r.integer("top_n_tokens", 0, limits.max_logprobs)
-                                              .value_or(0));
+  req.top_n_tokens =
+      static_cast<int32_t>(r.integer("top_n_tokens", 0, limits.max_logprobs).value_or(0));
   s.logprobs = req.top_n_tokens;
   return req;
 }
 
 namespace {
 
-double finite(float lp) { return std::max(static_cast<double>(lp), -9999.0); }
+double finite(float lp) {
+  return std::max(static_cast<double>(lp), -9999.0);
+}
 
 // TGI's names for why generation ended.
 const char* tgi_finish_reason(const std::optional<FinishReason>& reason,
@@ -79,7 +82,9 @@ const char* tgi_finish_reason(const std::optional<FinishReason>& reason,
 }
 
 json token_json(const Tokenizer& tok, int32_t id, float logprob, std::string text) {
-  return {{"id", id}, {"text", std::move(text)}, {"logprob", finite(logprob)},
+  return {{"id", id},
+          {"text", std::move(text)},
+          {"logprob", finite(logprob)},
           {"special", tok.is_special(id)}};
 }
 

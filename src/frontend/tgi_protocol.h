@@ -22,6 +22,7 @@
 
 #include "frontend/generation.h"
 #include "frontend/openai_protocol.h"
+#include "frontend/structured_output_fields.h"
 
 namespace inflight {
 class Tokenizer;
@@ -35,6 +36,7 @@ struct TgiRequest {
   bool details = false;
   bool return_full_text = false;
   int32_t top_n_tokens = 0;
+  std::optional<ParsedConstraint> constraint;  // parameters.grammar
 };
 
 TgiRequest parse_tgi_request(const nlohmann::ordered_json& body, const ProtocolLimits& limits);

@@ -15,7 +15,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -45,6 +47,13 @@ struct LogitsRequest {
   int32_t top_k = 0;
   // Rows that come back whole (penalties, full-vocabulary sampling), ascending.
   std::vector<int32_t> full_rows;
+  // Structured output: the constrained rows, ascending, and what fills their token bitmasks
+  // [masked_rows.size(), ceil(vocab / 32)] (u32 words; bit v % 32 of word v / 32 allows token v).
+  // The runner calls fill_masks once the step's forward is enqueued, so that on an asynchronous
+  // device the host computes the masks while the forward runs; disallowed logits then become
+  // -inf before the candidates are selected and before whole rows are copied.
+  std::vector<int32_t> masked_rows;
+  std::function<void(std::span<uint32_t> masks)> fill_masks;
 };
 
 // The logits of one step on the host, as requested.
