@@ -142,6 +142,14 @@ Status status_from(const std::exception& e) {
   return {StatusCode::kInternal, e.what()};
 }
 
+Status Engine::Impl::unsupported_masks() const {
+  return {StatusCode::kUnsupported,
+          fmt::format("structured output is not supported by this engine's model runner ({}): "
+                      "it needs the whole vocabulary's logits in the engine's process (no "
+                      "vocabulary-split LM head, no pipeline stages)",
+                      runner_->device_name())};
+}
+
 Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runner,
                    std::shared_ptr<const Tokenizer> tokenizer)
     : config_(config),
@@ -183,6 +191,7 @@ Result<RequestHandle> Engine::Impl::enqueue(Request request) {
         prepare_request(std::move(request), tokenizer_.get(), limits_, scheduler_);
     if (!prepared.ok()) return prepared.status();
     if (const auto& constraint = prepared.value().params.structured_output) {
+      if (!runner_->supports_token_masks()) return unsupported_masks();
       // Compiled here, on the caller's thread: a large schema never stalls the loop.
       Result<std::shared_ptr<const CompiledGrammar>> grammar = grammars_.compile(*constraint);
       if (!grammar.ok()) return grammar.status();
@@ -206,6 +215,7 @@ Result<RequestHandle> Engine::Impl::enqueue(Request request) {
 }
 
 Status Engine::Impl::check_structured_output(const StructuredOutput& constraint) {
+  if (!runner_->supports_token_masks()) return unsupported_masks();
   try {
     return grammars_.compile(constraint).status();
   } catch (const std::exception& e) {

@@ -51,6 +51,8 @@ class Engine::Impl {
   void start();
   Result<RequestHandle> enqueue(Request request);
   Status check_structured_output(const StructuredOutput& constraint);
+  // Why this engine refuses constraints (ModelRunner::supports_token_masks is false).
+  Status unsupported_masks() const;
   Status cancel(RequestId id);
   EngineStats stats() const;
   void shutdown(ShutdownMode mode);

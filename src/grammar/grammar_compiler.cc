@@ -160,6 +160,7 @@ std::shared_ptr<const CompiledGrammar> GrammarCompiler::compile(const GrammarSpe
   auto compiled =
       std::make_shared<const CompiledGrammar>(std::make_unique<CompiledGrammarImpl>(*g));
   std::lock_guard<std::mutex> lock(mutex_);
+  if (cache_.size() >= kMaxCachedGrammars && !cache_.contains(key)) cache_.erase(cache_.begin());
   return cache_.emplace(key, std::move(compiled)).first->second;
 }
 

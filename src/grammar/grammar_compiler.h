@@ -8,7 +8,9 @@
 // fallback, tiktoken); control tokens never match text, and ids past the tokenizer's
 // vocabulary (a padded LM head) are never allowed. Compilation of a JSON schema over a large
 // vocabulary takes milliseconds to seconds: callers compile before a request reaches the engine
-// loop. Compiled grammars are cached by (kind, strict, text, choices); thread-safe.
+// loop. Compiled grammars are cached by (kind, strict, text, choices), at most
+// kMaxCachedGrammars of them (beyond, an arbitrary one is dropped; matchers keep theirs alive);
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +60,8 @@ class CompiledGrammar {
 
 class GrammarCompiler {
  public:
+  static constexpr size_t kMaxCachedGrammars = 512;
+
   // `vocab_size`: the model's logits width (>= the tokenizer's vocabulary). `num_threads`:
   // threads one compilation may use.
   GrammarCompiler(const Tokenizer& tokenizer, int64_t vocab_size, int num_threads = 2);

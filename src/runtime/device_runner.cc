@@ -36,6 +36,10 @@ DeviceRunner::DeviceRunner(std::shared_ptr<Backend> backend, std::unique_ptr<Mod
   graphs_ = DecodeGraphs(mode, /*max_batch=*/1);  // widened by reserve_workspace
 }
 
+bool DeviceRunner::supports_token_masks() const {
+  return model_->last_stage() && model_->shard_config().vocab_size == model_->config().vocab_size;
+}
+
 void DeviceRunner::set_graph_mode(GraphMode mode) {
   INFLIGHT_CHECK_CODE(mode != GraphMode::kCapture || backend_->supports_graphs(),
                       ErrorCode::kUnsupported, "the {} backend cannot capture graphs",

@@ -53,6 +53,8 @@ class DeviceRunner final : public ModelRunner {
   int64_t kv_bytes_per_block(int32_t block_size) const override;
   void init_kv_cache(int64_t num_blocks, int32_t block_size) override;
   bool asynchronous() const override { return backend_->asynchronous(); }
+  // Not on a pipeline stage before the last, nor with a vocabulary-split LM head.
+  bool supports_token_masks() const override;
   void set_abandon_flag(const std::atomic<bool>* flag) override { abandon_ = flag; }
   void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override;
   StepLogits& end_step() override;

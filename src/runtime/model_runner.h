@@ -109,6 +109,9 @@ class ModelRunner {
   // Whether begin_step() returns while the device still computes the step (the engine then
   // overlaps host work with it); false when begin_step() does all the work (CPU).
   virtual bool asynchronous() const = 0;
+  // Whether steps may carry token masks (LogitsRequest::masked_rows): the logits this process
+  // samples from are computed here, over the whole vocabulary.
+  virtual bool supports_token_masks() const { return false; }
   // A flag the runner polls while a synchronous step computes: once it is true, begin_step()
   // throws StepAbandoned and the step never happened, except for
   // partial KV writes of its sequences, which the caller drops. Set once, before any step.

@@ -181,6 +181,11 @@ TEST_F(GrammarTest, CompiledGrammarsAreCachedByContent) {
   GrammarSpec strict = loose;
   loose.strict = false;
   EXPECT_NE(compiler_->compile(loose), compiler_->compile(strict));
+  // Bounded: many distinct constraints never hold more than the limit.
+  for (size_t i = 0; i < GrammarCompiler::kMaxCachedGrammars + 3; ++i) {
+    compiler_->compile({Kind::kChoice, "", {"c" + std::to_string(i)}});
+  }
+  EXPECT_EQ(compiler_->cache_size(), GrammarCompiler::kMaxCachedGrammars);
 }
 
 }  // namespace
