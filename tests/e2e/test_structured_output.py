@@ -4,6 +4,8 @@ clear 400s for constraints that do not compile."""
 
 import json
 import re
+import shutil
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -200,6 +202,19 @@ def test_tgi_grammar(base_url):
     assert r.status_code == 200
     last = json.loads(sse_events(r.text)[-1])
     assert re.fullmatch("20[0-9]{2}-0[1-9]", last["generated_text"]), last
+
+
+def test_tgi_grammar_with_curl(base_url):
+    if not shutil.which("curl"):
+        pytest.skip("curl not installed")
+    schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}},
+              "required": ["answer"]}
+    body = {"inputs": "Is the sky blue?",
+            "parameters": {"max_new_tokens": 32, "grammar": {"type": "json", "value": schema}}}
+    out = subprocess.run(["curl", "-sS", "-H", "Content-Type: application/json", "-d",
+                          json.dumps(body), base_url + "/generate"],
+                         capture_output=True, timeout=120, check=True).stdout
+    jsonschema.validate(json.loads(json.loads(out)["generated_text"]), schema)
 
 
 @pytest.mark.parametrize("body,param", [
