@@ -40,3 +40,18 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     -r "$root/scripts/requirements.txt"
   echo "$want" > "$stamp"
 fi
+
+# XGrammar's C++ core (Apache-2.0), the grammar engine of structured output: its sources ship in
+# the PyPI sdist; CMake builds what src/grammar needs of them (cmake/xgrammar.cmake).
+xgrammar_version=0.2.8
+xgrammar_sha256=8305646fd2b319d6c3003f51a1665e54cbbe9cba1fb636bc41d0b46434ccbb80
+xgrammar_url=https://files.pythonhosted.org/packages/03/0f/29f521535729be740779c2c98b630ef6607cf28be9b669895dd2b821ff63/xgrammar-$xgrammar_version.tar.gz
+xgrammar_dir="$root/.deps/xgrammar-$xgrammar_version"
+if [ ! -f "$xgrammar_dir/include/xgrammar/xgrammar.h" ]; then
+  mkdir -p "$root/.deps"
+  tarball="$root/.deps/xgrammar-$xgrammar_version.tar.gz"
+  curl -fsSL -o "$tarball" "$xgrammar_url"
+  echo "$xgrammar_sha256  $tarball" | sha256sum -c --quiet
+  tar -xzf "$tarball" -C "$root/.deps"
+  rm -f "$tarball"
+fi

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -200,6 +202,9 @@ void setup(CLI::App& bench) {
   g_offline_app = bench.add_subcommand("offline", "Engine throughput, all requests queued at once");
   add_engine_options(*g_offline_app, g_offline.input_len, g_offline.output_len, g_offline.seed);
   g_offline_app->add_option("--num-prompts", g_offline.num_prompts)->capture_default_str();
+  g_offline_app->add_option("--json-schema", g_offline.json_schema,
+                            "Constrain every output with this JSON schema (structured output): "
+                            "its JSON text, or @FILE");
 
   g_latency_app = bench.add_subcommand("latency", "TTFT and decode step latency of a fixed batch");
   add_engine_options(*g_latency_app, g_latency.input_len, g_latency.output_len, g_latency.seed);
@@ -338,6 +343,15 @@ int run_offline() {
   g_offline.engine = engine_options();
   if (const std::optional<int> rc = start_parallel_job(g_offline.engine.source)) return *rc;
   g_offline.percentiles = parse_percentiles(g_engine.percentiles);
+  if (g_offline.json_schema.starts_with('@')) {
+    std::ifstream in(g_offline.json_schema.substr(1));
+    if (!in) {
+      std::fprintf(stderr, "error: cannot read --json-schema file %s\n",
+                   g_offline.json_schema.substr(1).c_str());
+      return 2;
+    }
+    g_offline.json_schema.assign(std::istreambuf_iterator<char>(in), {});
+  }
   const OfflineBenchResult r = run_offline_bench(g_offline);
   print_offline_table(stdout, r);
   std::fflush(stdout);

@@ -52,8 +52,8 @@ Status SamplingParams::validate() const {
   biased.reserve(logit_bias.size());
   for (const auto& [token, bias] : logit_bias) {
     if (!(bias >= -100.0f && bias <= 100.0f)) {
-      return invalid(fmt::format("logit_bias of token {} must be in [-100, 100], got {}", token,
-                                 bias));
+      return invalid(
+          fmt::format("logit_bias of token {} must be in [-100, 100], got {}", token, bias));
     }
     biased.push_back(token);
   }
@@ -63,6 +63,18 @@ Status SamplingParams::validate() const {
   }
   if (logprobs && *logprobs < 0) {
     return invalid(fmt::format("logprobs must be >= 0, got {}", *logprobs));
+  }
+  if (structured_output) {
+    const StructuredOutput& c = *structured_output;
+    using Kind = StructuredOutput::Kind;
+    if (c.kind == Kind::kChoice && c.choices.empty()) {
+      return invalid("structured output: a choice constraint needs at least one choice");
+    }
+    if ((c.kind == Kind::kJsonSchema || c.kind == Kind::kRegex || c.kind == Kind::kGrammar) &&
+        c.text.empty()) {
+      return invalid(
+          fmt::format("structured output: the {} is empty", structured_output_kind_name(c.kind)));
+    }
   }
   return {};
 }

@@ -215,6 +215,21 @@ def test_offline_validates(tmp_path):
     assert result["total_output_tokens"] == 12
 
 
+def test_offline_json_schema_validates(tmp_path):
+    require(MODEL, "default model")
+    out_json = tmp_path / "offline_json.json"
+    bench("offline", "--model", str(MODEL), "--input-len", "8", "--output-len", "4",
+          "--num-prompts", "3", "--kv-cache-memory", "64MiB", "--result-json", str(out_json),
+          "--json-schema", "@" + str(ROOT / "bench" / "schemas" / "offline_records.json"))
+    result = json.loads(out_json.read_text())
+    validate(result)
+    assert result["completed"] == 3
+    assert result["structured_output"] == "json_schema"
+    # One mask per constrained row and step: a decode row per output token.
+    assert result["grammar_masks"] == result["total_output_tokens"] > 0
+    assert result["mask_ns_per_token"] > 0
+
+
 def test_latency_validates(tmp_path):
     require(MODEL, "default model")
     out_json = tmp_path / "latency.json"
