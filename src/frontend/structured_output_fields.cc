@@ -73,7 +73,14 @@ std::optional<ParsedConstraint> response_format(const json& format) {
   }
   const std::string& type = format["type"].get_ref<const std::string&>();
   if (type == "text") return std::nullopt;
-  if (type == "json_object") return make(Kind::kJsonObject, "", "response_format");
+  if (type == "json_object") {
+    // TGI's form (what huggingface_hub sends for a json_schema): the schema in "value".
+    if (const auto value = format.find("value"); value != format.end() && !value->is_null()) {
+      return make(Kind::kJsonSchema, schema_text(*value, "response_format.value"),
+                  "response_format.value");
+    }
+    return make(Kind::kJsonObject, "", "response_format");
+  }
   if (type != "json_schema") {
     throw_bad_request(fmt::format("'response_format.type' must be \"text\", \"json_object\" or "
                                   "\"json_schema\", got \"{}\"",
