@@ -8,7 +8,7 @@
 #       the whole 94 MiB model exceeds the 64 MiB a run may carry, dev/cuda/README.md), the 200
 #       fortune prompts the batch-invariance test reads, the Llama-3 vocabulary (for `serve`) and
 #       the commit, into $STAGE_DIR (default .devrun-serving, git-ignored).
-#   dev/cuda/device_run.sh run [tests|bench|perf|startup|all]   on the GPU machine, repository root,
+#   dev/cuda/device_run.sh run [tests|bench|perf|startup|parallel|structured|all]   on the GPU machine, repository root,
 #       the staging directory carried along. Logs and result JSON go to $OUT; a summary last.
 #
 # tests: every CUDA test binary (kernels vs the CPU, models vs the CPU, engine on CUDA, batch
@@ -37,6 +37,7 @@
 # that many stages, compared token for token (dev/cuda/compare_greedy.py: ties at bf16 precision
 # reported), the all-reduce sweep (`bench collectives`), batch-1 decode in each layout and
 # offline 128/128 in the layouts PAR_OFFLINE names (default tp<N>).
+# structured: offline 256 x 128/128 with and without a JSON schema on every request.
 set -u -o pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -284,6 +285,26 @@ run_parallel() {
   rm -f "$vocab"
 }
 
+# Structured output on Llama-3.1-8B shapes: offline 256 requests 128/128, unconstrained and
+# every request under bench/schemas/offline_records.json, alternating (twice each).
+run_structured() {
+  local inflight="$stage_dir/bin/inflight" vocab="$OUT/llama-bpe.gguf" i mode
+  xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
+  local common=(--dummy-weights --arch "${ARCH:-llama-3.1-8b}" --device cuda --tokenizer "$vocab"
+                --num-prompts 256 --input-len 128 --output-len 128 --max-model-len 4096)
+  for i in 1 2; do
+    for mode in plain schema; do
+      local extra=()
+      [[ "$mode" == schema ]] && extra=(--json-schema @bench/schemas/offline_records.json)
+      step "structured_${mode}_$i" 300 "$inflight" bench offline "${common[@]}" "${extra[@]}" \
+        --result-json "$OUT/structured_${mode}_$i.json"
+      grep -E 'Output token throughput|mask' "$OUT/logs/structured_${mode}_$i.log" \
+        | sed "s|^|structured_${mode}_$i: |"
+    done
+  done
+  rm -f "$vocab"
+}
+
 run() {
   OUT="${OUT:-/tmp/device_run_out}"
   local what="${1:-all}"
@@ -293,6 +314,7 @@ run() {
   [[ "$what" == perf ]] && run_perf
   [[ "$what" == startup ]] && run_startup
   [[ "$what" == parallel ]] && run_parallel
+  [[ "$what" == structured ]] && run_structured
   finish_run "device run ($what)"
 }
 

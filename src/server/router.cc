@@ -68,6 +68,9 @@ std::vector<std::pair<std::string, std::string>> Router::routes() const {
   for (const auto& [path, routes] : routes_) {
     for (const auto& r : routes) out.emplace_back(r.method, path);
   }
+  for (const auto& [prefix, routes] : prefixes_) {
+    for (const auto& r : routes) out.emplace_back(r.method, prefix + "*");
+  }
   return out;
 }
 

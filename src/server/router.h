@@ -38,7 +38,8 @@ class Router {
   // Never throws.
   HttpResponse handle(const HttpRequest& req) const;
 
-  // (method, path) of every route: by path, a path's methods in the order added (no HEAD).
+  // (method, path) of every route: by path, a path's methods in the order added (no HEAD); then
+  // the prefix routes as (method, prefix + "*").
   std::vector<std::pair<std::string, std::string>> routes() const;
 
  private:

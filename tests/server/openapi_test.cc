@@ -32,8 +32,12 @@ std::vector<std::string> segments(const std::string& path) {
   return out;
 }
 
-// "/v1/models/{model}" matches "/v1/models/smollm2": a {parameter} is any one segment.
+// "/v1/models/{model}" matches "/v1/models/smollm2": a {parameter} is any one segment. A
+// prefix route "/v2/models/*" matches every pattern under its prefix.
 bool template_matches(const std::string& pattern, const std::string& path) {
+  if (!path.empty() && path.back() == '*') {
+    return pattern.rfind(path.substr(0, path.size() - 1), 0) == 0;
+  }
   auto p = segments(pattern), s = segments(path);
   if (p.size() != s.size()) return false;
   for (size_t i = 0; i < p.size(); ++i) {
