@@ -88,7 +88,10 @@ struct RequestOutput {
   // anything that may still turn out to start one held back.
   std::string text;
   std::vector<TokenLogprob> logprobs;  // one per token, when SamplingParams::logprobs is set
-  TimePoint time;                      // when the step that produced it ended
+  // SamplingParams::prompt_logprobs: one per prompt token from the second on, on the first
+  // output of choice 0 (computed before any token is generated).
+  std::vector<TokenLogprob> prompt_logprobs;
+  TimePoint time;  // when the step that produced it ended
 
   // Set on the last output of this choice.
   std::optional<FinishReason> finish_reason;

@@ -251,6 +251,7 @@ int32_t Sampler::pick(std::span<const float> logits_of_candidates, float inv_t, 
 
 void Sampler::fill_logprobs(std::span<const float> raw, int32_t token, int32_t top_n,
                             TokenLogprob& out) const {
+  check_finite(raw);
   const float max_logit = raw[static_cast<size_t>(argmax(raw))];
   double sum = 0.0;
   for (float l : raw) sum += std::exp(static_cast<double>(l) - max_logit);

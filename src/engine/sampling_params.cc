@@ -52,8 +52,8 @@ Status SamplingParams::validate() const {
   biased.reserve(logit_bias.size());
   for (const auto& [token, bias] : logit_bias) {
     if (!(bias >= -100.0f && bias <= 100.0f)) {
-      return invalid(fmt::format("logit_bias of token {} must be in [-100, 100], got {}", token,
-                                 bias));
+      return invalid(
+          fmt::format("logit_bias of token {} must be in [-100, 100], got {}", token, bias));
     }
     biased.push_back(token);
   }
@@ -63,6 +63,9 @@ Status SamplingParams::validate() const {
   }
   if (logprobs && *logprobs < 0) {
     return invalid(fmt::format("logprobs must be >= 0, got {}", *logprobs));
+  }
+  if (prompt_logprobs && *prompt_logprobs < 0) {
+    return invalid(fmt::format("prompt_logprobs must be >= 0, got {}", *prompt_logprobs));
   }
   return {};
 }
