@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fails when a source file includes a header of a layer above its own (docs/architecture.md):
 #   core < formats < tokenizer, runtime < ops < backend < model < parallel < engine < frontend
-#   < server < bench, eval < tools
+#   < server < bench, eval < tools, python (python/src: the extension module);
+#   tokenizer < grammar < engine
 # Each layer lists the layers it may include; include/inflight (the public API) includes only
 # itself and is usable from the engine up.
 set -euo pipefail
@@ -16,11 +17,13 @@ declare -A allowed=(
   [backend]="core formats runtime ops backend"
   [model]="core formats runtime model"
   [parallel]="core formats runtime parallel"
-  [engine]="core formats tokenizer runtime model backend parallel engine inflight"
-  [frontend]="core formats tokenizer engine frontend inflight"
-  [server]="core formats tokenizer engine frontend server inflight"
-  [bench]="core formats tokenizer runtime backend model parallel engine bench inflight"
+  [grammar]="core formats tokenizer grammar"
+  [engine]="core formats tokenizer grammar runtime model backend parallel engine inflight"
+  [frontend]="core formats tokenizer grammar engine frontend inflight"
+  [server]="core formats tokenizer grammar engine frontend server inflight"
+  [bench]="core formats tokenizer grammar runtime backend model parallel engine bench inflight"
   [eval]="core formats tokenizer runtime backend model eval"
+  [python]="core formats tokenizer engine frontend inflight"
   [inflight]="inflight"
 )
 
@@ -39,7 +42,11 @@ check() {  # check LAYER FILE
 }
 
 for layer in "${!allowed[@]}"; do
-  [[ "$layer" == inflight ]] && root=include/inflight || root=src/$layer
+  case $layer in
+    inflight) root=include/inflight ;;
+    python) root=python/src ;;
+    *) root=src/$layer ;;
+  esac
   [[ -d "$root" ]] || continue
   while IFS= read -r f; do check "$layer" "$f"; done \
     < <(find "$root" -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.cuh' \))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds (CUDA compiled where nvcc exists, run only where a GPU is),
 # and runs every test: CTest (unit, golden, end-to-end), the model-file loaders again under
-# AddressSanitizer, short fuzz runs, and the Python tests (real clients and oracles).
+# AddressSanitizer, short fuzz runs, the Python package (a wheel, installed into .venv), and the
+# Python tests (real clients and oracles, tests/python for the package).
 # Exits non-zero on any failure.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +38,14 @@ if command -v clang++ >/dev/null; then
   ninja -C build-fuzz -j "$jobs" fuzz_targets
   (cd build-fuzz && ctest --output-on-failure -L fuzz)
 fi
+
+step "python package: wheel from build/ (only the extension module is compiled), installed into .venv"
+# scikit-build-core configures build/ again with INFLIGHT_PYTHON=ON and builds just _inflight
+# against the libraries built above; tests stay on for the next build.sh.
+rm -rf build/wheels
+.venv/bin/python -m pip wheel -q --no-build-isolation --no-deps -w build/wheels . \
+  -C build-dir=build -C cmake.define.INFLIGHT_BUILD_TESTS=ON
+.venv/bin/python -m pip install -q --no-deps --force-reinstall build/wheels/inflight-*.whl
 
 step "python tests"
 export INFLIGHT_BIN="$root/build/bin/inflight"

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -41,6 +43,7 @@ using namespace inflight::bench;  // NOLINT: this file is the bench front end
 struct ServeArgs {
   ServeBenchOptions options;
   std::string endpoint = "/v1/completions";
+  std::string backend = "openai";
   std::string dataset = "random";
   std::string dataset_path;
   int32_t num_prompts = 1000;
@@ -139,10 +142,18 @@ void setup(CLI::App& bench) {
   bench.require_subcommand(1);
   auto& s = g_serve;
   CLI::App* serve =
-      bench.add_subcommand("serve", "Benchmark an OpenAI-compatible server over HTTP");
+      bench.add_subcommand("serve", "Benchmark a server over OpenAI HTTP or KServe gRPC");
   g_serve_app = serve;
   serve->add_option("--base-url", s.options.base_url, "Server URL")->capture_default_str();
   serve->add_option("--endpoint", s.endpoint, "/v1/completions or /v1/chat/completions")
+      ->capture_default_str();
+  serve
+      ->add_option("--backend", s.backend,
+                   "openai (SSE over HTTP) or kserve-grpc (KServe v2 ModelStreamInfer over "
+                   "gRPC at --grpc-url; --base-url still answers the readiness probe)")
+      ->check(CLI::IsMember({"openai", "kserve-grpc"}))
+      ->capture_default_str();
+  serve->add_option("--grpc-url", s.options.grpc_target, "host:port of the KServe gRPC endpoint")
       ->capture_default_str();
   serve->add_option("--model", s.options.model,
                     "Model name to send (default: the first one "
@@ -191,6 +202,9 @@ void setup(CLI::App& bench) {
   g_offline_app = bench.add_subcommand("offline", "Engine throughput, all requests queued at once");
   add_engine_options(*g_offline_app, g_offline.input_len, g_offline.output_len, g_offline.seed);
   g_offline_app->add_option("--num-prompts", g_offline.num_prompts)->capture_default_str();
+  g_offline_app->add_option("--json-schema", g_offline.json_schema,
+                            "Constrain every output with this JSON schema (structured output): "
+                            "its JSON text, or @FILE");
 
   g_latency_app = bench.add_subcommand("latency", "TTFT and decode step latency of a fixed batch");
   add_engine_options(*g_latency_app, g_latency.input_len, g_latency.output_len, g_latency.seed);
@@ -246,6 +260,7 @@ double parse_rate(const std::string& text) {
 int run_serve() {
   ServeArgs& a = g_serve;
   ServeBenchOptions& o = a.options;
+  o.backend = a.backend == "kserve-grpc" ? ServeBackend::kKServeGrpc : ServeBackend::kOpenAI;
   o.endpoint_path = a.endpoint;
   o.endpoint = a.endpoint.find("chat/completions") != std::string::npos ? Endpoint::kChatCompletions
                                                                         : Endpoint::kCompletions;
@@ -328,6 +343,15 @@ int run_offline() {
   g_offline.engine = engine_options();
   if (const std::optional<int> rc = start_parallel_job(g_offline.engine.source)) return *rc;
   g_offline.percentiles = parse_percentiles(g_engine.percentiles);
+  if (g_offline.json_schema.starts_with('@')) {
+    std::ifstream in(g_offline.json_schema.substr(1));
+    if (!in) {
+      std::fprintf(stderr, "error: cannot read --json-schema file %s\n",
+                   g_offline.json_schema.substr(1).c_str());
+      return 2;
+    }
+    g_offline.json_schema.assign(std::istreambuf_iterator<char>(in), {});
+  }
   const OfflineBenchResult r = run_offline_bench(g_offline);
   print_offline_table(stdout, r);
   std::fflush(stdout);

@@ -1,6 +1,8 @@
-// `inflight serve`: the OpenAI- and TGI-compatible HTTP server.
+// `inflight serve`: the OpenAI-, TGI- and KServe v2-compatible HTTP server, and KServe v2 over
+// gRPC (Triton's GRPCInferenceService) on --grpc-port.
 //
-//   inflight serve [--model PATH] [--host 127.0.0.1] [--port 8000] [--api-key KEY]
+//   inflight serve [--model PATH] [--host 127.0.0.1] [--port 8000] [--grpc-port 8001]
+//                  [--api-key KEY]
 //                  [--allowed-hosts a,b] [--allowed-origins https://app.example] ...
 //                  [--served-model-name NAME] [--max-model-len N] [--max-num-seqs N]
 //                  [--max-num-batched-tokens N] [--kv-cache-memory auto|512MiB|0.9]
@@ -31,11 +33,12 @@
 #include "core/logging.h"
 #include "formats/default_model.h"
 #include "formats/quantization.h"
+#include "frontend/loaded_model.h"
 #include "frontend/tool_calls.h"
 #include "inflight/engine.h"
+#include "server/grpc/grpc_server.h"
 #include "server/host_check.h"
 #include "server/server.h"
-#include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
 #include "tools/parallel_launch.h"
@@ -79,6 +82,7 @@ struct Options {
   bool disable_access_log = false;
   bool disable_log_stats = false;
   server::ServerConfig server;
+  int grpc_port = 8001;            // 0: no gRPC endpoint
   CLI::Option* api_key = nullptr;  // to tell "--api-key ''" from no --api-key
 };
 Options opts;
@@ -94,10 +98,6 @@ std::string read_chat_template(const std::string& arg) {
   INFLIGHT_CHECK_CODE(arg.find("{{") != std::string::npos || arg.find("{%") != std::string::npos,
                       ErrorCode::kNotFound, "--chat-template: no such file '{}'", arg);
   return arg;
-}
-
-std::string special_text(const Tokenizer& tok, int32_t id) {
-  return id == kNoToken ? std::string() : std::string(tok.token_text(id));
 }
 
 // --dtype (vLLM's): the compute dtype is the backend's, bfloat16 on GPUs and float32 on the
@@ -154,27 +154,14 @@ std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path)
                       engine.status().to_string());
   check_dtype(opts.dtype, engine.value()->device_name());
 
-  auto model = std::make_shared<frontend::LoadedModel>();
-  model->engine = std::shared_ptr<Engine>(std::move(engine).value());
-  model->tokenizer = model->engine->tokenizer();
-  const std::string tmpl = !opts.chat_template.empty() ? read_chat_template(opts.chat_template)
-                                                       : model->engine->chat_template();
-  if (!tmpl.empty()) {
-    model->chat_template = std::make_shared<ChatTemplate>(ChatTemplate::parse(tmpl));
-  } else {
+  const std::string tmpl =
+      opts.chat_template.empty() ? std::string() : read_chat_template(opts.chat_template);
+  auto model = frontend::make_loaded_model(std::move(engine).value(), tmpl);
+  if (!model->chat_template) {
     INFLIGHT_LOG_WARN(
         "the model has no chat template: /v1/chat/completions will answer 400 "
         "(pass --chat-template)");
   }
-  model->bos_token = special_text(*model->tokenizer, model->tokenizer->bos_id());
-  model->eos_token = special_text(*model->tokenizer, model->tokenizer->eos_id());
-  model->max_model_len = model->engine->config().max_model_len;
-  model->limits.max_logprobs = model->engine->config().max_logprobs;
-  model->limits.vocab_size =
-      std::min<int64_t>(model->engine->vocab_size(), model->tokenizer->vocab_size());
-  // n choices run side by side: no more than one step holds.
-  model->limits.max_n =
-      std::clamp<int32_t>(model->engine->config().max_num_seqs, 1, model->limits.max_n);
   model->limits.reject_unknown_fields = opts.strict;
   model->content_special_tokens_as_text = opts.chat_content_special_tokens == "text";
   return model;
@@ -200,6 +187,9 @@ void setup(CLI::App& app) {
                  "The model as a positional argument (as `vllm serve MODEL`); same as --model");
   app.add_option("--host", http.host, "Address to listen on")->capture_default_str();
   app.add_option("--port", http.port, "Port to listen on (0 = any free port)")
+      ->capture_default_str();
+  app.add_option("--grpc-port", opts.grpc_port,
+                 "Port of the KServe v2 gRPC endpoint, on the --host address (0 = off)")
       ->capture_default_str();
   opts.api_key =
       app.add_option("--api-key", server.api_key,
@@ -357,10 +347,25 @@ int run() {
   }
   server::Server server(opts.server);
   server.listen();
+  std::optional<server::GrpcServer> grpc;
+  if (opts.grpc_port != 0) {
+    // gRPC's own port-0 means "any free port" too, but 0 here turns it off.
+    grpc.emplace(
+        server::GrpcServerConfig{opts.server.http.host, opts.grpc_port, opts.server.options.api_key,
+                                 opts.server.http.max_body_bytes},
+        server.frontend());
+    grpc->start();
+    // The HTTP drain and the gRPC one run side by side, with the same deadline.
+    server.on_stop(
+        [&grpc, timeout = opts.server.http.shutdown_timeout_s] { grpc->shutdown(timeout); });
+  }
   INFLIGHT_LOG_INFO("serving '{}' on http://{}:{} (loading {})", names, opts.server.http.host,
                     server.port(), opts.dummy_weights ? "dummy weights of " + names : path);
   // Tests and scripts that pass --port 0 read the port from this line.
   std::printf("inflight serve: listening on %s:%d\n", opts.server.http.host.c_str(), server.port());
+  if (grpc) {
+    std::printf("inflight serve: grpc on %s:%d\n", opts.server.http.host.c_str(), grpc->port());
+  }
   std::fflush(stdout);
 
   std::shared_ptr<const frontend::LoadedModel> model;
@@ -380,6 +385,7 @@ int run() {
     }
   });
   server.run();
+  grpc.reset();  // waits for the gRPC calls (cancelled at the shutdown deadline)
   loader.join();
   if (model) model->engine->shutdown(ShutdownMode::kAbort);
   if (!load_error.empty()) {

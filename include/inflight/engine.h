@@ -69,6 +69,12 @@ class Engine {
   // kResourceExhausted (can never fit), kUnavailable (shutting down), kUnsupported.
   Result<RequestHandle> enqueue(Request request);
 
+  // Compiles a structured-output constraint against this engine's vocabulary on the caller's
+  // thread (cached: a request carrying it later reuses the result), so that a front end can
+  // reject it before enqueue(). kInvalidArgument saying what is wrong with the schema, regex or
+  // grammar; kUnsupported for an engine without a tokenizer.
+  Status check_structured_output(const StructuredOutput& constraint);
+
   // The request finishes with FinishReason::kAbort and frees its KV blocks at the start of the
   // next step. kNotFound when no such request is live.
   Status cancel(RequestId id);

@@ -5,12 +5,34 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "inflight/status.h"
 
 namespace inflight {
+
+// A constraint on the output (structured output): every token generated keeps the text a prefix
+// of something the constraint accepts, and EOS / stop tokens are allowed only once it is whole.
+struct StructuredOutput {
+  enum class Kind {
+    kJsonSchema,  // `text`: a JSON Schema (JSON text)
+    kJsonObject,  // any JSON object (`text` unused)
+    kRegex,       // `text`: a regular expression the whole output matches
+    kChoice,      // `choices`: the output is exactly one of them
+    kGrammar,     // `text`: an EBNF / GBNF grammar with a `root` rule
+  };
+  Kind kind = Kind::kJsonObject;
+  std::string text;
+  std::vector<std::string> choices;
+  // kJsonSchema: properties and items outside the schema are rejected (OpenAI's `strict`);
+  // otherwise they are allowed where the schema does not forbid them.
+  bool strict = true;
+};
+
+// "json_schema", "json_object", "regex", "choice", "grammar".
+std::string_view structured_output_kind_name(StructuredOutput::Kind kind);
 
 struct SamplingParams {
   // Number of choices generated for the prompt; they share the prompt's KV blocks. >= 1.
@@ -66,6 +88,9 @@ struct SamplingParams {
 
   // Leave special tokens (BOS, EOS, chat markers) out of the output text.
   bool skip_special_tokens = true;
+
+  // Constrained decoding; unset = free text.
+  std::optional<StructuredOutput> structured_output;
 
   // Checks the ranges above; the engine additionally checks token ids against the vocabulary
   // and logprobs against its max_logprobs. kInvalidArgument naming the field.

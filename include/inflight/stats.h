@@ -47,6 +47,10 @@ struct EngineStats {
   // start while steps follow each other (time the engine waits for requests is not counted).
   double device_busy_seconds = 0.0;
   double device_idle_seconds = 0.0;
+  // Structured output: token bitmasks filled (one per constrained row and step) and the host
+  // time spent filling them (all threads' work in wall time, masks filled in parallel).
+  uint64_t num_grammar_masks = 0;
+  double grammar_mask_seconds = 0.0;
 
   // ---- histograms (seconds) ----------------------------------------------------------------
   Histogram queue_time;           // arrival -> first scheduled

@@ -1,6 +1,8 @@
 #include "bench/offline_bench.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +26,15 @@ OfflineBenchResult run_offline_bench(const OfflineBenchOptions& o) {
   INFLIGHT_CHECK_CODE(o.num_prompts >= 1 && o.input_len >= 1 && o.output_len >= 1,
                       ErrorCode::kInvalidArgument,
                       "--num-prompts, --input-len and --output-len must be >= 1");
+  std::optional<StructuredOutput> constraint;
+  if (!o.json_schema.empty()) {
+    constraint = StructuredOutput{StructuredOutput::Kind::kJsonSchema, o.json_schema, {}, true};
+  }
+  auto request = [&](std::vector<int32_t> prompt, int32_t output_len) {
+    Request r = fixed_length_request(std::move(prompt), output_len);
+    r.sampling.structured_output = constraint;
+    return r;
+  };
   LoadedEngine loaded = load_engine(o.engine);
   Engine& engine = *loaded.engine;
   OfflineBenchResult r;
@@ -33,18 +44,21 @@ OfflineBenchResult run_offline_bench(const OfflineBenchOptions& o) {
                                    o.input_len, o.seed);
   for (int32_t w = 0; w < o.num_warmups; ++w) {
     std::vector<Request> warmup;
-    warmup.push_back(fixed_length_request(prompts.back(), kWarmupOutputLen));
+    warmup.push_back(request(prompts.back(), kWarmupOutputLen));
     const auto trace = run_all(engine, std::move(warmup));
     INFLIGHT_CHECK_CODE(trace[0].ok, ErrorCode::kInvalidArgument, "the warm-up request failed: {}",
                         trace[0].error);
   }
   prompts.pop_back();
   std::vector<Request> requests;
-  for (auto& p : prompts) requests.push_back(fixed_length_request(std::move(p), o.output_len));
+  for (auto& p : prompts) requests.push_back(request(std::move(p), o.output_len));
   const EngineStats stats_before = engine.stats();
   const TimePoint start = Clock::now();
   const auto traces = run_all(engine, std::move(requests));
-  r.device = device_time_between(stats_before, engine.stats());
+  const EngineStats stats_after = engine.stats();
+  r.device = device_time_between(stats_before, stats_after);
+  r.grammar_masks = stats_after.num_grammar_masks - stats_before.num_grammar_masks;
+  r.grammar_mask_seconds = stats_after.grammar_mask_seconds - stats_before.grammar_mask_seconds;
   TimePoint end = start;
   std::vector<double> ttfts, e2els;
   for (const auto& t : traces) {
@@ -89,6 +103,13 @@ void print_offline_table(std::FILE* out, const OfflineBenchResult& r) {
   row("Mean TTFT (ms):", fmt::format("{:.2f}", r.ttft_ms.mean));
   row("Mean E2EL (ms):", fmt::format("{:.2f}", r.e2el_ms.mean));
   row("Model load time (s):", fmt::format("{:.2f}", r.load_seconds));
+  if (r.grammar_masks > 0) {
+    row("Token masks filled:", fmt::format("{}", r.grammar_masks));
+    row("Mask time per token (us):",
+        fmt::format("{:.2f}", 1e6 * r.grammar_mask_seconds / static_cast<double>(r.grammar_masks)));
+    row("Mask time of elapsed (%):",
+        fmt::format("{:.2f}", 100.0 * r.grammar_mask_seconds / std::max(r.elapsed_time, 1e-9)));
+  }
   if (r.device.measured()) {
     row("Device idle between steps (%):", fmt::format("{:.2f}", 100.0 * r.device.idle_fraction()));
   }
@@ -126,6 +147,16 @@ nlohmann::json offline_result_json(const OfflineBenchResult& r, const OfflineBen
   add_summary_fields(j, "ttft", r.ttft_ms);
   add_summary_fields(j, "e2el", r.e2el_ms);
   add_device_time(j, r.device);
+  if (!o.json_schema.empty()) {
+    j["structured_output"] = "json_schema";
+    j["json_schema"] = o.json_schema;
+    j["grammar_masks"] = r.grammar_masks;
+    j["grammar_mask_seconds"] = r.grammar_mask_seconds;
+    j["mask_ns_per_token"] =
+        r.grammar_masks > 0 ? 1e9 * r.grammar_mask_seconds / static_cast<double>(r.grammar_masks)
+                            : 0.0;
+    j["mask_fraction"] = r.elapsed_time > 0.0 ? r.grammar_mask_seconds / r.elapsed_time : 0.0;
+  }
   return j;
 }
 

@@ -112,7 +112,12 @@ json serve_result_json(const BenchmarkMetrics& m, const ServeBenchRun& run,
   json r;
   r["mode"] = "serve";
   add_run_info(r, info);
-  r["backend"] = o.endpoint == Endpoint::kCompletions ? "openai" : "openai-chat";
+  if (o.backend == ServeBackend::kKServeGrpc) {
+    r["backend"] = "kserve-grpc";
+    r["grpc_url"] = o.grpc_target;
+  } else {
+    r["backend"] = o.endpoint == Endpoint::kCompletions ? "openai" : "openai-chat";
+  }
   r["base_url"] = o.base_url;
   r["endpoint"] = o.endpoint_path;
   r["model"] = o.model;

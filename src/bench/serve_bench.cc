@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/arrivals.h"
+#include "bench/kserve_grpc_client.h"
 #include "bench/progress_bar.h"
 #include "bench/sse_client.h"
 #include "core/check.h"
@@ -73,7 +74,18 @@ struct RunState {
   bool finished = false;
   bool interrupted = false;
   std::string warmup_error;
+  std::unique_ptr<KServeGrpcClient> kserve;  // the kKServeGrpc backend
 };
+
+// Streams request `i` over the run's backend.
+asio::awaitable<void> send(RunState& s, size_t i, StreamRecorder& recorder,
+                           const BenchClock& clock) {
+  if (s.kserve) {
+    co_await s.kserve->stream(s.io, i, recorder, clock);
+  } else {
+    co_await stream_request(s.pool, s.requests[i], recorder, clock);
+  }
+}
 
 void finish(RunState& s) {
   if (s.finished) return;
@@ -84,7 +96,7 @@ void finish(RunState& s) {
 
 asio::awaitable<void> one_request(RunState& s, size_t i) {
   StreamRecorder recorder(s.options.endpoint, (*s.records)[i]);
-  co_await stream_request(s.pool, s.requests[i], recorder, s.clock);
+  co_await send(s, i, recorder, s.clock);
   --s.in_flight;
   ++s.num_done;
   s.slot_freed.cancel_one();
@@ -95,7 +107,7 @@ asio::awaitable<void> dispatch(RunState& s) {
   for (int32_t w = 0; w < s.options.num_warmups && !s.requests.empty(); ++w) {
     RequestRecord record;
     StreamRecorder recorder(s.options.endpoint, record);
-    co_await stream_request(s.pool, s.requests[0], recorder, steady_bench_clock());
+    co_await send(s, 0, recorder, steady_bench_clock());
     if (w == 0 && !record.success) {
       s.warmup_error = record.error;
       s.io.stop();
@@ -197,6 +209,10 @@ ServeBenchRun run_serve_bench(const ServeBenchOptions& o, const std::vector<Benc
     s.requests.push_back({o.endpoint_path, request_body(o, requests[i]), o.api_key});
     run.records[i].prompt_len = requests[i].prompt_len;
     run.records[i].expected_output_len = requests[i].output_len;
+  }
+  if (o.backend == ServeBackend::kKServeGrpc) {
+    s.kserve = std::make_unique<KServeGrpcClient>(o.grpc_target, o.model, o.api_key);
+    s.kserve->prepare(requests, o.ignore_eos);
   }
   asio::signal_set signals(io);
   if (o.handle_sigint) {

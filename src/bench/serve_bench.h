@@ -20,7 +20,13 @@
 
 namespace inflight::bench {
 
+// How requests stream: OpenAI SSE over HTTP, or KServe v2 ModelStreamInfer over gRPC
+// (kserve_grpc_client.h; the HTTP base URL still serves the readiness probe).
+enum class ServeBackend { kOpenAI, kKServeGrpc };
+
 struct ServeBenchOptions {
+  ServeBackend backend = ServeBackend::kOpenAI;
+  std::string grpc_target = "127.0.0.1:8001";  // kKServeGrpc: host:port
   std::string base_url = "http://127.0.0.1:8000";
   Endpoint endpoint = Endpoint::kCompletions;
   std::string endpoint_path = "/v1/completions";

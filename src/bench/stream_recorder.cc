@@ -76,6 +76,11 @@ void StreamRecorder::on_event(const SseEvent& event, double t) {
   }
 }
 
+void StreamRecorder::on_text(const std::string& text, double t) {
+  if (r_.state != RequestRecord::State::kInFlight || text.empty()) return;
+  on_token_chunk(text, t);
+}
+
 void StreamRecorder::on_token_chunk(const std::string& text, double t) {
   if (r_.num_token_chunks == 0) {
     r_.ttft = t - r_.start_time;

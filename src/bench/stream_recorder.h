@@ -1,5 +1,6 @@
 // RequestRecord: what the client measured for one request. StreamRecorder fills it in from the
-// SSE events of an OpenAI-compatible streaming response, each stamped with the time it arrived.
+// SSE events of an OpenAI-compatible streaming response (or the text_output of each KServe gRPC
+// stream response), each stamped with the time it arrived.
 //
 // Definitions (times in seconds on the benchmark clock; see docs/benchmarks.md):
 //   token chunk   an event whose choices[0] carries non-empty text: `text` for
@@ -53,6 +54,9 @@ class StreamRecorder {
   void start(double t);
   // One SSE event (a JSON chunk, "[DONE]" or an error event) that arrived at time t.
   void on_event(const SseEvent& event, double t);
+  // The text of one streamed response that arrived at time t, from a transport without SSE
+  // (KServe gRPC): a token chunk when not empty.
+  void on_text(const std::string& text, double t);
   // The transport or the HTTP exchange failed: in flight -> done, not successful.
   void fail(std::string error);
   // The response ended cleanly: in flight -> done; successful if a token chunk arrived.

@@ -165,11 +165,20 @@ Status status_from(const std::exception& e) {
   return {StatusCode::kInternal, e.what()};
 }
 
+Status Engine::Impl::unsupported_masks() const {
+  return {StatusCode::kUnsupported,
+          fmt::format("structured output is not supported by this engine's model runner ({}): "
+                      "it needs the whole vocabulary's logits in the engine's process (no "
+                      "vocabulary-split LM head, no pipeline stages)",
+                      runner_->device_name())};
+}
+
 Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runner,
                    std::shared_ptr<const Tokenizer> tokenizer)
     : config_(config),
       runner_(std::move(runner)),
       tokenizer_(std::move(tokenizer)),
+      grammars_(tokenizer_, runner_->model_config().vocab_size),
       overlap_(runner_->asynchronous()),
       kv_(config.num_kv_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(config, kv_),
@@ -204,6 +213,13 @@ Result<RequestHandle> Engine::Impl::enqueue(Request request) {
     Result<PreparedRequest> prepared =
         prepare_request(std::move(request), tokenizer_.get(), limits_, scheduler_);
     if (!prepared.ok()) return prepared.status();
+    if (const auto& constraint = prepared.value().params.structured_output) {
+      if (!runner_->supports_token_masks()) return unsupported_masks();
+      // Compiled here, on the caller's thread: a large schema never stalls the loop.
+      Result<std::shared_ptr<const CompiledGrammar>> grammar = grammars_.compile(*constraint);
+      if (!grammar.ok()) return grammar.status();
+      prepared.value().grammar = std::move(grammar).value();
+    }
     const TimePoint now = Clock::now();
     std::lock_guard<std::mutex> lock(mutex_);
     if (!accepting_) return Status(StatusCode::kUnavailable, "the engine is shutting down");
@@ -219,6 +235,15 @@ Result<RequestHandle> Engine::Impl::enqueue(Request request) {
     num_enqueued_.fetch_add(1, std::memory_order_relaxed);
     wake_.notify_one();
     return handle;
+  } catch (const std::exception& e) {
+    return status_from(e);
+  }
+}
+
+Status Engine::Impl::check_structured_output(const StructuredOutput& constraint) {
+  if (!runner_->supports_token_masks()) return unsupported_masks();
+  try {
+    return grammars_.compile(constraint).status();
   } catch (const std::exception& e) {
     return status_from(e);
   }
@@ -298,6 +323,9 @@ Engine::~Engine() = default;
 
 Result<RequestHandle> Engine::enqueue(Request request) {
   return impl_->enqueue(std::move(request));
+}
+Status Engine::check_structured_output(const StructuredOutput& constraint) {
+  return impl_->check_structured_output(constraint);
 }
 Status Engine::cancel(RequestId id) {
   return impl_->cancel(id);

@@ -30,6 +30,7 @@
 #include "engine/request_state.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
+#include "engine/structured_output.h"
 #include "inflight/engine.h"
 #include "runtime/forward_batch.h"
 #include "runtime/model_runner.h"
@@ -49,6 +50,9 @@ class Engine::Impl {
 
   void start();
   Result<RequestHandle> enqueue(Request request);
+  Status check_structured_output(const StructuredOutput& constraint);
+  // Why this engine refuses constraints (ModelRunner::supports_token_masks is false).
+  Status unsupported_masks() const;
   Status cancel(RequestId id);
   EngineStats stats() const;
   void shutdown(ShutdownMode mode);
@@ -72,6 +76,9 @@ class Engine::Impl {
   void step();
   // logits_request_ for the rows of `out`: candidates where the sampler allows, else whole rows.
   void build_logits_request(const SchedulerOutput& out);
+  // LogitsRequest::fill_masks of logits_request_: the token bitmasks of mask_matchers_, filled in
+  // parallel (core/thread_pool.h).
+  void fill_masks(std::span<uint32_t> masks);
   void fail(const SchedulerOutput& out, const std::string& message);
   // The outputs of the steps done so far go to the clients; finished requests are retired.
   void hand_over();
@@ -99,6 +106,7 @@ class Engine::Impl {
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::vector<int32_t> eos_ids_;  // sorted
   AdmissionLimits limits_;
+  StructuredOutputCompiler grammars_;  // thread-safe
   bool back_to_back_ = false;  // the next step follows the last without waiting for requests
   const bool overlap_;  // runner_->asynchronous(): hand over outputs while the next step runs
   std::atomic<int64_t> next_seq_id_{1};
@@ -109,6 +117,7 @@ class Engine::Impl {
   Sampler sampler_;
   ForwardBatch batch_;
   LogitsRequest logits_request_;
+  std::vector<GrammarMatcher*> mask_matchers_;  // of logits_request_.masked_rows
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
   EngineStats stats_;
 

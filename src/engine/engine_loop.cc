@@ -21,6 +21,7 @@
 
 #include "core/check.h"
 #include "core/logging.h"
+#include "core/thread_pool.h"
 #include "engine/batch_builder.h"
 #include "engine/engine_impl.h"
 
@@ -188,16 +189,23 @@ Engine::Impl::AbandonableStep::~AbandonableStep() {
 
 void Engine::Impl::build_logits_request(const SchedulerOutput& out) {
   LogitsRequest& request = logits_request_;
+  if (!request.fill_masks) request.fill_masks = [this](std::span<uint32_t> m) { fill_masks(m); };
   request.top_k = 0;
   request.full_rows.clear();
+  request.masked_rows.clear();
+  mask_matchers_.clear();
   const int64_t max_k = std::min<int64_t>(limits_.vocab_size, kMaxLogitsTopK);
   int32_t row = 0;
   for (const ScheduledSequence& s : out.scheduled) {
     // A prompt logprob row needs its prompt token's logit, wherever it ranks: whole rows.
     for (int32_t r = 0; r < s.prompt_rows; ++r) request.full_rows.push_back(row++);
     if (!s.sample) continue;
-    const int32_t k =
-        config_.device_sampling ? requests_.at(s.seq->request_id)->candidates_needed(*s.seq) : 0;
+    RequestState& req = *requests_.at(s.seq->request_id);
+    if (GrammarMatcher* m = req.matcher(*s.seq)) {
+      request.masked_rows.push_back(row);
+      mask_matchers_.push_back(m);
+    }
+    const int32_t k = config_.device_sampling ? req.candidates_needed(*s.seq) : 0;
     if (k > 0 && k <= max_k) {
       request.top_k = std::max(request.top_k, k);
     } else {
@@ -205,6 +213,20 @@ void Engine::Impl::build_logits_request(const SchedulerOutput& out) {
     }
     ++row;
   }
+}
+
+void Engine::Impl::fill_masks(std::span<uint32_t> masks) {
+  const TimePoint start = Clock::now();
+  const auto n = static_cast<int64_t>(mask_matchers_.size());
+  const auto words = static_cast<int64_t>(masks.size()) / std::max<int64_t>(n, 1);
+  ThreadPool::global().parallel_for(n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      mask_matchers_[static_cast<size_t>(i)]->fill_mask(
+          masks.subspan(static_cast<size_t>(i * words), static_cast<size_t>(words)));
+    }
+  });
+  stats_.num_grammar_masks += static_cast<uint64_t>(n);
+  stats_.grammar_mask_seconds += RequestTimings::seconds(start, Clock::now());
 }
 
 void Engine::Impl::fail(const SchedulerOutput& out, const std::string& message) {

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "engine/scheduler.h"
+#include "grammar/grammar_compiler.h"
 #include "inflight/config.h"
 #include "inflight/request.h"
 #include "inflight/status.h"
@@ -22,6 +24,8 @@ struct PreparedRequest {
   uint64_t seed = 0;            // params.seed, or drawn at random
   int32_t priority = 0;
   std::function<void()> notify;
+  // params.structured_output compiled (null without one).
+  std::shared_ptr<const CompiledGrammar> grammar;
 };
 
 struct AdmissionLimits {

@@ -36,6 +36,13 @@ RequestState::RequestState(RequestId id, PreparedRequest prepared, const Tokeniz
                                                          prepared_.prompt);
     }
     c.stop = std::make_unique<StopMatcher>(p.stop, p.include_stop_str_in_output);
+    if (prepared_.grammar != nullptr) {
+      // The constraint allows a stop token only once complete: EOS even under ignore_eos (the
+      // choice then ends when the matcher terminates).
+      std::vector<int32_t> ends(eos_ids.begin(), eos_ids.end());
+      ends.insert(ends.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
+      c.matcher = std::make_unique<GrammarMatcher>(prepared_.grammar, ends);
+    }
   }
   timings_.arrival = arrival;
 }
@@ -176,10 +183,18 @@ void RequestState::accept(int32_t choice, int32_t token, const TokenLogprob* log
   timings_.last_token = ctx.now;
 
   std::optional<FinishReason> reason;
+  if (c.matcher != nullptr) {
+    // Masking allows only what the matcher accepts, so a rejection means the mask was not
+    // applied (a bug): the request fails rather than return text breaking its constraint.
+    INFLIGHT_CHECK(c.matcher->accept(token),
+                   "the structured output constraint rejected token {} that was sampled", token);
+  }
   const bool stop_token = is_stop_token(token);
   if (stop_token) {
     reason = FinishReason::kStop;
     out.stop_token_id = token;
+  } else if (c.matcher != nullptr && c.matcher->terminated()) {
+    reason = FinishReason::kStop;  // EOS under ignore_eos ended the constraint
   } else if (seq.num_tokens() >= prepared_.max_num_tokens) {
     reason = FinishReason::kLength;
   }

@@ -23,6 +23,7 @@
 #include "engine/sequence.h"
 #include "engine/stop_matcher.h"
 #include "engine/stream_state.h"
+#include "grammar/grammar_matcher.h"
 #include "inflight/stats.h"
 #include "tokenizer/detokenizer.h"
 
@@ -56,6 +57,10 @@ class RequestState {
   // How many best candidates of `seq`'s next logits row decide its token (and logprobs), or 0
   // when the sampler needs the whole row (Sampler::candidates_needed).
   int32_t candidates_needed(const Sequence& seq) const;
+  // The structured-output matcher of `seq`'s next token (null when unconstrained).
+  GrammarMatcher* matcher(const Sequence& seq) {
+    return choices_[static_cast<size_t>(seq.choice)].matcher.get();
+  }
 
   // Samples the next token of `seq` from its logits row (a whole row is modified), forking into
   // the n choices on the first token, then applies the stop rules and queues outputs. Finished
@@ -77,6 +82,7 @@ class RequestState {
     std::unique_ptr<Sequence> seq;  // null while unborn
     std::unique_ptr<IncrementalDetokenizer> detok;
     std::unique_ptr<StopMatcher> stop;
+    std::unique_ptr<GrammarMatcher> matcher;  // structured output, else null
     int32_t pending = -1;  // index in outbox_ of this choice's output of the current step
     TimePoint last_token;
     bool finished = false;

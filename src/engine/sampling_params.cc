@@ -67,6 +67,18 @@ Status SamplingParams::validate() const {
   if (prompt_logprobs && *prompt_logprobs < 0) {
     return invalid(fmt::format("prompt_logprobs must be >= 0, got {}", *prompt_logprobs));
   }
+  if (structured_output) {
+    const StructuredOutput& c = *structured_output;
+    using Kind = StructuredOutput::Kind;
+    if (c.kind == Kind::kChoice && c.choices.empty()) {
+      return invalid("structured output: a choice constraint needs at least one choice");
+    }
+    if ((c.kind == Kind::kJsonSchema || c.kind == Kind::kRegex || c.kind == Kind::kGrammar) &&
+        c.text.empty()) {
+      return invalid(
+          fmt::format("structured output: the {} is empty", structured_output_kind_name(c.kind)));
+    }
+  }
   return {};
 }
 

@@ -32,4 +32,10 @@ struct LoadedModel {
   bool content_special_tokens_as_text = false;
 };
 
+// The LoadedModel of a started engine: `chat_template` source text, or the model's own when
+// empty (no template at all: chat_template stays null); limits from the engine's effective
+// config. An engine without a tokenizer (dummy weights) gets a model for token-id prompts only.
+std::shared_ptr<LoadedModel> make_loaded_model(std::shared_ptr<Engine> engine,
+                                               const std::string& chat_template);
+
 }  // namespace inflight::frontend

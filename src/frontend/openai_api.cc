@@ -5,6 +5,7 @@
 #include "frontend/openai_protocol.h"
 #include "frontend/openai_responses.h"
 #include "frontend/prompt_builder.h"
+#include "frontend/structured_output_fields.h"
 #include "tokenizer/tokenizer.h"
 
 namespace inflight::frontend {
@@ -24,6 +25,7 @@ StartedGeneration start_completion(Frontend& frontend, std::string_view body) {
   const LoadedModel& model = frontend.model();
   CompletionRequest req = parse_completion_request(parse_json_object(body), model.limits);
   frontend.check_model(req.options.model);
+  if (req.options.constraint) check_structured_output(*model.engine, *req.options.constraint);
   if (req.echo && req.logprobs) {
     throw_bad_request("'echo' together with 'logprobs' is not supported", "echo");
   }
@@ -61,6 +63,7 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   const LoadedModel& model = frontend.model();
   ChatCompletionRequest req = parse_chat_completion_request(parse_json_object(body), model.limits);
   frontend.check_model(req.options.model);
+  if (req.options.constraint) check_structured_output(*model.engine, *req.options.constraint);
   ChatPromptOptions options{req.add_generation_prompt, req.continue_final_message, req.tools,
                             req.chat_template_kwargs};
   const PromptInput prompt{{}, tokenize_chat(model, req.messages, options, req.add_special_tokens)};
@@ -76,6 +79,7 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   if (!req.tools.is_null() && !req.tools.empty() && !req.tool_choice_none) {
     format.tool_parser = frontend.options().tool_call_parser;
   }
+  if (req.tool_choice_forced) format.tool_parser = ToolCallParser::kJsonList;
 
   std::vector<Request> requests;
   requests.push_back(std::move(r));

@@ -59,14 +59,8 @@ GenerationOptions parse_options(const json& body, const ProtocolLimits& limits) 
   s.min_tokens = static_cast<int32_t>(r.integer("min_tokens", 0, kMaxTokensCap).value_or(0));
 
   s.logit_bias = r.token_bias_map("logit_bias", limits.vocab_size - 1);
-  if (const json* format = r.get("response_format")) {
-    const json* type =
-        format->is_object() && format->contains("type") ? &(*format)["type"] : nullptr;
-    if (type == nullptr || *type != "text") {
-      throw_bad_request("'response_format' other than {\"type\": \"text\"} is not supported",
-                        "response_format");
-    }
-  }
+  o.constraint = parse_openai_constraint(body);
+  if (o.constraint) s.structured_output = o.constraint->constraint;
   if (r.get("suffix") != nullptr) throw_bad_request("'suffix' is not supported", "suffix");
   return o;
 }
@@ -259,11 +253,31 @@ ChatCompletionRequest parse_chat_completion_request(const json& body,
       throw_bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or an object",
                         "tool_choice");
     }
-    if (*choice != "none" && *choice != "auto") {
-      throw_bad_request(
-          "'tool_choice' \"required\" or a named function needs guided decoding, which this "
-          "server does not do: use \"auto\" (with --tool-call-parser) or \"none\"",
-          "tool_choice");
+    std::optional<std::string> named;
+    if (choice->is_object()) {
+      const json* f = choice->contains("function") ? &(*choice)["function"] : nullptr;
+      if (f == nullptr || !f->is_object() || !f->contains("name") || !(*f)["name"].is_string()) {
+        throw_bad_request(
+            "a named 'tool_choice' must be {\"type\": \"function\", \"function\": {\"name\": "
+            "...}}",
+            "tool_choice");
+      }
+      named = (*f)["name"].get<std::string>();
+    } else if (*choice != "none" && *choice != "auto" && *choice != "required") {
+      throw_bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or an object",
+                        "tool_choice");
+    }
+    if (named || *choice == "required") {
+      ParsedConstraint calls = tool_call_constraint(req.tools, named);
+      if (req.options.constraint) {
+        throw_bad_request(fmt::format("'{}' and 'tool_choice' both constrain the output: give at "
+                                      "most one",
+                                      req.options.constraint->field),
+                          "tool_choice");
+      }
+      req.options.sampling.structured_output = calls.constraint;
+      req.options.constraint = std::move(calls);
+      req.tool_choice_forced = true;
     }
     req.tool_choice_none = *choice == "none";
   }

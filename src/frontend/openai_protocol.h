@@ -6,7 +6,8 @@
 // top_logprobs, presence_penalty, frequency_penalty, user, echo, best_of == n) plus vLLM's
 // extras (top_k, min_p, repetition_penalty, ignore_eos, min_tokens, stop_token_ids,
 // skip_special_tokens, include_stop_str_in_output, add_special_tokens, chat_template_kwargs,
-// add_generation_prompt, continue_final_message). Other fields are logged once per name or, with
+// add_generation_prompt, continue_final_message) and the structured-output fields
+// (structured_output_fields.h). Other fields are logged once per name or, with
 // ProtocolLimits::reject_unknown_fields, refused (frontend/request_fields.h).
 // Anything of the wrong type or out of range is ApiError(400) naming the field.
 #pragma once
@@ -18,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frontend/structured_output_fields.h"
 #include "inflight/sampling_params.h"
 
 namespace inflight::frontend {
@@ -37,6 +39,8 @@ struct ProtocolLimits {
 struct GenerationOptions {
   std::string model;  // empty when the client sent none
   SamplingParams sampling;
+  // The output constraint (also in sampling.structured_output), with the field it came from.
+  std::optional<ParsedConstraint> constraint;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;
@@ -61,6 +65,8 @@ struct ChatCompletionRequest {
   nlohmann::ordered_json messages;  // normalised: content is a string (text parts joined)
   nlohmann::ordered_json tools;     // null when absent
   bool tool_choice_none = false;    // tool_choice "none": tools are shown, no call is parsed
+  // tool_choice "required" or named: the output is a JSON list of calls (options.constraint).
+  bool tool_choice_forced = false;
   nlohmann::ordered_json chat_template_kwargs;  // object (possibly empty)
   bool add_generation_prompt = true;
   bool continue_final_message = false;

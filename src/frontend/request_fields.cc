@@ -41,7 +41,13 @@ constexpr std::string_view kOpenAi[] = {"model",
                                         "stop_token_ids",
                                         "skip_special_tokens",
                                         "include_stop_str_in_output",
-                                        "add_special_tokens"};
+                                        "add_special_tokens",
+                                        // structured output (structured_output_fields.h)
+                                        "guided_json",
+                                        "guided_regex",
+                                        "guided_choice",
+                                        "guided_grammar",
+                                        "structured_outputs"};
 constexpr std::string_view kCompletion[] = {"prompt", "echo", "suffix"};
 constexpr std::string_view kChat[] = {
     "messages",    "max_completion_tokens", "top_logprobs",          "tools",

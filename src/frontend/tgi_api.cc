@@ -5,6 +5,7 @@
 #include "frontend/api_error.h"
 #include "frontend/json_fields.h"
 #include "frontend/prompt_builder.h"
+#include "frontend/structured_output_fields.h"
 #include "frontend/tgi_protocol.h"
 
 namespace inflight::frontend {
@@ -18,6 +19,9 @@ StartedGeneration start_tgi_generation(Frontend& frontend, std::string_view body
   if (route == TgiRoute::kCompat) stream = FieldReader(request).boolean("stream").value_or(false);
   TgiFormat format;
   format.request = parse_tgi_request(request, model.limits);
+  if (format.request.constraint) {
+    check_structured_output(*model.engine, *format.request.constraint);
+  }
   SamplingParams& s = format.request.sampling;
   if (s.temperature > 0 && !s.seed) {
     // TGI reports the seed it sampled with, so draw it here rather than in the engine.

@@ -64,7 +64,8 @@ TgiRequest parse_tgi_request(const json& body, const ProtocolLimits& limits) {
   if (r.boolean("watermark").value_or(false)) {
     throw_bad_request("'watermark' is not supported", "watermark");
   }
-  if (r.get("grammar") != nullptr) throw_bad_request("'grammar' is not supported", "grammar");
+  req.constraint = parse_tgi_constraint(params ? *params : kEmpty);
+  if (req.constraint) s.structured_output = req.constraint->constraint;
   req.details = r.boolean("details").value_or(false);
   req.return_full_text = r.boolean("return_full_text").value_or(false);
   req.top_n_tokens =

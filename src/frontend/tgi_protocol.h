@@ -23,6 +23,7 @@
 
 #include "frontend/generation.h"
 #include "frontend/openai_protocol.h"
+#include "frontend/structured_output_fields.h"
 
 namespace inflight {
 class Tokenizer;
@@ -40,6 +41,7 @@ struct TgiRequest {
   // others in details.best_of_sequences); never streamed. sampling.n == best_of.
   int32_t best_of = 1;
   std::optional<int32_t> truncate;  // keep only the prompt's last `truncate` tokens
+  std::optional<ParsedConstraint> constraint;  // parameters.grammar
 };
 
 TgiRequest parse_tgi_request(const nlohmann::ordered_json& body, const ProtocolLimits& limits);

@@ -101,6 +101,20 @@ ParsedOutput parse_llama3_json(std::string_view text) {
   return out;
 }
 
+ParsedOutput parse_json_list(std::string_view text) {
+  const json list = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  ParsedOutput out;
+  if (list.is_array()) {
+    for (const json& item : list) {
+      std::optional<ToolCall> call = item.is_object() ? call_from(item.dump()) : std::nullopt;
+      if (!call) return ParsedOutput{std::string(text), {}};
+      out.calls.push_back(std::move(*call));
+    }
+  }
+  if (out.calls.empty()) out.content = std::string(text);
+  return out;
+}
+
 }  // namespace
 
 std::optional<ToolCallParser> tool_call_parser_named(std::string_view name) {
@@ -110,17 +124,26 @@ std::optional<ToolCallParser> tool_call_parser_named(std::string_view name) {
 }
 
 ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text) {
-  return parser == ToolCallParser::kHermes ? parse_hermes(text) : parse_llama3_json(text);
+  switch (parser) {
+    case ToolCallParser::kHermes:
+      return parse_hermes(text);
+    case ToolCallParser::kLlama3Json:
+      return parse_llama3_json(text);
+    case ToolCallParser::kJsonList:
+      return parse_json_list(text);
+  }
+  return ParsedOutput{std::string(text), {}};
 }
 
 size_t tool_call_start(ToolCallParser parser, std::string_view text) {
+  if (parser == ToolCallParser::kJsonList) return 0;  // the whole output is the calls
   if (parser == ToolCallParser::kLlama3Json) {
     // The decision falls on the first visible character: '{' or the python tag hold it all.
     const size_t b = text.find_first_not_of(" \t\r\n");
     if (b == std::string_view::npos) return 0;
     const std::string_view head = text.substr(b);
     const bool tag = head.size() < kPythonTag.size() ? kPythonTag.starts_with(head)
-                                                      : head.starts_with(kPythonTag);
+                                                     : head.starts_with(kPythonTag);
     return head.front() == '{' || tag ? 0 : std::string_view::npos;
   }
   if (const size_t open = text.find(kHermesOpen); open != std::string_view::npos) return open;

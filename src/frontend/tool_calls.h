@@ -6,6 +6,9 @@
 //   llama3_json  the whole output is the call: {"name": "f", "parameters": {...}} (or
 //                "arguments"), several separated by ';', optionally after <|python_tag|>
 //                (Llama 3.1/3.2 templates)
+//   json_list    the whole output is a JSON list of {"name": "f", "parameters": {...}}: what
+//                tool_choice "required" or a named function makes the model write (structured
+//                output, structured_output_fields.h); not a --tool-call-parser name
 //
 // Parsing never fails a request: text that does not hold a well-formed call stays content.
 #pragma once
@@ -17,7 +20,7 @@
 
 namespace inflight::frontend {
 
-enum class ToolCallParser { kHermes, kLlama3Json };
+enum class ToolCallParser { kHermes, kLlama3Json, kJsonList };
 
 // The parser of a --tool-call-parser name, or nullopt for an unknown one.
 std::optional<ToolCallParser> tool_call_parser_named(std::string_view name);

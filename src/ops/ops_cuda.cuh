@@ -30,6 +30,7 @@
 #include "ops/rope_kv_write.h"
 #include "ops/scaled_gemm.h"
 #include "ops/swiglu.h"
+#include "ops/token_bitmask.h"
 #include "ops/top_k_logits.h"
 
 namespace inflight {
@@ -60,6 +61,9 @@ void paged_attention_cuda(const PagedAttentionParams& p, cudaStream_t stream);
 
 // bf16 or f32.
 void fill_random_cuda(const FillRandomParams& p, cudaStream_t stream);
+
+// Row indices outside the logits are skipped.
+void token_bitmask_cuda(const TokenBitmaskParams& p, cudaStream_t stream);
 
 // k <= kTopKLogitsMax. Few rows are split over several blocks each (chunks per row), whose
 // partials go to `workspace`: kTopKLogitsCudaWorkspaceBytes of device memory, zeroed once before

@@ -36,6 +36,8 @@ class ParallelRunner final : public ModelRunner {
   int64_t kv_bytes_per_block(int32_t block_size) const override;
   void init_kv_cache(int64_t num_blocks, int32_t block_size) override;
   bool asynchronous() const override { return local_->asynchronous(); }
+  // Rank 0 masks its own logits: with a replicated LM head on the last stage.
+  bool supports_token_masks() const override { return local_->supports_token_masks(); }
   // Steps are never abandoned half-way: the other ranks would wait in a collective.
   void set_abandon_flag(const std::atomic<bool>*) override {}
   void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override;

@@ -215,6 +215,11 @@ class Backend {
   // ties by lower id (ops/top_k_logits.h). What the sampler needs instead of whole rows.
   virtual void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
                             const Tensor& top_ids, const Tensor& top_logits) = 0;
+  // Structured output: logits [L, V] f32 on the device; `rows` [M] i32 and `bitmask` [M,
+  // ceil(V / 32)] i32 on the host: logits[rows[m], v] = -inf where bit v of bitmask[m] is clear
+  // (ops/token_bitmask.h). Enqueued: the host tensors must stay unchanged until synchronize().
+  virtual void apply_token_bitmask(const Tensor& logits, const Tensor& rows,
+                                   const Tensor& bitmask) = 0;
 
  protected:
   // set_stream() is about to make `index` current (backends with several streams).

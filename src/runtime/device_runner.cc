@@ -36,6 +36,10 @@ DeviceRunner::DeviceRunner(std::shared_ptr<Backend> backend, std::unique_ptr<Mod
   graphs_ = DecodeGraphs(mode, /*max_batch=*/1);  // widened by reserve_workspace
 }
 
+bool DeviceRunner::supports_token_masks() const {
+  return model_->last_stage() && model_->shard_config().vocab_size == model_->config().vocab_size;
+}
+
 void DeviceRunner::set_graph_mode(GraphMode mode) {
   INFLIGHT_CHECK_CODE(mode != GraphMode::kCapture || backend_->supports_graphs(),
                       ErrorCode::kUnsupported, "the {} backend cannot capture graphs",
@@ -256,6 +260,11 @@ void DeviceRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& re
                       ErrorCode::kInvalidArgument, "top_k {} exceeds min(vocab {}, {})",
                       request.top_k, vocab, kMaxLogitsTopK);
   const bool sharded = logits.size(1) != vocab;  // this rank's vocabulary columns
+  if (!request.masked_rows.empty()) {
+    INFLIGHT_CHECK_CODE(!sharded, ErrorCode::kUnsupported,
+                        "structured output under a vocabulary-split LM head is not supported");
+    apply_masks(logits, request);
+  }
   if (sharded) gather_shards(logits, request);
 
   if (request.top_k > 0 && rows > 0) {
@@ -295,6 +304,19 @@ void DeviceRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& re
   }
   backend_->mark_step_end();
   step_begun_ = true;
+}
+
+void DeviceRunner::apply_masks(const Tensor& logits, const LogitsRequest& request) {
+  INFLIGHT_CHECK_CODE(request.fill_masks != nullptr, ErrorCode::kInvalidArgument,
+                      "masked rows without fill_masks");
+  const auto m = static_cast<int64_t>(request.masked_rows.size());
+  const int64_t words = (logits.size(1) + 31) / 32;
+  const Tensor rows = host_view(mask_rows_host_, {m}, DType::kI32);
+  std::copy(request.masked_rows.begin(), request.masked_rows.end(), rows.data<int32_t>());
+  const Tensor bits = host_view(mask_bits_host_, {m, words}, DType::kI32);
+  request.fill_masks(std::span<uint32_t>(reinterpret_cast<uint32_t*>(bits.data<int32_t>()),
+                                         static_cast<size_t>(m * words)));
+  backend_->apply_token_bitmask(logits, rows, bits);
 }
 
 StepLogits& DeviceRunner::end_step() {

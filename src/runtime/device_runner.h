@@ -6,8 +6,9 @@
 //   a decode-only step is padded to its bucket (runtime/decode_graphs.h), uploaded, and replayed
 //   as a graph captured on the bucket's first use (GraphMode::kCapture), or run op by op;
 //   any other step is uploaded and run as it is;
-//   then the candidate selection over the logits (Backend::top_k_logits) and the downloads of
-//   what the sampler asked for.
+//   then the structured-output masks (filled by the engine while the forward runs, applied
+//   outside any graph), the candidate selection over the logits (Backend::top_k_logits) and the
+//   downloads of what the sampler asked for.
 // Under tensor parallelism every rank runs a DeviceRunner over its shard (the ranks' steps meet
 // in the model's collectives). A model whose LM head is split by vocabulary returns each rank's
 // columns: every rank selects its own candidates, they are gathered, and rank 0 merges them
@@ -52,6 +53,8 @@ class DeviceRunner final : public ModelRunner {
   int64_t kv_bytes_per_block(int32_t block_size) const override;
   void init_kv_cache(int64_t num_blocks, int32_t block_size) override;
   bool asynchronous() const override { return backend_->asynchronous(); }
+  // Not on a pipeline stage before the last, nor with a vocabulary-split LM head.
+  bool supports_token_masks() const override;
   void set_abandon_flag(const std::atomic<bool>* flag) override { abandon_ = flag; }
   void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override;
   StepLogits& end_step() override;
@@ -90,6 +93,8 @@ class DeviceRunner final : public ModelRunner {
   // them); merge_shards() puts them together once the step is done.
   void gather_shards(const Tensor& logits, const LogitsRequest& request);
   void merge_shards();
+  // Fills the masks of `request` (LogitsRequest::fill_masks) and enqueues their application.
+  void apply_masks(const Tensor& logits, const LogitsRequest& request);
 
   // NOTE: declared first so that they are destroyed last: the model and the cache live on the
   // backend, and the model's collectives go through the communicator.
@@ -109,6 +114,8 @@ class DeviceRunner final : public ModelRunner {
   Tensor lse_dev_, ids_dev_, vals_dev_;
   // Host storage the results land in (reused every step).
   Tensor lse_host_, ids_host_, vals_host_, full_host_;
+  // Host storage of the structured-output masks: [masked rows] row ids, [masked rows, words].
+  Tensor mask_rows_host_, mask_bits_host_;
   StepLogits result_;
   // Vocabulary shards: the gathered candidates ([ranks, rows, k_shard] ids and logits, [ranks,
   // rows] log-sum-exps) and whole rows ([ranks, rows, shard vocab]), on the device and on rank 0's

@@ -15,7 +15,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -45,6 +47,13 @@ struct LogitsRequest {
   int32_t top_k = 0;
   // Rows that come back whole (penalties, full-vocabulary sampling), ascending.
   std::vector<int32_t> full_rows;
+  // Structured output: the constrained rows, ascending, and what fills their token bitmasks
+  // [masked_rows.size(), ceil(vocab / 32)] (u32 words; bit v % 32 of word v / 32 allows token v).
+  // The runner calls fill_masks once the step's forward is enqueued, so that on an asynchronous
+  // device the host computes the masks while the forward runs; disallowed logits then become
+  // -inf before the candidates are selected and before whole rows are copied.
+  std::vector<int32_t> masked_rows;
+  std::function<void(std::span<uint32_t> masks)> fill_masks;
 };
 
 // The logits of one step on the host, as requested.
@@ -100,6 +109,9 @@ class ModelRunner {
   // Whether begin_step() returns while the device still computes the step (the engine then
   // overlaps host work with it); false when begin_step() does all the work (CPU).
   virtual bool asynchronous() const = 0;
+  // Whether steps may carry token masks (LogitsRequest::masked_rows): the logits this process
+  // samples from are computed here, over the whole vocabulary.
+  virtual bool supports_token_masks() const { return false; }
   // A flag the runner polls while a synchronous step computes: once it is true, begin_step()
   // throws StepAbandoned and the step never happened, except for
   // partial KV writes of its sequences, which the caller drops. Set once, before any step.

@@ -13,4 +13,8 @@ struct HttpRequest;
 // than one Content-Type header.
 bool has_json_content_type(const HttpRequest& req);
 
+// True when `req` has one Content-Type, "application/octet-stream" (parameters allowed): not a
+// type a browser may send across origins without a preflight.
+bool has_binary_content_type(const HttpRequest& req);
+
 }  // namespace inflight::server

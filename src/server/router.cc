@@ -9,15 +9,25 @@ namespace inflight::server {
 
 Router::Router(std::string api_key) : api_key_(std::move(api_key)) {}
 
-void Router::add(std::string method, std::string path, HttpHandler handler,
-                 bool protected_route) {
+void Router::add(std::string method, std::string path, HttpHandler handler, bool protected_route) {
   routes_[std::move(path)].push_back({std::move(method), std::move(handler), protected_route});
+}
+
+void Router::add_prefix(std::string method, std::string prefix, HttpHandler handler,
+                        bool protected_route, bool binary_body) {
+  prefixes_[std::move(prefix)].push_back(
+      {std::move(method), std::move(handler), protected_route, binary_body});
 }
 
 HttpResponse Router::handle(const HttpRequest& req) const {
   auto it = routes_.find(req.path);
   if (it == routes_.end()) {
-    return error_response(404, "route " + req.path + " not found");
+    // The longest registered prefix: prefixes of one path sort shortest first.
+    it = prefixes_.end();
+    for (auto p = prefixes_.begin(); p != prefixes_.end(); ++p) {
+      if (req.path.starts_with(p->first)) it = p;
+    }
+    if (it == prefixes_.end()) return error_response(404, "route " + req.path + " not found");
   }
   // HEAD is answered as GET; the transport drops the body.
   const std::string method = req.method == "HEAD" ? "GET" : req.method;
@@ -42,7 +52,8 @@ HttpResponse Router::handle(const HttpRequest& req) const {
     res.headers.emplace_back("WWW-Authenticate", "Bearer");
     return res;
   }
-  if (route->method == "POST" && !has_json_content_type(req)) {
+  if (route->method == "POST" && !has_json_content_type(req) &&
+      !(route->binary_body && has_binary_content_type(req))) {
     return error_response(415, "unsupported Content-Type: send the body as application/json");
   }
   try {

@@ -6,6 +6,7 @@
 #include "server/assets/assets.h"
 #include "server/generation_adapters.h"
 #include "server/http_responses.h"
+#include "server/kserve_routes.h"
 #include "server/metrics.h"
 #include "server/static_pages.h"
 
@@ -86,6 +87,8 @@ void add_routes(Router& router, frontend::Frontend& fe, std::string metrics_pref
                return json_response(frontend::detokenize_request(fe, r.body));
              },
              true);
+
+  add_kserve_routes(router, fe);
 
   // Probes and scrapers.
   router.add("GET", "/health", [&fe](const HttpRequest&) { return health(fe); }, false);

@@ -4,6 +4,7 @@
 //   POST /v1/completions, POST /v1/chat/completions, GET /v1/models     frontend/openai_api.h
 //   POST /generate, POST /generate_stream, GET /info                    frontend/tgi_api.h
 //   POST /tokenize, POST /detokenize                                    frontend/tokenize_api.h
+//   /v2/... (KServe v2, Triton's)                                       server/kserve_routes.h
 //   GET /health, GET /metrics, GET /version
 //   GET /, GET /docs, GET /openapi.json                                 server/static_pages.h
 //

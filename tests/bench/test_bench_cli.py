@@ -142,12 +142,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+class ServerUrl(str):
+    grpc_url = ""
+
+
 @pytest.fixture(scope="module")
 def inflight_server():
+    """The server's HTTP base URL; its KServe gRPC endpoint is at inflight_server.grpc_url."""
     require(BIN, "binary")
     require(MODEL, "default model")
+    grpc_port = free_port()
     proc = subprocess.Popen(
         [str(BIN), "serve", "--model", str(MODEL), "--host", "127.0.0.1", "--port", "0",
+         "--grpc-port", str(grpc_port),
          "--max-model-len", "512", "--max-num-seqs", "16", "--kv-cache-memory", "128MiB"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = None
@@ -156,7 +163,8 @@ def inflight_server():
         log.append(line)
         m = re.search(r"listening on [\d.]+:(\d+)", line)
         if m:
-            url = f"http://127.0.0.1:{m.group(1)}"
+            url = ServerUrl(f"http://127.0.0.1:{m.group(1)}")
+            url.grpc_url = f"127.0.0.1:{grpc_port}"
             break
     assert url, "".join(log)
     drain = threading.Thread(target=lambda: [log.append(x) for x in proc.stdout], daemon=True)
@@ -180,6 +188,22 @@ def test_serve_on_inflight_serve_validates(tmp_path, inflight_server, endpoint):
     assert result["num_requests_without_usage"] == 0
 
 
+def test_serve_kserve_grpc_backend_validates(tmp_path, inflight_server):
+    out_json = tmp_path / "serve.json"
+    bench("serve", "--backend", "kserve-grpc", "--base-url", inflight_server,
+          "--grpc-url", inflight_server.grpc_url, "--tokenizer", str(MODEL),
+          "--num-prompts", "3", "--random-input-len", "16", "--random-output-len", "4",
+          "--ignore-eos", "--no-progress", "--ready-timeout", "120",
+          "--result-json", str(out_json))
+    result = json.loads(out_json.read_text())
+    validate(result)
+    assert result["backend"] == "kserve-grpc"
+    assert result["grpc_url"] == inflight_server.grpc_url
+    assert result["completed"] == 3, result
+    assert result["failed"] == 0
+    assert result["mean_ttft_ms"] > 0
+
+
 def test_offline_validates(tmp_path):
     require(MODEL, "default model")
     out_json = tmp_path / "offline.json"
@@ -189,6 +213,21 @@ def test_offline_validates(tmp_path):
     validate(result)
     assert result["completed"] == 3
     assert result["total_output_tokens"] == 12
+
+
+def test_offline_json_schema_validates(tmp_path):
+    require(MODEL, "default model")
+    out_json = tmp_path / "offline_json.json"
+    bench("offline", "--model", str(MODEL), "--input-len", "8", "--output-len", "4",
+          "--num-prompts", "3", "--kv-cache-memory", "64MiB", "--result-json", str(out_json),
+          "--json-schema", "@" + str(ROOT / "bench" / "schemas" / "offline_records.json"))
+    result = json.loads(out_json.read_text())
+    validate(result)
+    assert result["completed"] == 3
+    assert result["structured_output"] == "json_schema"
+    # One mask per constrained row and step: a decode row per output token.
+    assert result["grammar_masks"] == result["total_output_tokens"] > 0
+    assert result["mask_ns_per_token"] > 0
 
 
 def test_latency_validates(tmp_path):

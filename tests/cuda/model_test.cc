@@ -431,6 +431,10 @@ class CoreGemmBackend final : public Backend {
                     const Tensor& top_ids, const Tensor& top_logits) override {
     inner_.top_k_logits(logits, k, log_sum_exp, top_ids, top_logits);
   }
+  void apply_token_bitmask(const Tensor& logits, const Tensor& rows,
+                           const Tensor& bitmask) override {
+    inner_.apply_token_bitmask(logits, rows, bitmask);
+  }
 
  private:
   Backend& inner_;

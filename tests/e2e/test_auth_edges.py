@@ -13,7 +13,8 @@ import pytest
 def run_serve(*args, timeout=30):
     if not BIN.exists():
         pytest.skip(f"skipped: {BIN} not built (set INFLIGHT_BIN)")
-    return subprocess.run([str(BIN), "serve", "--model", str(MODEL), "--port", "0", *args],
+    return subprocess.run([str(BIN), "serve", "--model", str(MODEL), "--port", "0",
+                           "--grpc-port", "0", *args],
                           capture_output=True, text=True, timeout=timeout)
 
 

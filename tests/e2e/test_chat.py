@@ -123,15 +123,3 @@ def test_tools_answer_in_openai_shape(client, model_name):
     text = "".join(ch.choices[0].delta.content or "" for ch in stream if ch.choices)
     if c.finish_reason != "tool_calls":
         assert text == c.message.content
-
-
-def test_forcing_a_tool_call_is_refused_clearly(client, model_name):
-    import openai
-    messages = [{"role": "user", "content": "Weather in Paris?"}]
-    with pytest.raises(openai.BadRequestError) as e:
-        client.chat.completions.create(model=model_name, messages=messages, tools=[WEATHER_TOOL],
-                                       tool_choice="required", max_tokens=4)
-    assert "guided decoding" in str(e.value)
-    r = client.chat.completions.create(model=model_name, messages=messages, tools=[WEATHER_TOOL],
-                                       tool_choice="none", max_tokens=4, temperature=0)
-    assert not r.choices[0].message.tool_calls

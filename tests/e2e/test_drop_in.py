@@ -169,7 +169,8 @@ def test_periodic_engine_line(strict_server):
 
 def serve_output(*args, timeout=60):
     """Runs `inflight serve ARGS` that is expected to exit at once; (exit code, output)."""
-    p = subprocess.run([str(BIN), "serve", *args], capture_output=True, text=True,
+    p = subprocess.run([str(BIN), "serve", "--grpc-port", "0", *args], capture_output=True,
+                       text=True,
                        timeout=timeout)
     return p.returncode, p.stdout + p.stderr
 
@@ -221,7 +222,7 @@ def test_positional_model_and_refusals():
 def test_positional_model_serves():
     if not BIN.exists() or not MODEL.exists():
         pytest.skip("skipped: binary or model missing")
-    cmd = [str(BIN), "serve", str(MODEL), "--host", "127.0.0.1", "--port", "0",
+    cmd = [str(BIN), "serve", str(MODEL), "--host", "127.0.0.1", "--port", "0", "--grpc-port", "0",
            "--max-model-len", "256", "--kv-cache-memory", "64MiB"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -16,7 +16,8 @@ def serve_error(model_dir):
     if not BIN.exists() or not MODEL.exists():
         pytest.skip("skipped: inflight or the default model (its tokenizer) is missing")
     proc = subprocess.run([str(BIN), "serve", "--model", str(model_dir), "--tokenizer", str(MODEL),
-                           "--host", "127.0.0.1", "--port", "0", "--device", "cpu"],
+                           "--host", "127.0.0.1", "--port", "0", "--grpc-port", "0",
+                           "--device", "cpu"],
                           capture_output=True, text=True, timeout=60)
     return proc.returncode, proc.stdout + proc.stderr
 

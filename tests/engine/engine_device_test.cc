@@ -4,8 +4,12 @@
 // the tokens of plain steps; dummy weights stay finite through many layers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
+#include <span>
+#include <vector>
 
 #include "engine_harness.h"
 #include "model/arch_presets.h"
@@ -182,6 +186,75 @@ TEST_P(DeviceEngine, DummyWeightsStayFiniteThroughManyLayers) {
   }
   EXPECT_GT(hi - lo, 0.5f);
   EXPECT_LT(hi - lo, 1e4f);
+}
+
+// Structured output: a masked row's disallowed logits are -inf before the candidates are
+// selected and before the row is copied whole; unmasked rows are untouched; fill_masks is called
+// once per step, after the forward was enqueued.
+TEST_P(DeviceEngine, TokenMasksApplyBeforeTheCandidates) {
+  ModelConfig c = tiny_config("llama");
+  c.vocab_size = 503;
+  auto runner_owner = make_runner(test_backend(GetParam()), c, nullptr, kDummyWeightsSeed);
+  DeviceRunner& runner = *runner_owner;
+  runner.reserve_workspace(64, 4);
+  runner.init_kv_cache(16, 4);
+  ForwardBatch b;  // two prompts of 5 tokens, one row each
+  for (int32_t s = 0; s < 2; ++s) {
+    const auto prompt = random_tokens(5, c.vocab_size, 10 + s);
+    b.token_ids.insert(b.token_ids.end(), prompt.begin(), prompt.end());
+    for (int32_t p = 0; p < 5; ++p) {
+      b.positions.push_back(p);
+      b.slot_mapping.push_back(int64_t{s * 2 + p / 4} * 4 + p % 4);
+    }
+    b.block_tables.insert(b.block_tables.end(), {s * 2, s * 2 + 1});
+    b.context_lens.push_back(5);
+    b.logits_indices.push_back(s * 5 + 4);
+  }
+  b.query_start = {0, 5, 10};
+  b.max_blocks_per_seq = 2;
+
+  LogitsRequest plain;
+  plain.top_k = 4;
+  plain.full_rows = {0, 1};
+  runner.begin_step(b, plain);
+  const StepLogits& free_out = runner.end_step();
+  const std::vector<float> free0(free_out.full.data<float>(),
+                                 free_out.full.data<float>() + c.vocab_size);
+  const std::vector<float> free1(free_out.full.data<float>() + c.vocab_size,
+                                 free_out.full.data<float>() + 2 * c.vocab_size);
+
+  const std::vector<int32_t> allowed = {3, 64, 97, 250, 502};
+  LogitsRequest masked = plain;
+  masked.masked_rows = {1};
+  int calls = 0;
+  masked.fill_masks = [&](std::span<uint32_t> words) {
+    ++calls;
+    ASSERT_EQ(words.size(), static_cast<size_t>((c.vocab_size + 31) / 32));
+    std::fill(words.begin(), words.end(), 0u);
+    for (const int32_t t : allowed) words[static_cast<size_t>(t / 32)] |= 1u << (t % 32);
+  };
+  runner.begin_step(b, masked);
+  const StepLogits& out = runner.end_step();
+  EXPECT_EQ(calls, 1);
+  const float* row0 = out.full.data<float>();
+  const float* row1 = out.full.data<float>() + c.vocab_size;
+  for (int64_t t = 0; t < c.vocab_size; ++t) {
+    EXPECT_EQ(row0[t], free0[static_cast<size_t>(t)]) << "unmasked row, token " << t;
+    const bool ok = std::find(allowed.begin(), allowed.end(), t) != allowed.end();
+    if (ok) {
+      EXPECT_EQ(row1[t], free1[static_cast<size_t>(t)]) << t;
+    } else {
+      EXPECT_EQ(row1[t], -std::numeric_limits<float>::infinity()) << t;
+    }
+  }
+  // The candidates of the masked row: the 4 best allowed tokens.
+  std::vector<int32_t> best = allowed;
+  std::sort(best.begin(), best.end(), [&](int32_t x, int32_t y) {
+    return free1[static_cast<size_t>(x)] > free1[static_cast<size_t>(y)];
+  });
+  for (int32_t j = 0; j < 4; ++j) {
+    EXPECT_EQ(out.top_ids.data<int32_t>()[4 + j], best[static_cast<size_t>(j)]) << j;
+  }
 }
 
 }  // namespace

@@ -90,6 +90,7 @@ class ForwardingRunner : public ModelRunner {
   int64_t kv_bytes_per_block(int32_t bs) const override { return real_->kv_bytes_per_block(bs); }
   void init_kv_cache(int64_t n, int32_t bs) override { real_->init_kv_cache(n, bs); }
   bool asynchronous() const override { return real_->asynchronous(); }
+  bool supports_token_masks() const override { return real_->supports_token_masks(); }
   void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override {
     real_->begin_step(batch, request);
   }

@@ -210,6 +210,15 @@ TEST(Engine, EnqueueRejectsWhatCanNeverRun) {
   r = greedy({1, 2}, 4);
   r.sampling.stop = {"x"};
   EXPECT_EQ(code(r), StatusCode::kUnsupported);
+  // Structured output needs the tokenizer's bytes of every token; an empty constraint is refused
+  // before that.
+  r = greedy({1, 2}, 4);
+  r.sampling.structured_output = StructuredOutput{StructuredOutput::Kind::kRegex, "a+", {}, true};
+  EXPECT_EQ(code(r), StatusCode::kUnsupported);
+  EXPECT_EQ(engine->check_structured_output(*r.sampling.structured_output).code(),
+            StatusCode::kUnsupported);
+  r.sampling.structured_output->text.clear();
+  EXPECT_EQ(code(r), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->cancel(12345).code(), StatusCode::kNotFound);
   const auto ok = run_all(*engine, {greedy({1, 2}, 4)});
   EXPECT_TRUE(ok[0].status.ok());

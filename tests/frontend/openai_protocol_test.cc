@@ -109,8 +109,8 @@ TEST(CompletionRequest, SamplingFields) {
   EXPECT_EQ(s.logit_bias, (std::vector<std::pair<int32_t, float>>{{5, -100.0f}, {17, 2.5f}}));
   EXPECT_EQ(r.options.user, "u");
   // 2.0 is an integer to JSON; null means absent.
-  EXPECT_EQ(completion(R"({"prompt":"x","max_tokens":2.0,"seed":null})").options.sampling.max_tokens,
-            2);
+  EXPECT_EQ(
+      completion(R"({"prompt":"x","max_tokens":2.0,"seed":null})").options.sampling.max_tokens, 2);
 }
 
 TEST(CompletionRequest, RejectsOutOfRangeAndWrongTypes) {
@@ -142,7 +142,8 @@ TEST(CompletionRequest, RejectsOutOfRangeAndWrongTypes) {
   EXPECT_EQ(completion_error(R"({"prompt":"x","best_of":3})"), P(400, "best_of"));
   EXPECT_EQ(completion_error(R"({"prompt":"x","max_tokens":2,"min_tokens":3})"),
             P(400, "min_tokens"));
-  EXPECT_EQ(completion_error(R"({"prompt":"x","stop_token_ids":[1000]})"), P(400, "stop_token_ids"));
+  EXPECT_EQ(completion_error(R"({"prompt":"x","stop_token_ids":[1000]})"),
+            P(400, "stop_token_ids"));
   EXPECT_EQ(completion_error(R"({"prompt":"x","suffix":"y"})"), P(400, "suffix"));
   EXPECT_EQ(completion_error(R"({"prompt":"x","logit_bias":{"1000":5}})"), P(400, "logit_bias"));
   EXPECT_EQ(completion_error(R"({"prompt":"x","logit_bias":{"-1":5}})"), P(400, "logit_bias"));
@@ -203,11 +204,12 @@ TEST(ChatRequest, RejectsBadMessages) {
             P(400, "max_completion_tokens"));
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"tools":{}})"),
             P(400, "tools"));
-  // tool_choice: "auto" and "none" are served; forcing a call needs guided decoding.
-  for (const char* choice : {R"("required")", R"({"type":"function","function":{"name":"f"}})",
-                             "3"}) {
+  // tool_choice: forcing a call needs tools (and a named one must be among them).
+  for (const char* choice : {R"("required")", R"({"type":"function","function":{"name":"f"}})", "3",
+                             R"("sometimes")", R"({"type":"function"})"}) {
     EXPECT_EQ(chat_error(std::string(R"({"messages":[{"role":"user","content":"x"}],"tools":[],
-        "tool_choice":)") + choice + "}"),
+        "tool_choice":)") +
+                         choice + "}"),
               P(400, "tool_choice"))
         << choice;
   }
@@ -216,12 +218,12 @@ TEST(ChatRequest, RejectsBadMessages) {
   EXPECT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"auto"})")
                    .tool_choice_none);
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],
-      "response_format":{"type":"json_object"}})"),
-            P(400, "response_format"));
+      "response_format":{"type":"xml"}})"),
+            P(400, "response_format.type"));
   // An assistant turn with tool calls may have null content.
-  EXPECT_EQ(chat_error(R"({"messages":[{"role":"assistant","content":null,"tool_calls":[{}]}]})")
-                .first,
-            0);
+  EXPECT_EQ(
+      chat_error(R"({"messages":[{"role":"assistant","content":null,"tool_calls":[{}]}]})").first,
+      0);
 }
 
 TEST(ApiErrorShape, MatchesOpenAi) {

@@ -142,5 +142,23 @@ TEST(ToolCalls, WholeChatResponseCarriesTheCalls) {
   EXPECT_EQ(plain["finish_reason"], "stop");
 }
 
+TEST(ToolCalls, JsonListIsTheWholeOutput) {
+  ParsedOutput out = parse_tool_calls(
+      ToolCallParser::kJsonList,
+      R"([{"name": "f", "parameters": {"x": 1}}, {"name": "g", "parameters": {}}])");
+  ASSERT_EQ(out.calls.size(), 2u);
+  EXPECT_EQ(out.calls[0].name, "f");
+  EXPECT_EQ(json::parse(out.calls[0].arguments), json::parse(R"({"x": 1})"));
+  EXPECT_EQ(out.calls[1].name, "g");
+  EXPECT_TRUE(out.content.empty());
+  // Cut short (max_tokens) or not calls: all content.
+  for (const char* text : {R"([{"name": "f", "param)", "[]", "[1]", "{}"}) {
+    out = parse_tool_calls(ToolCallParser::kJsonList, text);
+    EXPECT_TRUE(out.calls.empty()) << text;
+    EXPECT_EQ(out.content, text);
+  }
+  EXPECT_EQ(tool_call_start(ToolCallParser::kJsonList, "[{\"na"), 0u);
+}
+
 }  // namespace
 }  // namespace inflight::frontend

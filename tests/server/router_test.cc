@@ -130,5 +130,34 @@ TEST(Router, ExceptionsBecomeErrorResponses) {
   }
 }
 
+TEST(Router, PrefixRoutesTakeWhatExactRoutesLeave) {
+  Router router;
+  auto answer = [](int status) {
+    return [status](const HttpRequest&) {
+      HttpResponse res;
+      res.status = status;
+      return res;
+    };
+  };
+  router.add("GET", "/v2/models/stats", answer(201), false);
+  router.add_prefix("GET", "/v2/", answer(202), false, false);
+  router.add_prefix("GET", "/v2/models/", answer(203), false, false);
+  router.add_prefix("POST", "/v2/models/", answer(204), false, true);
+  EXPECT_EQ(router.handle(request("GET", "/v2/models/stats")).status, 201);
+  EXPECT_EQ(router.handle(request("GET", "/v2/models/m/ready")).status, 203);  // the longest
+  EXPECT_EQ(router.handle(request("GET", "/v2/health")).status, 202);
+  EXPECT_EQ(router.handle(request("GET", "/v3")).status, 404);
+  EXPECT_EQ(router.handle(request("PUT", "/v2/models/m")).status, 405);
+  // A binary body is accepted; a type a browser sends cross-origin without a preflight is not.
+  EXPECT_EQ(router
+                .handle(request("POST", "/v2/models/m/infer",
+                                {{"content-type", "application/octet-stream"}}))
+                .status,
+            204);
+  EXPECT_EQ(
+      router.handle(request("POST", "/v2/models/m/infer", {{"content-type", "text/plain"}})).status,
+      415);
+}
+
 }  // namespace
 }  // namespace inflight::server

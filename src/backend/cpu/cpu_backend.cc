@@ -18,6 +18,7 @@
 #include "ops/rope_kv_write.h"
 #include "ops/scaled_gemm.h"
 #include "ops/swiglu.h"
+#include "ops/token_bitmask.h"
 #include "ops/top_k_logits.h"
 
 namespace inflight {
@@ -174,6 +175,11 @@ void CpuBackend::top_k_logits(const Tensor& logits, int32_t k, const Tensor& log
   INFLIGHT_CHECK_CODE(logits.defined() && logits.device() == Device::kCpu,
                       ErrorCode::kInvalidArgument, "cpu top_k_logits: expected cpu tensors");
   top_k_logits_cpu(make_top_k_logits_params(logits, k, log_sum_exp, top_ids, top_logits));
+}
+
+void CpuBackend::apply_token_bitmask(const Tensor& logits, const Tensor& rows,
+                                     const Tensor& bitmask) {
+  token_bitmask_cpu(make_token_bitmask_params(logits, rows, bitmask));
 }
 
 }  // namespace inflight

@@ -52,6 +52,8 @@ class CpuBackend final : public Backend {
                    const RandomWindow& window) override;
   void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
                     const Tensor& top_ids, const Tensor& top_logits) override;
+  void apply_token_bitmask(const Tensor& logits, const Tensor& rows,
+                           const Tensor& bitmask) override;
 
  private:
   Tensor step_buffer_;  // [capacity] u8: the packed step inputs, grown on demand

@@ -166,6 +166,8 @@ class CudaBackend final : public Backend {
                    const RandomWindow& window) override;
   void top_k_logits(const Tensor& logits, int32_t k, const Tensor& log_sum_exp,
                     const Tensor& top_ids, const Tensor& top_logits) override;
+  void apply_token_bitmask(const Tensor& logits, const Tensor& rows,
+                           const Tensor& bitmask) override;
 
  private:
   // A download waiting for synchronize(): numel elements of src_dtype at `offset` in the
@@ -197,6 +199,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<CublasLtGemm> gemm_;
   // Partials of top_k_logits over few rows: kTopKLogitsCudaWorkspaceBytes, zeroed once here.
   std::shared_ptr<void> top_k_workspace_;
+  // apply_token_bitmask's device copies of its row indices and masks, grown on demand.
+  Tensor mask_rows_, mask_bits_;
 
   PinnedBuffer step_staging_;
   cudaEvent_t step_copied_ = nullptr;  // the last step copy is done: step_staging_ is free
@@ -608,6 +612,29 @@ void CudaBackend::top_k_logits(const Tensor& logits, int32_t k, const Tensor& lo
                       "cuda top_k_logits: expected device tensors");
   top_k_logits_cuda(make_top_k_logits_params(logits, k, log_sum_exp, top_ids, top_logits),
                     top_k_workspace_.get(), stream_);
+}
+
+void CudaBackend::apply_token_bitmask(const Tensor& logits, const Tensor& rows,
+                                      const Tensor& bitmask) {
+  INFLIGHT_CHECK_CODE(logits.defined() && logits.device() == device() && rows.defined() &&
+                          rows.device() == Device::kCpu && bitmask.defined() &&
+                          bitmask.device() == Device::kCpu,
+                      ErrorCode::kInvalidArgument,
+                      "cuda apply_token_bitmask: expected device logits and host rows and masks");
+  check_not_capturing("apply_token_bitmask");
+  bind();
+  if (rows.numel() == 0) return;
+  auto grow = [&](Tensor& t, int64_t numel) {
+    if (!t.defined() || t.numel() < numel) t = alloc({numel}, DType::kI32);
+    return t.rows(0, numel);
+  };
+  Tensor rows_dev = grow(mask_rows_, rows.numel()).reshape(rows.shape());
+  Tensor bits_dev = grow(mask_bits_, bitmask.numel()).reshape(bitmask.shape());
+  INFLIGHT_CUDA_CHECK(
+      cudaMemcpyAsync(rows_dev.raw(), rows.raw(), rows.nbytes(), cudaMemcpyHostToDevice, stream_));
+  INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(bits_dev.raw(), bitmask.raw(), bitmask.nbytes(),
+                                      cudaMemcpyHostToDevice, stream_));
+  token_bitmask_cuda(make_token_bitmask_params(logits, rows_dev, bits_dev), stream_);
 }
 
 }  // namespace

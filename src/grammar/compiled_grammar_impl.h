@@ -1,0 +1,12 @@
+// What CompiledGrammar holds (src/grammar only): XGrammar's compiled grammar.
+#pragma once
+
+#include <xgrammar/xgrammar.h>
+
+namespace inflight {
+
+struct CompiledGrammarImpl {
+  xgrammar::CompiledGrammar grammar;
+};
+
+}  // namespace inflight
