@@ -50,6 +50,8 @@ std::string_view finish_reason_name(FinishReason reason);
 struct TokenLogprob {
   int32_t token_id = 0;
   float logprob = 0.0f;
+  // 1 + the number of tokens more likely than it (prompt logprobs; 0 where not computed).
+  int32_t rank = 0;
   // The most likely tokens at this position, most likely first: (token id, logprob).
   std::vector<std::pair<int32_t, float>> top;
 };

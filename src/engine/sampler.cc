@@ -261,6 +261,9 @@ void Sampler::fill_logprobs(std::span<const float> raw, int32_t token, int32_t t
   };
   out.token_id = token;
   out.logprob = logprob_of(token);
+  const float own = raw[static_cast<size_t>(token)];
+  out.rank = 1 + static_cast<int32_t>(
+                     std::count_if(raw.begin(), raw.end(), [own](float l) { return l > own; }));
   out.top.clear();
   if (top_n <= 0) return;
   const HigherLogit higher{raw};
