@@ -7,9 +7,7 @@ namespace inflight::frontend {
 ApiError::ApiError(int status, std::string message, std::string param)
     : std::runtime_error(std::move(message)), status_(status), param_(std::move(param)) {}
 
-const char* ApiError::type() const {
-  return error_type(status_);
-}
+const char* ApiError::type() const { return error_type(status_); }
 
 void throw_bad_request(std::string message, std::string param) {
   throw ApiError(400, std::move(message), std::move(param));
@@ -21,32 +19,19 @@ void throw_not_found(std::string message, std::string param) {
 
 const char* error_type(int status) {
   switch (status) {
-    case 400:
-      return "BadRequestError";
-    case 401:
-      return "AuthenticationError";
-    case 403:
-      return "PermissionDeniedError";
-    case 404:
-      return "NotFoundError";
-    case 405:
-      return "MethodNotAllowed";
-    case 408:
-      return "RequestTimeout";
-    case 413:
-      return "RequestTooLarge";
-    case 415:
-      return "UnsupportedMediaType";
-    case 422:
-      return "UnprocessableEntityError";
-    case 431:
-      return "RequestHeaderFieldsTooLarge";
-    case 429:
-      return "RateLimitError";
-    case 503:
-      return "ServiceUnavailableError";
-    default:
-      return status >= 500 ? "InternalServerError" : "BadRequestError";
+    case 400: return "BadRequestError";
+    case 401: return "AuthenticationError";
+    case 403: return "PermissionDeniedError";
+    case 404: return "NotFoundError";
+    case 405: return "MethodNotAllowed";
+    case 408: return "RequestTimeout";
+    case 413: return "RequestTooLarge";
+    case 415: return "UnsupportedMediaType";
+    case 422: return "UnprocessableEntityError";
+    case 431: return "RequestHeaderFieldsTooLarge";
+    case 429: return "RateLimitError";
+    case 503: return "ServiceUnavailableError";
+    default: return status >= 500 ? "InternalServerError" : "BadRequestError";
   }
 }
 

@@ -24,16 +24,11 @@ ApiError internal_error(std::string_view context, std::string_view detail) {
 StatusCode status_code_of(ErrorCode code) {
   switch (code) {
     case ErrorCode::kInvalidArgument:
-    case ErrorCode::kInvalidFile:
-      return StatusCode::kInvalidArgument;
-    case ErrorCode::kUnsupported:
-      return StatusCode::kUnsupported;
-    case ErrorCode::kOutOfMemory:
-      return StatusCode::kResourceExhausted;
-    case ErrorCode::kNotFound:
-      return StatusCode::kNotFound;
-    case ErrorCode::kInternal:
-      break;
+    case ErrorCode::kInvalidFile: return StatusCode::kInvalidArgument;
+    case ErrorCode::kUnsupported: return StatusCode::kUnsupported;
+    case ErrorCode::kOutOfMemory: return StatusCode::kResourceExhausted;
+    case ErrorCode::kNotFound: return StatusCode::kNotFound;
+    case ErrorCode::kInternal: break;
   }
   return StatusCode::kInternal;
 }
@@ -42,15 +37,11 @@ ApiError api_error_from(const Status& status, std::string_view context) {
   switch (status.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kResourceExhausted:
-    case StatusCode::kUnsupported:
-      return ApiError(400, status.message());
-    case StatusCode::kNotFound:
-      return ApiError(404, status.message());
-    case StatusCode::kUnavailable:
-      return ApiError(503, status.message());
+    case StatusCode::kUnsupported: return ApiError(400, status.message());
+    case StatusCode::kNotFound: return ApiError(404, status.message());
+    case StatusCode::kUnavailable: return ApiError(503, status.message());
     case StatusCode::kOk:  // a caller bug: an ok Status is no error
-    case StatusCode::kInternal:
-      break;
+    case StatusCode::kInternal: break;
   }
   return internal_error(context, status.message());
 }
@@ -82,8 +73,6 @@ ApiError current_api_error(std::string_view context) {
   }
 }
 
-void throw_status(const Status& status) {
-  throw api_error_from(status);
-}
+void throw_status(const Status& status) { throw api_error_from(status); }
 
 }  // namespace inflight::frontend

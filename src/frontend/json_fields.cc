@@ -20,23 +20,15 @@ json parse_json_object(std::string_view body) {
 
 const char* json_type_name(const json& value) {
   switch (value.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "boolean";
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "boolean";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return "integer";
-    case json::value_t::number_float:
-      return "number";
-    case json::value_t::string:
-      return "string";
-    case json::value_t::array:
-      return "array";
-    case json::value_t::object:
-      return "object";
-    default:
-      return "value";
+    case json::value_t::number_unsigned: return "integer";
+    case json::value_t::number_float: return "number";
+    case json::value_t::string: return "string";
+    case json::value_t::array: return "array";
+    case json::value_t::object: return "object";
+    default: return "value";
   }
 }
 
@@ -48,9 +40,7 @@ const json* FieldReader::get(std::string_view name) const {
 
 namespace {
 
-std::string field(std::string_view name) {
-  return std::string(name);
-}
+std::string field(std::string_view name) { return std::string(name); }
 
 [[noreturn]] void wrong_type(std::string_view name, const char* expected, const json& value) {
   throw_bad_request(fmt::format("'{}' must be {}, got {}", name, expected, json_type_name(value)),
@@ -143,8 +133,8 @@ std::vector<std::string> FieldReader::string_or_list(std::string_view name,
     throw_bad_request(fmt::format("'{}' may hold at most {} items", name, max_items), field(name));
   }
   for (const auto& s : out) {
-    if (s.empty())
-      throw_bad_request(fmt::format("'{}' must not contain empty strings", name), field(name));
+    if (s.empty()) throw_bad_request(fmt::format("'{}' must not contain empty strings", name),
+                                     field(name));
   }
   return out;
 }
@@ -176,15 +166,14 @@ std::vector<std::pair<int32_t, float>> FieldReader::token_bias_map(std::string_v
     int64_t id = -1;
     const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
     if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id > max_id) {
-      throw_bad_request(
-          fmt::format("'{}' keys must be token ids in [0, {}], got \"{}\"", name, max_id, key),
-          field(name));
+      throw_bad_request(fmt::format("'{}' keys must be token ids in [0, {}], got \"{}\"", name,
+                                    max_id, key),
+                        field(name));
     }
     if (!value.is_number() || !(value.get<double>() >= -100.0 && value.get<double>() <= 100.0)) {
-      throw_bad_request(
-          fmt::format("'{}' values must be numbers in [-100, 100], got {} for token {}", name,
-                      value.dump(), key),
-          field(name));
+      throw_bad_request(fmt::format("'{}' values must be numbers in [-100, 100], got {} for token {}",
+                                    name, value.dump(), key),
+                        field(name));
     }
     out.emplace_back(static_cast<int32_t>(id), static_cast<float>(value.get<double>()));
   }

@@ -14,9 +14,8 @@ using json = nlohmann::ordered_json;
 std::string render_chat_prompt(const LoadedModel& model, const json& messages,
                                const ChatPromptOptions& options) {
   if (!model.chat_template) {
-    throw_bad_request(
-        "this model has no chat template; start the server with --chat-template, "
-        "or use /v1/completions");
+    throw_bad_request("this model has no chat template; start the server with --chat-template, "
+                      "or use /v1/completions");
   }
   json context = json::object();
   if (options.chat_template_kwargs.is_object()) context = options.chat_template_kwargs;
@@ -38,10 +37,9 @@ std::string render_chat_prompt(const LoadedModel& model, const json& messages,
     const std::string& content = last["content"].get_ref<const std::string&>();
     size_t at = content.empty() ? std::string::npos : prompt.rfind(content);
     if (at == std::string::npos) {
-      throw_bad_request(
-          "continue_final_message: the final message's content is not in the "
-          "rendered prompt",
-          "messages");
+      throw_bad_request("continue_final_message: the final message's content is not in the "
+                        "rendered prompt",
+                        "messages");
     }
     prompt.resize(at + content.size());
   }
@@ -105,10 +103,9 @@ std::vector<int32_t> tokenize_chat(const LoadedModel& model, const json& message
     const std::string marker = content_marker(i);
     const size_t pos = text.find(marker, at);
     if (pos == std::string::npos || text.find(marker, pos + marker.size()) != std::string::npos) {
-      throw_bad_request(
-          "the chat template changes or repeats message contents, so special-token "
-          "text in them cannot be kept literal (--chat-content-special-tokens text)",
-          "messages");
+      throw_bad_request("the chat template changes or repeats message contents, so special-token "
+                        "text in them cannot be kept literal (--chat-content-special-tokens text)",
+                        "messages");
     }
     append(std::string_view(text).substr(at, pos - at), true);
     append(contents[i], false);
@@ -131,13 +128,13 @@ void check_context_length(const LoadedModel& model, size_t prompt_len,
                       "messages");
   }
   if (max_tokens && prompt_len + static_cast<size_t>(*max_tokens) > limit) {
-    throw_bad_request(
-        fmt::format("This model's maximum context length is {} tokens. However, "
-                    "you requested {} tokens ({} in the messages, {} in the "
-                    "completion). Please reduce the length of the messages or "
-                    "completion.",
-                    limit, prompt_len + static_cast<size_t>(*max_tokens), prompt_len, *max_tokens),
-        "max_tokens");
+    throw_bad_request(fmt::format("This model's maximum context length is {} tokens. However, "
+                                  "you requested {} tokens ({} in the messages, {} in the "
+                                  "completion). Please reduce the length of the messages or "
+                                  "completion.",
+                                  limit, prompt_len + static_cast<size_t>(*max_tokens),
+                                  prompt_len, *max_tokens),
+                      "max_tokens");
   }
 }
 
@@ -147,8 +144,8 @@ Request build_engine_request(const LoadedModel& model, const PromptInput& prompt
                              bool add_special_tokens, const SamplingParams& sampling) {
   Request r;
   r.sampling = sampling;
-  r.prompt_token_ids =
-      prompt.is_tokens() ? prompt.token_ids : tokenize(model, prompt.text, add_special_tokens);
+  r.prompt_token_ids = prompt.is_tokens() ? prompt.token_ids
+                                          : tokenize(model, prompt.text, add_special_tokens);
   check_context_length(model, r.prompt_token_ids.size(), r.sampling.max_tokens);
   return r;
 }

@@ -17,37 +17,49 @@ namespace {
 using json = nlohmann::ordered_json;
 
 // Fields both OpenAI generation routes read: OpenAI's sampling and output controls and vLLM's.
-constexpr std::string_view kOpenAi[] = {
-    "model", "max_tokens", "temperature", "top_p", "n", "best_of", "stream", "stream_options",
-    "stop", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "user", "seed",
-    "response_format", "top_k", "min_p", "repetition_penalty", "ignore_eos", "min_tokens",
-    "stop_token_ids", "skip_special_tokens", "include_stop_str_in_output", "add_special_tokens",
-    // structured output (structured_output_fields.h)
-    "guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs",
-    "prompt_logprobs"};
+constexpr std::string_view kOpenAi[] = {"model",
+                                        "max_tokens",
+                                        "temperature",
+                                        "top_p",
+                                        "n",
+                                        "best_of",
+                                        "stream",
+                                        "stream_options",
+                                        "stop",
+                                        "presence_penalty",
+                                        "frequency_penalty",
+                                        "logit_bias",
+                                        "logprobs",
+                                        "user",
+                                        "seed",
+                                        "response_format",
+                                        "top_k",
+                                        "min_p",
+                                        "repetition_penalty",
+                                        "ignore_eos",
+                                        "min_tokens",
+                                        "stop_token_ids",
+                                        "skip_special_tokens",
+                                        "include_stop_str_in_output",
+                                        "add_special_tokens",
+                                        // structured output (structured_output_fields.h)
+                                        "guided_json",
+                                        "guided_regex",
+                                        "guided_choice",
+                                        "guided_grammar",
+                                        "structured_outputs",
+                                        "prompt_logprobs"};
 constexpr std::string_view kCompletion[] = {"prompt", "echo", "suffix"};
 constexpr std::string_view kChat[] = {
     "messages",    "max_completion_tokens", "top_logprobs",          "tools",
     "tool_choice", "chat_template_kwargs",  "add_generation_prompt", "continue_final_message"};
 constexpr std::string_view kTgi[] = {"inputs", "parameters", "stream"};
-constexpr std::string_view kTgiParameters[] = {"best_of",
-                                               "decoder_input_details",
-                                               "details",
-                                               "do_sample",
-                                               "frequency_penalty",
-                                               "grammar",
-                                               "max_new_tokens",
-                                               "repetition_penalty",
-                                               "return_full_text",
-                                               "seed",
-                                               "stop",
-                                               "temperature",
-                                               "top_k",
-                                               "top_n_tokens",
-                                               "top_p",
-                                               "truncate",
-                                               "typical_p",
-                                               "watermark"};
+constexpr std::string_view kTgiParameters[] = {
+    "best_of",      "decoder_input_details", "details",        "do_sample",          "frequency_penalty",
+    "grammar",      "max_new_tokens", "repetition_penalty", "return_full_text",
+    "seed",         "stop",           "temperature",        "top_k",
+    "top_n_tokens", "top_p",          "truncate",           "typical_p",
+    "watermark"};
 
 const char* api_name(RequestApi api) {
   switch (api) {

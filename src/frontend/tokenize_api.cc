@@ -18,8 +18,8 @@ json tokenize_request(const Frontend& frontend, std::string_view body_text) {
   std::vector<int32_t> ids;
   if (r.get("messages") != nullptr) {
     ChatCompletionRequest chat = parse_chat_completion_request(body, model.limits);
-    ChatPromptOptions options{chat.add_generation_prompt, chat.continue_final_message, chat.tools,
-                              chat.chat_template_kwargs};
+    ChatPromptOptions options{chat.add_generation_prompt, chat.continue_final_message,
+                              chat.tools, chat.chat_template_kwargs};
     ids = tokenize_chat(model, chat.messages, options, chat.add_special_tokens);
   } else {
     std::optional<std::string> prompt = r.string("prompt");
