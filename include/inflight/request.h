@@ -50,6 +50,8 @@ std::string_view finish_reason_name(FinishReason reason);
 struct TokenLogprob {
   int32_t token_id = 0;
   float logprob = 0.0f;
+  // 1 + the number of tokens more likely than it (prompt logprobs; 0 where not computed).
+  int32_t rank = 0;
   // The most likely tokens at this position, most likely first: (token id, logprob).
   std::vector<std::pair<int32_t, float>> top;
 };
@@ -88,7 +90,10 @@ struct RequestOutput {
   // anything that may still turn out to start one held back.
   std::string text;
   std::vector<TokenLogprob> logprobs;  // one per token, when SamplingParams::logprobs is set
-  TimePoint time;                      // when the step that produced it ended
+  // SamplingParams::prompt_logprobs: one per prompt token from the second on, on the first
+  // output of choice 0 (computed before any token is generated).
+  std::vector<TokenLogprob> prompt_logprobs;
+  TimePoint time;  // when the step that produced it ended
 
   // Set on the last output of this choice.
   std::optional<FinishReason> finish_reason;

@@ -81,6 +81,10 @@ struct SamplingParams {
   // (0 = the chosen token only); unset = none. Taken from the raw model logits, before
   // penalties and temperature.
   std::optional<int32_t> logprobs;
+  // Log-probabilities of every prompt token after the first, given the tokens before it, plus
+  // this many most likely alternatives (vLLM's prompt_logprobs); unset = none. Such a prompt is
+  // computed in full: it takes no prefix-cache hits.
+  std::optional<int32_t> prompt_logprobs;
 
   // Leave special tokens (BOS, EOS, chat markers) out of the output text.
   bool skip_special_tokens = true;

@@ -43,6 +43,10 @@ void build_forward_batch(const SchedulerOutput& out, int32_t block_size, Forward
     for (int32_t i = 0; i < max_blocks; ++i) {
       batch.block_tables.push_back(i < num_blocks ? seq.block_table[static_cast<size_t>(i)] : -1);
     }
+    // Prompt logprob rows: positions from max(begin, done) on, then the sample row.
+    const int32_t first_row =
+        batch.query_start.back() - (end - std::max(begin, seq.num_prompt_logprobs));
+    for (int32_t r = 0; r < s.prompt_rows; ++r) batch.logits_indices.push_back(first_row + r);
     if (s.sample) batch.logits_indices.push_back(static_cast<int32_t>(batch.token_ids.size()) - 1);
   }
 }

@@ -299,7 +299,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config,
   if (Status s = config.validate(); !s.ok()) return s;
   try {
     const EngineConfig sized = with_step_limits(config, *runner);
-    runner->reserve_workspace(sized.max_num_batched_tokens, sized.max_num_seqs);
+    runner->reserve_workspace(sized.max_num_batched_tokens,
+                              sized.max_num_seqs + kMaxPromptLogprobRows);
     Result<EngineConfig> resolved = resolve(sized, *runner);
     if (!resolved.ok()) return resolved.status();
     const EngineConfig& c = resolved.value();

@@ -126,9 +126,8 @@ LoadedShard load_shard(const ModelSource& source, bool with_tokenizer) {
         static_cast<double>(model->weight_bytes()) / (1 << 30) / std::max(loaded, 1e-9),
         backend->name());
   }
-  out.runner =
-      std::make_unique<DeviceRunner>(std::move(backend), std::move(model), RunnerOptions{},
-                                     groups.tp, groups.pp);
+  out.runner = std::make_unique<DeviceRunner>(std::move(backend), std::move(model), RunnerOptions{},
+                                              groups.tp, groups.pp);
   return out;
 }
 

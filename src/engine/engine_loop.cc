@@ -147,12 +147,17 @@ void Engine::Impl::step() {
   StepContext ctx = context(Clock::now());
   int32_t row = 0;
   for (const ScheduledSequence& s : out.scheduled) {
-    if (!s.sample) continue;
-    const int32_t r = row++;
+    const int32_t first = row;
+    row += s.prompt_rows + (s.sample ? 1 : 0);
+    if (first == row) continue;
     if (s.seq->status != SequenceStatus::kRunning) continue;  // its request failed this step
     RequestState& req = *requests_.at(s.seq->request_id);
     try {
-      req.on_logits(*s.seq, logits->row(r), ctx);
+      for (int32_t r = 0; r < s.prompt_rows; ++r) {
+        req.on_prompt_logits(logits->row(first + r), ctx);
+      }
+      if (!s.sample) continue;
+      req.on_logits(*s.seq, logits->row(first + s.prompt_rows), ctx);
     } catch (const std::exception& e) {
       req.abort(FinishReason::kError, e.what(), ctx);
     }
@@ -192,6 +197,8 @@ void Engine::Impl::build_logits_request(const SchedulerOutput& out) {
   const int64_t max_k = std::min<int64_t>(limits_.vocab_size, kMaxLogitsTopK);
   int32_t row = 0;
   for (const ScheduledSequence& s : out.scheduled) {
+    // A prompt logprob row needs its prompt token's logit, wherever it ranks: whole rows.
+    for (int32_t r = 0; r < s.prompt_rows; ++r) request.full_rows.push_back(row++);
     if (!s.sample) continue;
     RequestState& req = *requests_.at(s.seq->request_id);
     if (GrammarMatcher* m = req.matcher(*s.seq)) {

@@ -24,6 +24,10 @@ Result<PreparedRequest> prepare_request(Request request, const Tokenizer* tokeni
                                         const AdmissionLimits& limits, const Scheduler& scheduler) {
   SamplingParams& p = request.sampling;
   if (Status s = p.validate(); !s.ok()) return s;
+  if (p.prompt_logprobs && *p.prompt_logprobs > limits.max_logprobs) {
+    return invalid(fmt::format("prompt_logprobs = {} exceeds this engine's max_logprobs = {}",
+                               *p.prompt_logprobs, limits.max_logprobs));
+  }
   if (p.logprobs && *p.logprobs > limits.max_logprobs) {
     return invalid(fmt::format("logprobs = {} exceeds this engine's max_logprobs = {}", *p.logprobs,
                                limits.max_logprobs));

@@ -27,6 +27,7 @@ RequestState::RequestState(RequestId id, PreparedRequest prepared, const Tokeniz
   seq->token_ids = prepared_.prompt;
   seq->num_prompt_tokens = num_prompt_tokens();
   seq->max_num_tokens = prepared_.max_num_tokens;
+  seq->wants_prompt_logprobs = p.prompt_logprobs.has_value();
   choices_[0].seq = std::move(seq);
   for (Choice& c : choices_) {
     if (tokenizer_ != nullptr) {
@@ -90,6 +91,17 @@ void RequestState::on_logits(Sequence& seq, const LogitsView& logits, StepContex
   const int32_t token = sample(seq, seq.choice, logits, ctx, want_lp ? &lp : nullptr);
   seq.token_ids.push_back(token);
   accept(seq.choice, token, want_lp ? &lp : nullptr, ctx);
+}
+
+void RequestState::on_prompt_logits(const LogitsView& logits, StepContext& ctx) {
+  const auto next = static_cast<size_t>(num_prompt_logprobs_ + 1);
+  INFLIGHT_CHECK(!logits.full.empty() && next < prepared_.prompt.size(),
+                 "prompt logprob row {} of a {}-token prompt (whole row: {})", next - 1,
+                 prepared_.prompt.size(), !logits.full.empty());
+  TokenLogprob& lp = prompt_logprobs_.emplace_back();
+  ctx.sampler.fill_logprobs(logits.full, prepared_.prompt[next], *prepared_.params.prompt_logprobs,
+                            lp);
+  ++num_prompt_logprobs_;
 }
 
 void RequestState::fork(Sequence& parent, const LogitsView& logits, StepContext& ctx) {
@@ -156,6 +168,7 @@ void RequestState::accept(int32_t choice, int32_t token, const TokenLogprob* log
   RequestOutput& out = output(choice, ctx.now);
   out.token_ids.push_back(token);
   if (logprob != nullptr) out.logprobs.push_back(*logprob);
+  if (choice == 0 && !prompt_logprobs_.empty()) out.prompt_logprobs = std::move(prompt_logprobs_);
 
   ++num_completion_tokens_;
   ++ctx.stats.num_generation_tokens;

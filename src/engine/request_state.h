@@ -66,6 +66,9 @@ class RequestState {
   // the n choices on the first token, then applies the stop rules and queues outputs. Finished
   // choices leave the scheduler (their blocks are freed) here.
   void on_logits(Sequence& seq, const LogitsView& logits, StepContext& ctx);
+  // The whole logits row of the next prompt position owing a logprob (positions in order): the
+  // logprob of the prompt token after it, kept for choice 0's first output.
+  void on_prompt_logits(const LogitsView& logits, StepContext& ctx);
 
   // Finishes every unfinished choice with `reason` (kAbort when cancelled or at shutdown,
   // kError with `error`).
@@ -105,8 +108,10 @@ class RequestState {
   int32_t num_completion_tokens_ = 0;
   RequestTimings timings_;
   std::vector<RequestOutput> outbox_;
-  std::vector<float> fork_logits_;   // scratch: the parent's row, once per choice
-  std::vector<int32_t> suppressed_;  // scratch
+  std::vector<TokenLogprob> prompt_logprobs_;  // computed, not yet in an output
+  int32_t num_prompt_logprobs_ = 0;            // computed so far (positions 0 .. this - 1)
+  std::vector<float> fork_logits_;             // scratch: the parent's row, once per choice
+  std::vector<int32_t> suppressed_;            // scratch
 };
 
 }  // namespace inflight

@@ -251,6 +251,7 @@ int32_t Sampler::pick(std::span<const float> logits_of_candidates, float inv_t, 
 
 void Sampler::fill_logprobs(std::span<const float> raw, int32_t token, int32_t top_n,
                             TokenLogprob& out) const {
+  check_finite(raw);
   const float max_logit = raw[static_cast<size_t>(argmax(raw))];
   double sum = 0.0;
   for (float l : raw) sum += std::exp(static_cast<double>(l) - max_logit);
@@ -260,6 +261,9 @@ void Sampler::fill_logprobs(std::span<const float> raw, int32_t token, int32_t t
   };
   out.token_id = token;
   out.logprob = logprob_of(token);
+  const float own = raw[static_cast<size_t>(token)];
+  out.rank = 1 + static_cast<int32_t>(
+                     std::count_if(raw.begin(), raw.end(), [own](float l) { return l > own; }));
   out.top.clear();
   if (top_n <= 0) return;
   const HigherLogit higher{raw};

@@ -56,6 +56,11 @@ class Sampler {
   // The uniform draw in [0, 1) for output token `step` of `choice` under `seed`.
   static double uniform(uint64_t seed, int32_t choice, int32_t step);
 
+  // The log-probability of `token` under the raw row [vocab] and the row's `top_n` most likely
+  // tokens (best first, equal logits by lower id), into `out`.
+  void fill_logprobs(std::span<const float> raw, int32_t token, int32_t top_n,
+                     TokenLogprob& out) const;
+
  private:
   void apply_penalties(std::span<float> logits, const SamplingContext& ctx);
   int32_t draw(std::span<const float> logits, const SamplingParams& p, double u);
@@ -64,8 +69,6 @@ class Sampler {
   // prefix when top_p_cut (candidates_ then ranked best first).
   int32_t pick(std::span<const float> logits_of_candidates, float inv_t, float max_scaled,
                bool top_p_cut, const SamplingParams& p, double u);
-  void fill_logprobs(std::span<const float> raw, int32_t token, int32_t top_n,
-                     TokenLogprob& out) const;
 
   int64_t vocab_size_;
   std::vector<float> raw_;        // [vocab] copy of the row before penalties

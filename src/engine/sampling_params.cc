@@ -64,6 +64,9 @@ Status SamplingParams::validate() const {
   if (logprobs && *logprobs < 0) {
     return invalid(fmt::format("logprobs must be >= 0, got {}", *logprobs));
   }
+  if (prompt_logprobs && *prompt_logprobs < 0) {
+    return invalid(fmt::format("prompt_logprobs must be >= 0, got {}", *prompt_logprobs));
+  }
   if (structured_output) {
     const StructuredOutput& c = *structured_output;
     using Kind = StructuredOutput::Kind;

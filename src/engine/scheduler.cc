@@ -18,6 +18,10 @@
 //
 // Admission never accepts a request that could not run alone in the whole cache, so the
 // preemption loop always ends with the first running sequence making progress.
+//
+// A sequence whose prompt logprobs are wanted needs a logits row per prompt position: such rows
+// come from their own budget of kMaxPromptLogprobRows per step (the runner reserves that many
+// rows beyond max_num_seqs), and a prefill chunk is cut to the rows it gets.
 #include "engine/scheduler.h"
 
 #include <algorithm>
@@ -79,8 +83,24 @@ int32_t Scheduler::chunk(int32_t num_left, int32_t budget) const {
   return n;
 }
 
+int32_t Scheduler::fit_prompt_rows(const Sequence& seq, int32_t num_new, ScheduledSequence& s) {
+  const int32_t begin = seq.num_computed_tokens;
+  int32_t rows = seq.prompt_logprob_rows(begin, begin + num_new);
+  if (rows == 0) return num_new;
+  const int32_t room = kMaxPromptLogprobRows - prompt_rows_;
+  if (rows > room) {
+    // The rows are the positions from max(begin, done) on: keep `room` of them.
+    num_new = std::max(begin, seq.num_prompt_logprobs) - begin + room;
+    rows = room;
+  }
+  s.prompt_rows = rows;
+  prompt_rows_ += rows;
+  return num_new;
+}
+
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
+  prompt_rows_ = 0;
   int32_t budget = config_.max_num_batched_tokens;
   schedule_running(out, budget);
   if (out.preempted.empty()) schedule_waiting(out, budget);
@@ -93,8 +113,13 @@ void Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
   // so nothing already scheduled in this step is ever preempted.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence& seq = *running_[i];
-    const int32_t num_new = chunk(seq.num_tokens() - seq.num_computed_tokens, budget);
-    INFLIGHT_CHECK(num_new > 0, "running sequence {} has nothing to compute", seq.id);
+    ScheduledSequence s{&seq};
+    const int32_t num_new =
+        fit_prompt_rows(seq, chunk(seq.num_tokens() - seq.num_computed_tokens, budget), s);
+    if (num_new == 0) {  // its prompt logprob rows wait for a step with room
+      ++i;
+      continue;
+    }
     bool preempted_self = false;
     while (!kv_.allocate(seq, seq.num_computed_tokens + num_new)) {
       Sequence& victim = *running_.back();
@@ -104,8 +129,13 @@ void Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
         break;
       }
     }
-    if (preempted_self) break;  // seq was the last running sequence
-    out.scheduled.push_back({&seq, num_new, seq.num_computed_tokens + num_new == seq.num_tokens()});
+    if (preempted_self) {  // seq was the last running sequence
+      prompt_rows_ -= s.prompt_rows;
+      break;
+    }
+    s.num_new_tokens = num_new;
+    s.sample = seq.num_computed_tokens + num_new == seq.num_tokens();
+    out.scheduled.push_back(s);
     budget -= num_new;
     ++i;
   }
@@ -115,12 +145,18 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget) {
   while (!waiting_.empty() && budget > 0) {
     Sequence& seq = **waiting_.begin();
     if (num_seats_ + seq.num_choices > config_.max_num_seqs) break;
-    const std::vector<int32_t> cached = kv_.find_cached_prefix(seq);
+    // A prompt whose logprobs are wanted is computed in full: every position needs its row.
+    const std::vector<int32_t> cached =
+        seq.wants_prompt_logprobs ? std::vector<int32_t>() : kv_.find_cached_prefix(seq);
     const int32_t num_cached = static_cast<int32_t>(cached.size()) * kv_.block_size();
     const int32_t num_left = seq.num_tokens() - num_cached;
     if (!config_.enable_chunked_prefill && num_left > budget) break;
-    const int32_t num_new = chunk(num_left, budget);
-    if (!kv_.allocate(seq, num_cached + num_new, cached)) break;
+    ScheduledSequence s{&seq};
+    const int32_t num_new = fit_prompt_rows(seq, chunk(num_left, budget), s);
+    if (num_new == 0 || !kv_.allocate(seq, num_cached + num_new, cached)) {
+      prompt_rows_ -= s.prompt_rows;
+      break;
+    }
     // waiting -> running
     waiting_.erase(waiting_.begin());
     seq.status = SequenceStatus::kRunning;
@@ -133,7 +169,9 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget) {
       num_prefix_hits_ += static_cast<uint64_t>(num_cached);
     }
     insert_running(&seq);
-    out.scheduled.push_back({&seq, num_new, num_cached + num_new == seq.num_tokens()});
+    s.num_new_tokens = num_new;
+    s.sample = num_cached + num_new == seq.num_tokens();
+    out.scheduled.push_back(s);
     budget -= num_new;
   }
 }
@@ -162,6 +200,10 @@ void Scheduler::finish_step(const SchedulerOutput& out) {
   for (const ScheduledSequence& s : out.scheduled) {
     Sequence& seq = *s.seq;
     if (seq.status != SequenceStatus::kRunning) continue;  // finished meanwhile (cancelled)
+    if (s.prompt_rows > 0) {  // the rows were positions max(begin, done) on
+      seq.num_prompt_logprobs =
+          std::max(seq.num_prompt_logprobs, seq.num_computed_tokens) + s.prompt_rows;
+    }
     seq.num_computed_tokens += s.num_new_tokens;
     INFLIGHT_CHECK(seq.num_computed_tokens <= seq.num_tokens(),
                    "sequence {} computed {} of {} tokens", seq.id, seq.num_computed_tokens,

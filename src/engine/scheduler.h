@@ -13,12 +13,18 @@
 
 namespace inflight {
 
+// Logits rows per step for prompt logprobs (SamplingParams::prompt_logprobs), beyond the one
+// sample row each of max_num_seqs sequences may take.
+inline constexpr int32_t kMaxPromptLogprobRows = 64;
+
 struct ScheduledSequence {
   Sequence* seq = nullptr;
   // This step computes token_ids[num_computed_tokens, num_computed_tokens + num_new_tokens).
   int32_t num_new_tokens = 0;
   // The step reaches the last known token: its logits give the next token.
   bool sample = false;
+  // Logits rows of prompt positions (Sequence::prompt_logprob_rows), before the sample row.
+  int32_t prompt_rows = 0;
 };
 
 struct SchedulerOutput {
@@ -83,6 +89,9 @@ class Scheduler {
   void schedule_running(SchedulerOutput& out, int32_t& budget);
   void schedule_waiting(SchedulerOutput& out, int32_t& budget);
   void preempt(Sequence& seq, SchedulerOutput& out);
+  // Caps `num_new` tokens of `seq` from num_computed_tokens so that its prompt logprob rows fit
+  // what is left of this step's kMaxPromptLogprobRows; records the rows in `s`. May return 0.
+  int32_t fit_prompt_rows(const Sequence& seq, int32_t num_new, ScheduledSequence& s);
   void insert_running(Sequence* seq);
 
   EngineConfig config_;
@@ -90,6 +99,7 @@ class Scheduler {
   std::vector<Sequence*> running_;       // sorted by Before; the last is preempted first
   std::set<Sequence*, Before> waiting_;  // sorted by Before
   int32_t num_seats_ = 0;                // sum of num_choices over running_
+  int32_t prompt_rows_ = 0;              // prompt logprob rows taken in the step being built
   uint64_t num_preemptions_ = 0;
   uint64_t num_prefix_queries_ = 0;
   uint64_t num_prefix_hits_ = 0;

@@ -42,10 +42,22 @@ struct Sequence {
   int32_t num_preemptions = 0;
   // Prompt tokens found in the prefix cache at the first admission; -1 before it.
   int32_t num_cached_prompt_tokens = -1;
+  // SamplingParams::prompt_logprobs is set: logits rows for prompt positions, no cache hits.
+  bool wants_prompt_logprobs = false;
+  // Prompt positions [0, this) whose next-token logprob was computed (kept over preemption).
+  int32_t num_prompt_logprobs = 0;
 
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
   int32_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }
   bool is_prefill_done() const { return num_computed_tokens >= num_prompt_tokens; }
+  // Prompt positions in [begin, end) that still owe a logprob row: [max(begin, done), min(end,
+  // prompt - 1)) (the last prompt position's logits give the first output token).
+  int32_t prompt_logprob_rows(int32_t begin, int32_t end) const {
+    if (!wants_prompt_logprobs) return 0;
+    const int32_t from = begin > num_prompt_logprobs ? begin : num_prompt_logprobs;
+    const int32_t to = end < num_prompt_tokens - 1 ? end : num_prompt_tokens - 1;
+    return to > from ? to - from : 0;
+  }
 };
 
 }  // namespace inflight

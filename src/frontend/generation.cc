@@ -100,6 +100,7 @@ void add_output(GenerationResult& result, int32_t n, TaggedOutput& tagged) {
     c.text += o.text;
     c.token_ids.insert(c.token_ids.end(), o.token_ids.begin(), o.token_ids.end());
     for (auto& lp : o.logprobs) c.logprobs.push_back(std::move(lp));
+    for (auto& lp : o.prompt_logprobs) c.prompt_logprobs.push_back(std::move(lp));
     if (o.finish_reason) {
       c.finish_reason = o.finish_reason;
       c.stop_string = o.stop_string;

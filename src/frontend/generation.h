@@ -93,6 +93,9 @@ struct ChoiceResult {
   std::string text;
   std::vector<int32_t> token_ids;
   std::vector<TokenLogprob> logprobs;
+  // SamplingParams::prompt_logprobs: one per prompt token from the second on (choice 0 of each
+  // prompt only).
+  std::vector<TokenLogprob> prompt_logprobs;
   std::optional<FinishReason> finish_reason;
   std::string stop_string;
   std::optional<int32_t> stop_token_id;

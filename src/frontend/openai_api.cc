@@ -26,13 +26,20 @@ StartedGeneration start_completion(Frontend& frontend, std::string_view body) {
   CompletionRequest req = parse_completion_request(parse_json_object(body), model.limits);
   frontend.check_model(req.options.model);
   if (req.options.constraint) check_structured_output(*model.engine, *req.options.constraint);
+  const std::optional<int32_t> prompt_logprobs = req.options.sampling.prompt_logprobs;
   if (req.echo && req.logprobs) {
-    throw_bad_request("'echo' together with 'logprobs' is not supported", "echo");
+    // The prompt's tokens come with their logprobs: prompt logprobs of as many alternatives.
+    if (req.options.stream) {
+      throw_bad_request("'echo' together with 'logprobs' is not supported when streaming", "echo");
+    }
+    SamplingParams& s = req.options.sampling;
+    s.prompt_logprobs = std::max(s.prompt_logprobs.value_or(0), *req.logprobs);
   }
   std::vector<Request> requests;
   CompletionFormat format;
   for (const auto& prompt : req.prompts) {
     Request r = build_engine_request(model, prompt, req.add_special_tokens, req.options.sampling);
+    format.prompt_tokens.push_back(r.prompt_token_ids);
     if (req.echo) {
       format.echo.push_back(prompt.is_tokens() ? model.tokenizer->decode(r.prompt_token_ids, false)
                                                : prompt.text);
@@ -43,6 +50,7 @@ StartedGeneration start_completion(Frontend& frontend, std::string_view body) {
   format.meta = make_meta(frontend, "cmpl-");
   format.n = req.options.sampling.n;
   format.logprobs = req.logprobs;
+  format.prompt_logprobs = prompt_logprobs;
   format.include_usage = req.options.include_usage;
 
   StartedGeneration started;
@@ -75,6 +83,7 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   format.n = req.options.sampling.n;
   format.logprobs = req.logprobs;
   format.top_logprobs = req.top_logprobs;
+  format.prompt_logprobs = req.options.sampling.prompt_logprobs;
   format.include_usage = req.options.include_usage;
   if (!req.tools.is_null() && !req.tools.empty() && !req.tool_choice_none) {
     format.tool_parser = frontend.options().tool_call_parser;

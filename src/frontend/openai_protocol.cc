@@ -57,6 +57,13 @@ GenerationOptions parse_options(const json& body, const ProtocolLimits& limits) 
   s.skip_special_tokens = r.boolean("skip_special_tokens").value_or(true);
   s.include_stop_str_in_output = r.boolean("include_stop_str_in_output").value_or(false);
   s.min_tokens = static_cast<int32_t>(r.integer("min_tokens", 0, kMaxTokensCap).value_or(0));
+  if (auto n = r.integer("prompt_logprobs", 0, limits.max_logprobs)) {
+    if (o.stream) {
+      throw_bad_request("'prompt_logprobs' is not available when 'stream' is true",
+                        "prompt_logprobs");
+    }
+    s.prompt_logprobs = static_cast<int32_t>(*n);
+  }
 
   s.logit_bias = r.token_bias_map("logit_bias", limits.vocab_size - 1);
   o.constraint = parse_openai_constraint(body);

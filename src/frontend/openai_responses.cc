@@ -62,12 +62,32 @@ json chat_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogprob>& l
   return {{"content", std::move(content)}};
 }
 
-// Completions: {"text_offset", "token_logprobs", "tokens", "top_logprobs"}; offsets count
-// bytes of the choice's text from `offset` on.
-json completion_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogprob>& logprobs,
-                              int32_t top_n, size_t& offset) {
-  json text_offset = json::array(), token_logprobs = json::array(), tokens = json::array(),
-       top_logprobs = json::array();
+// vLLM's prompt_logprobs: null for the first prompt token, then per token
+// {"<id>": {"logprob", "rank", "decoded_token"}} for it and its most likely alternatives.
+json prompt_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogprob>& logprobs,
+                          int32_t top_n) {
+  json out = json::array({nullptr});
+  for (const TokenLogprob& lp : logprobs) {
+    json entry = json::object();
+    entry[std::to_string(lp.token_id)] = {{"logprob", finite_logprob(lp.logprob)},
+                                          {"rank", lp.rank},
+                                          {"decoded_token", tok.token_piece(lp.token_id, false)}};
+    for (size_t i = 0; i < lp.top.size() && static_cast<int32_t>(i) < top_n; ++i) {
+      const int32_t id = lp.top[i].first;
+      if (id == lp.token_id) continue;
+      entry[std::to_string(id)] = {{"logprob", finite_logprob(lp.top[i].second)},
+                                   {"rank", static_cast<int32_t>(i) + 1},
+                                   {"decoded_token", tok.token_piece(id, false)}};
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+// Appends the entries of `logprobs` to the four arrays of a completions logprobs object.
+void append_completion_logprobs(const Tokenizer& tok, const std::vector<TokenLogprob>& logprobs,
+                                int32_t top_n, size_t& offset, json& text_offset,
+                                json& token_logprobs, json& tokens, json& top_logprobs) {
   for (const auto& lp : logprobs) {
     std::string piece = tok.token_piece(lp.token_id, false);
     text_offset.push_back(offset);
@@ -80,6 +100,35 @@ json completion_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogpr
     if (!top.contains(piece)) top[piece] = finite_logprob(lp.logprob);
     top_logprobs.push_back(std::move(top));
     tokens.push_back(std::move(piece));
+  }
+}
+
+// Completions: {"text_offset", "token_logprobs", "tokens", "top_logprobs"}; offsets count
+// bytes of the choice's text from `offset` on.
+json completion_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogprob>& logprobs,
+                              int32_t top_n, size_t& offset) {
+  json text_offset = json::array(), token_logprobs = json::array(), tokens = json::array(),
+       top_logprobs = json::array();
+  append_completion_logprobs(tok, logprobs, top_n, offset, text_offset, token_logprobs, tokens,
+                             top_logprobs);
+  return {{"text_offset", std::move(text_offset)},
+          {"token_logprobs", std::move(token_logprobs)},
+          {"tokens", std::move(tokens)},
+          {"top_logprobs", std::move(top_logprobs)}};
+}
+
+// echo with logprobs: the prompt's tokens first (the first without a logprob: null), then the
+// choice's, offsets from the start of the echoed text.
+json echo_logprobs_json(const Tokenizer& tok, int32_t first_token,
+                        const std::vector<TokenLogprob>& prompt,
+                        const std::vector<TokenLogprob>& output, int32_t top_n) {
+  std::string first = tok.token_piece(first_token, false, /*first=*/true);
+  size_t offset = first.size();
+  json text_offset = json::array({0}), token_logprobs = json::array({nullptr}),
+       tokens = json::array({std::move(first)}), top_logprobs = json::array({nullptr});
+  for (const auto* part : {&prompt, &output}) {
+    append_completion_logprobs(tok, *part, top_n, offset, text_offset, token_logprobs, tokens,
+                               top_logprobs);
   }
   return {{"text_offset", std::move(text_offset)},
           {"token_logprobs", std::move(token_logprobs)},
@@ -145,18 +194,30 @@ json completion_response(const CompletionFormat& format, GenerationResult& resul
   for (size_t i = 0; i < result.choices.size(); ++i) {
     ChoiceResult& c = result.choices[i];
     size_t prompt = i / static_cast<size_t>(format.n);
-    std::string text = prompt < format.echo.size() ? format.echo[prompt] + c.text : c.text;
+    const bool echo = prompt < format.echo.size();
+    std::string text = echo ? format.echo[prompt] + c.text : c.text;
+    // A prompt's logprobs ride on its first choice.
+    const std::vector<TokenLogprob>& prompt_lps =
+        result.choices[prompt * static_cast<size_t>(format.n)].prompt_logprobs;
     json logprobs = nullptr;
-    if (format.logprobs) {
-      size_t offset = text.size() - c.text.size();
+    if (format.logprobs && echo) {
+      logprobs = echo_logprobs_json(*format.tokenizer, format.prompt_tokens[prompt].front(),
+                                    prompt_lps, c.logprobs, *format.logprobs);
+    } else if (format.logprobs) {
+      size_t offset = 0;
       logprobs = completion_logprobs_json(*format.tokenizer, c.logprobs, *format.logprobs, offset);
     }
-    choices.push_back(
-        {{"index", i},
-         {"text", std::move(text)},
-         {"logprobs", std::move(logprobs)},
-         {"finish_reason", finish_reason_json(c.finish_reason)},
-         {"stop_reason", stop_reason_json(*format.tokenizer, c.stop_string, c.stop_token_id)}});
+    json choice = {
+        {"index", i},
+        {"text", std::move(text)},
+        {"logprobs", std::move(logprobs)},
+        {"finish_reason", finish_reason_json(c.finish_reason)},
+        {"stop_reason", stop_reason_json(*format.tokenizer, c.stop_string, c.stop_token_id)}};
+    if (format.prompt_logprobs) {
+      choice["prompt_logprobs"] =
+          prompt_logprobs_json(*format.tokenizer, prompt_lps, *format.prompt_logprobs);
+    }
+    choices.push_back(std::move(choice));
   }
   json body = envelope(format.meta, "text_completion");
   body["choices"] = std::move(choices);
@@ -197,6 +258,10 @@ json chat_completion_response(const ChatFormat& format, GenerationResult& result
   json body = envelope(format.meta, "chat.completion");
   body["choices"] = std::move(choices);
   body["usage"] = usage_json(result.usage);
+  if (format.prompt_logprobs) {
+    body["prompt_logprobs"] = prompt_logprobs_json(
+        *format.tokenizer, result.choices.at(0).prompt_logprobs, *format.prompt_logprobs);
+  }
   return body;
 }
 

@@ -51,6 +51,8 @@ struct CompletionFormat {
   std::optional<int32_t> logprobs;
   bool include_usage = false;
   std::vector<std::string> echo;  // per prompt: text prepended to each choice (empty = none)
+  std::vector<std::vector<int32_t>> prompt_tokens;  // per prompt (echo's logprobs)
+  std::optional<int32_t> prompt_logprobs;           // vLLM's: choices carry prompt_logprobs
 };
 
 struct ChatFormat {
@@ -59,6 +61,7 @@ struct ChatFormat {
   int32_t n = 1;
   bool logprobs = false;
   int32_t top_logprobs = 0;
+  std::optional<int32_t> prompt_logprobs;  // vLLM's: the response carries prompt_logprobs
   bool include_usage = false;
   // Set when the server has a --tool-call-parser and the request offers tools (tool_choice
   // not "none"): calls in the output become message.tool_calls, finish_reason "tool_calls";
@@ -68,8 +71,7 @@ struct ChatFormat {
 
 nlohmann::ordered_json completion_response(const CompletionFormat& format,
                                            GenerationResult& result);
-nlohmann::ordered_json chat_completion_response(const ChatFormat& format,
-                                                GenerationResult& result);
+nlohmann::ordered_json chat_completion_response(const ChatFormat& format, GenerationResult& result);
 
 std::unique_ptr<StreamFormatter> completion_stream_formatter(CompletionFormat format);
 std::unique_ptr<StreamFormatter> chat_stream_formatter(ChatFormat format);

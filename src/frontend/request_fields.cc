@@ -47,14 +47,15 @@ constexpr std::string_view kOpenAi[] = {"model",
                                         "guided_regex",
                                         "guided_choice",
                                         "guided_grammar",
-                                        "structured_outputs"};
+                                        "structured_outputs",
+                                        "prompt_logprobs"};
 constexpr std::string_view kCompletion[] = {"prompt", "echo", "suffix"};
 constexpr std::string_view kChat[] = {
     "messages",    "max_completion_tokens", "top_logprobs",          "tools",
     "tool_choice", "chat_template_kwargs",  "add_generation_prompt", "continue_final_message"};
 constexpr std::string_view kTgi[] = {"inputs", "parameters", "stream"};
 constexpr std::string_view kTgiParameters[] = {
-    "best_of",      "details",        "do_sample",          "frequency_penalty",
+    "best_of",      "decoder_input_details", "details",        "do_sample",          "frequency_penalty",
     "grammar",      "max_new_tokens", "repetition_penalty", "return_full_text",
     "seed",         "stop",           "temperature",        "top_k",
     "top_n_tokens", "top_p",          "truncate",           "typical_p",

@@ -28,6 +28,10 @@ StartedGeneration start_tgi_generation(Frontend& frontend, std::string_view body
     thread_local std::mt19937_64 rng{std::random_device{}()};
     s.seed = rng() >> 1;
   }
+  if (stream && format.request.decoder_input_details) {
+    throw_bad_request("'decoder_input_details' == true is not supported when streaming tokens",
+                      "decoder_input_details");
+  }
   if (stream && format.request.best_of > 1) {
     throw_bad_request("'best_of' > 1 is not supported when streaming tokens", "best_of");
   }
@@ -40,6 +44,7 @@ StartedGeneration start_tgi_generation(Frontend& frontend, std::string_view body
   }
   Request r = build_engine_request(model, prompt, true, s);
   format.input_length = r.prompt_token_ids.size();
+  format.prompt_tokens = r.prompt_token_ids;
   format.tokenizer = model.tokenizer.get();
 
   std::vector<Request> requests;

@@ -67,6 +67,8 @@ TgiRequest parse_tgi_request(const json& body, const ProtocolLimits& limits) {
   req.constraint = parse_tgi_constraint(params ? *params : kEmpty);
   if (req.constraint) s.structured_output = req.constraint->constraint;
   req.details = r.boolean("details").value_or(false);
+  req.decoder_input_details = r.boolean("decoder_input_details").value_or(false);
+  if (req.decoder_input_details) s.prompt_logprobs = 0;
   req.return_full_text = r.boolean("return_full_text").value_or(false);
   req.top_n_tokens =
       static_cast<int32_t>(r.integer("top_n_tokens", 0, limits.max_logprobs).value_or(0));
@@ -182,8 +184,26 @@ double total_logprob(const ChoiceResult& c) {
   return sum;
 }
 
-// One sequence's details: its text, why it ended and its tokens.
-json sequence_details(const TgiFormat& format, const ChoiceResult& c) {
+// details.prefill: the prompt's tokens, the first without a logprob (null), as TGI sends them;
+// empty unless decoder_input_details.
+json prefill_json(const TgiFormat& format, const std::vector<TokenLogprob>& prompt) {
+  json prefill = json::array();
+  if (!format.request.decoder_input_details || format.prompt_tokens.empty()) return prefill;
+  const Tokenizer& tok = *format.tokenizer;
+  const int32_t first = format.prompt_tokens.front();
+  prefill.push_back({{"id", first}, {"text", tok.token_piece(first, false)}, {"logprob", nullptr}});
+  for (const TokenLogprob& lp : prompt) {
+    prefill.push_back({{"id", lp.token_id},
+                       {"text", tok.token_piece(lp.token_id, false)},
+                       {"logprob", finite(lp.logprob)}});
+  }
+  return prefill;
+}
+
+// One sequence's details: its text, why it ended and its tokens (`prompt`: the prompt's logprobs,
+// which ride on the first sequence).
+json sequence_details(const TgiFormat& format, const ChoiceResult& c,
+                      const std::vector<TokenLogprob>& prompt) {
   const Tokenizer& tok = *format.tokenizer;
   json tokens = json::array(), top_tokens = json::array();
   for (size_t i = 0; i < c.token_ids.size(); ++i) {
@@ -197,7 +217,7 @@ json sequence_details(const TgiFormat& format, const ChoiceResult& c) {
   return {{"finish_reason", tgi_finish_reason(c.finish_reason, c.stop_string, c.stop_token_id)},
           {"generated_tokens", c.token_ids.size()},
           {"seed", seed_json(format.request.sampling)},
-          {"prefill", json::array()},
+          {"prefill", prefill_json(format, prompt)},
           {"tokens", std::move(tokens)},
           {"top_tokens", std::move(top_tokens)}};
 }
@@ -215,12 +235,13 @@ json tgi_response(const TgiFormat& format, GenerationResult& result) {
   };
   json body = {{"generated_text", full_text(result.choices.at(best))}};
   if (format.request.details) {
-    body["details"] = sequence_details(format, result.choices[best]);
+    body["details"] =
+        sequence_details(format, result.choices[best], result.choices[0].prompt_logprobs);
     if (result.choices.size() > 1) {
       json others = json::array();
       for (size_t i = 0; i < result.choices.size(); ++i) {
         if (i == best) continue;
-        json seq = sequence_details(format, result.choices[i]);
+        json seq = sequence_details(format, result.choices[i], result.choices[0].prompt_logprobs);
         seq.erase("top_tokens");
         json entry = {{"generated_text", full_text(result.choices[i])}};
         entry.update(seq);

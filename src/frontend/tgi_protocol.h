@@ -41,6 +41,8 @@ struct TgiRequest {
   // others in details.best_of_sequences); never streamed. sampling.n == best_of.
   int32_t best_of = 1;
   std::optional<int32_t> truncate;  // keep only the prompt's last `truncate` tokens
+  // details.prefill: the prompt's tokens with their logprobs (not when streaming).
+  bool decoder_input_details = false;
   std::optional<ParsedConstraint> constraint;  // parameters.grammar
 };
 
@@ -49,7 +51,8 @@ TgiRequest parse_tgi_request(const nlohmann::ordered_json& body, const ProtocolL
 struct TgiFormat {
   const Tokenizer* tokenizer = nullptr;
   TgiRequest request;
-  size_t input_length = 0;  // prompt tokens
+  std::vector<int32_t> prompt_tokens;  // for details.prefill
+  size_t input_length = 0;             // prompt tokens
 };
 
 nlohmann::ordered_json tgi_response(const TgiFormat& format, GenerationResult& result);

@@ -264,3 +264,80 @@ def test_stop_reason_as_vllm_reports_it(base_url):
     assert eos["choices"][0]["stop_reason"] is None
     length = post_json(base_url + "/v1/completions", {"prompt": prompt, "max_tokens": 2}).json()
     assert length["choices"][0]["stop_reason"] is None
+
+
+# ---- prompt logprobs --------------------------------------------------------------------------
+
+def first_token_top(base_url, prompt_ids, n):
+    """{token text: logprob} of the alternatives for the token after `prompt_ids`."""
+    r = post_json(base_url + "/v1/completions", {"prompt": prompt_ids, "max_tokens": 1,
+                                                 "temperature": 0, "logprobs": n})
+    return r.json()["choices"][0]["logprobs"]["top_logprobs"][0]
+
+
+def test_echo_with_logprobs_scores_the_prompt(base_url):
+    prompt = "The quick brown fox jumps over the lazy dog because"
+    ids = post_json(base_url + "/tokenize", {"prompt": prompt}).json()["tokens"]
+    r = post_json(base_url + "/v1/completions", {"prompt": prompt, "max_tokens": 3,
+                                                 "temperature": 0, "echo": True, "logprobs": 2})
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    lp = choice["logprobs"]
+    assert choice["text"].startswith(prompt)
+    assert len(lp["tokens"]) == len(ids) + 3
+    assert lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None
+    assert all(x <= 0 for x in lp["token_logprobs"][1:])
+    assert lp["text_offset"][0] == 0 and lp["text_offset"] == sorted(lp["text_offset"])
+    # Position t's distribution is the one a request for the first t + 1 tokens samples from.
+    for t in (1, 4, len(ids) - 1):
+        expected = first_token_top(base_url, ids[:t], 2)
+        got = lp["top_logprobs"][t]
+        for token, value in expected.items():
+            assert token in got and got[token] == pytest.approx(value, abs=2e-3), (t, token)
+    bad = post_json(base_url + "/v1/completions", {"prompt": prompt, "max_tokens": 1,
+                                                   "echo": True, "logprobs": 1, "stream": True})
+    assert bad.status_code == 400
+
+
+def test_vllm_prompt_logprobs_over_several_steps(base_url):
+    # Longer than the 64 prompt rows a step computes: the prompt runs over several steps.
+    prompt = " ".join(f"word{i}" for i in range(60))
+    ids = post_json(base_url + "/tokenize", {"prompt": prompt}).json()["tokens"]
+    assert len(ids) > 130
+    body = post_json(base_url + "/v1/completions", {"prompt": prompt, "max_tokens": 1,
+                                                    "temperature": 0, "prompt_logprobs": 1}).json()
+    plp = body["choices"][0]["prompt_logprobs"]
+    assert len(plp) == len(ids) and plp[0] is None
+    for t in range(1, len(ids)):
+        entry = plp[t]
+        assert str(ids[t]) in entry, t
+        assert 1 <= len(entry) <= 2
+        own = entry[str(ids[t])]
+        assert own["logprob"] <= 0 and own["rank"] >= 1 and isinstance(own["decoded_token"], str)
+    t = 100
+    expected = first_token_top(base_url, ids[:t], 1)
+    best = min(entry["rank"] for entry in plp[t].values())
+    assert best == 1
+    chat = post_json(base_url + "/v1/chat/completions", {
+        "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1,
+        "prompt_logprobs": 0}).json()
+    assert chat["prompt_logprobs"][0] is None and len(chat["prompt_logprobs"]) > 3
+    assert all(len(e) == 1 for e in chat["prompt_logprobs"][1:])
+    bad = post_json(base_url + "/v1/completions", {"prompt": prompt, "max_tokens": 1,
+                                                   "prompt_logprobs": 1, "stream": True})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "prompt_logprobs"
+    assert expected
+
+
+def test_tgi_decoder_input_details(base_url):
+    r = post_json(base_url + "/generate", {"inputs": "The capital of France is", "parameters": {
+        "max_new_tokens": 2, "details": True, "decoder_input_details": True}})
+    d = r.json()["details"]
+    prefill = d["prefill"]
+    ids = post_json(base_url + "/tokenize", {"prompt": "The capital of France is"}).json()["tokens"]
+    assert [p["id"] for p in prefill] == ids
+    assert prefill[0]["logprob"] is None
+    assert all(p["logprob"] <= 0 for p in prefill[1:])
+    bad = post_json(base_url + "/generate_stream", {"inputs": "x", "parameters": {
+        "decoder_input_details": True}})
+    assert bad.status_code == 400
