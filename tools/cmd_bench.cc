@@ -65,6 +65,7 @@ struct EngineArgs {
   bool dummy_weights = false;
   std::string arch;
   std::string config;
+  std::string tokenizer;  // for dummy weights (structured output needs one)
   std::string device = "auto";
   std::string quantization;
   std::string kv_cache_dtype = "auto";
@@ -114,6 +115,9 @@ void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, 
                  "Architecture for --dummy-weights: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, "
                  "mistral-7b, qwen3-8b, qwen3-30b-a3b, mixtral-8x7b, smollm2-135m");
   app.add_option("--config", g_engine.config, "Hugging Face config.json for --dummy-weights");
+  app.add_option("--tokenizer", g_engine.tokenizer,
+                 "Tokenizer for --dummy-weights (a vocab GGUF or tokenizer.json of the same "
+                 "vocabulary size; --json-schema needs one)");
   app.add_option("--device", g_engine.device, "Backend device: auto | cpu | cuda | cuda:N")
       ->capture_default_str();
   add_precision_options(app, g_engine.quantization, g_engine.kv_cache_dtype);
@@ -315,6 +319,7 @@ EngineSetupOptions engine_options() {
   if (g_engine.dummy_weights) {
     e.source.dummy_arch = g_engine.arch;
     e.source.dummy_config = g_engine.config;
+    e.source.tokenizer = g_engine.tokenizer;
     INFLIGHT_CHECK_CODE(!g_engine.arch.empty() || !g_engine.config.empty(),
                         ErrorCode::kInvalidArgument,
                         "--dummy-weights needs --arch NAME or --config config.json");

@@ -6,9 +6,10 @@
 #   stage_binary DIR FILE...        stripped copies into DIR/bin
 #   build_lab DIR SRC NAME BUILD    a lab program (dev/cuda/*/*.cu, one file) linked against
 #                                   BUILD's libraries, into DIR/bin/NAME
-#   stage_finish DIR                the shared libraries the GPU image lacks (spdlog, fmt), bin/
-#                                   compressed (a run carries at most 64 MiB), the commit
-#   device_setup DIR                on the GPU machine: unpacks bin/, sets LD_LIBRARY_PATH and
+#   stage_finish DIR                the shared libraries the GPU image lacks (spdlog, fmt, gRPC),
+#                                   bin/ and lib/ compressed (a run carries at most 64 MiB), the
+#                                   commit
+#   device_setup DIR                on the GPU machine: unpacks bin/ and lib/, sets LD_LIBRARY_PATH and
 #                                   INFLIGHT_SOURCE_COMMIT, prints the device; needs $OUT
 #   step NAME LIMIT COMMAND...      runs COMMAND with a time limit, its log in $OUT/logs/NAME.log;
 #                                   prints failures and adds a row to the summary
@@ -54,8 +55,10 @@ stage_finish() {
       *) cp -L "$path" "$dir/lib/$name" ;;
     esac
   done
-  # One xz stream with a window over every binary: they share most of their code and kernels.
-  tar -cf - -C "$dir" bin | xz -T2 --lzma2=preset=6,dict=256MiB > "$dir/bin.tar.xz" && rm -rf "$dir/bin"
+  # One xz stream with a window over every binary and library: the binaries share most of their
+  # code and kernels.
+  tar -cf - -C "$dir" bin lib | xz -T2 --lzma2=preset=6,dict=256MiB > "$dir/bin.tar.xz" &&
+    rm -rf "$dir/bin" "$dir/lib"
   { git rev-parse HEAD; git status --porcelain --untracked-files=no | head -1; } \
     | awk 'NR == 1 {c = $0} NR == 2 {c = c "+dirty"} END {print c}' > "$dir/commit.txt"
   du -sh "$dir"

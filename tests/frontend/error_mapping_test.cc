@@ -127,24 +127,6 @@ class PromptErrors : public ::testing::Test {
   Frontend frontend_{FrontendOptions{"m"}};
 };
 
-// With echo, a token-id prompt is decoded inside prompt building; the tokenizer throws
-// Error(kInvalidArgument) for an id it does not have. The engine reports its tokenizer's
-// failures as kInvalidArgument: both answer 400.
-TEST_F(PromptErrors, TokenizerErrorInPromptBuildingAnswersAsTheEngineStatus) {
-  const int32_t id = frontend_.model().tokenizer->vocab_size() + 5;
-  const std::string body =
-      R"({"prompt": [)" + std::to_string(id) + R"(], "echo": true, "max_tokens": 1})";
-  const ApiError thrown = caught([&] { start_completion(frontend_, body); });
-  const ApiError returned =
-      api_error_from(Status(StatusCode::kInvalidArgument, "cannot tokenize the prompt: ..."));
-  EXPECT_NE(std::string(thrown.what()).find("outside the vocabulary"), std::string::npos)
-      << thrown.what();
-  EXPECT_EQ(std::string(thrown.what()).find(".cc:"), std::string::npos) << thrown.what();
-  EXPECT_EQ(thrown.status(), 400);
-  EXPECT_EQ(thrown.status(), returned.status());
-  EXPECT_STREQ(thrown.type(), returned.type());
-}
-
 TEST_F(PromptErrors, ContextLengthIsCheckedWhereEngineRequestsAreBuilt) {
   const LoadedModel& model = frontend_.model();
   SamplingParams sampling;
