@@ -108,7 +108,9 @@ std::optional<ParsedConstraint> response_format(const json& format) {
     }
     p.constraint.strict = strict->get<bool>();
   } else {
-    p.constraint.strict = false;  // OpenAI's default
+    // Unset: strict, as vLLM compiles every schema (OpenAI's own default is false, which lets a
+    // model add properties the schema does not list, and small models then ramble).
+    p.constraint.strict = true;
   }
   return p;
 }

@@ -45,7 +45,10 @@ TEST(StructuredOutputFields, OpenAiAndVllmFields) {
   EXPECT_TRUE(c->constraint.strict);
   EXPECT_EQ(c->field, "response_format.json_schema.schema");
   c = openai(R"({"response_format":{"type":"json_schema","json_schema":{"schema":{}}}})");
-  EXPECT_FALSE(c->constraint.strict) << "OpenAI's strict defaults to false";
+  EXPECT_TRUE(c->constraint.strict) << "unset: strict, as vLLM";
+  c = openai(
+      R"({"response_format":{"type":"json_schema","json_schema":{"schema":{},"strict":false}}})");
+  EXPECT_FALSE(c->constraint.strict);
 
   c = openai(R"({"guided_json":"{\"type\":\"integer\"}"})");
   EXPECT_EQ(c->constraint.kind, Kind::kJsonSchema);
