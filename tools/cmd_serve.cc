@@ -1,7 +1,7 @@
 // `inflight serve`: the OpenAI-, TGI- and KServe v2-compatible HTTP server, and KServe v2 over
 // gRPC (Triton's GRPCInferenceService) on --grpc-port.
 //
-//   inflight serve [--model PATH] [--host 127.0.0.1] [--port 8000] [--grpc-port 8001]
+//   inflight serve [--model PATH] [--host 127.0.0.1] [--port 8000] [--grpc-port PORT + 1]
 //                  [--api-key KEY]
 //                  [--allowed-hosts a,b] [--allowed-origins https://app.example] ...
 //                  [--served-model-name NAME] [--max-model-len N] [--max-num-seqs N]
@@ -82,7 +82,7 @@ struct Options {
   bool disable_access_log = false;
   bool disable_log_stats = false;
   server::ServerConfig server;
-  int grpc_port = 8001;            // 0: no gRPC endpoint
+  int grpc_port = -1;              // 0: no gRPC endpoint; -1: the HTTP port + 1 (8001)
   CLI::Option* api_key = nullptr;  // to tell "--api-key ''" from no --api-key
 };
 Options opts;
@@ -189,8 +189,9 @@ void setup(CLI::App& app) {
   app.add_option("--port", http.port, "Port to listen on (0 = any free port)")
       ->capture_default_str();
   app.add_option("--grpc-port", opts.grpc_port,
-                 "Port of the KServe v2 gRPC endpoint, on the --host address (0 = off)")
-      ->capture_default_str();
+                 "Port of the KServe v2 gRPC endpoint, on the --host address (0 = off; default: "
+                 "--port + 1, so 8001 beside 8000 as Triton, any free port with --port 0)")
+      ->check(CLI::Range(-1, 65535));
   opts.api_key =
       app.add_option("--api-key", server.api_key,
                      "Require 'Authorization: Bearer KEY' on /v1/* and the generation routes");
@@ -349,9 +350,13 @@ int run() {
   server.listen();
   std::optional<server::GrpcServer> grpc;
   if (opts.grpc_port != 0) {
-    // gRPC's own port-0 means "any free port" too, but 0 here turns it off.
+    // The default follows the HTTP port (gRPC's own port 0 means any free port; 0 here is off).
+    const int http_port = opts.server.http.port;
+    const int port = opts.grpc_port > 0 ? opts.grpc_port : http_port == 0 ? 0 : http_port + 1;
+    INFLIGHT_CHECK_CODE(port <= 65535, ErrorCode::kInvalidArgument,
+                        "--port {} leaves no port for gRPC above it: give --grpc-port", http_port);
     grpc.emplace(
-        server::GrpcServerConfig{opts.server.http.host, opts.grpc_port, opts.server.options.api_key,
+        server::GrpcServerConfig{opts.server.http.host, port, opts.server.options.api_key,
                                  opts.server.http.max_body_bytes},
         server.frontend());
     grpc->start();

@@ -222,17 +222,21 @@ def test_positional_model_and_refusals():
 def test_positional_model_serves():
     if not BIN.exists() or not MODEL.exists():
         pytest.skip("skipped: binary or model missing")
-    cmd = [str(BIN), "serve", str(MODEL), "--host", "127.0.0.1", "--port", "0", "--grpc-port", "0",
+    # No --grpc-port: with --port 0 the gRPC endpoint takes a free port of its own too.
+    cmd = [str(BIN), "serve", str(MODEL), "--host", "127.0.0.1", "--port", "0",
            "--max-model-len", "256", "--kv-cache-memory", "64MiB"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        port = None
+        port = grpc_port = None
         for line in p.stdout:
             m = re.search(r"listening on [\d.]+:(\d+)", line)
             if m:
                 port = int(m.group(1))
+            m = re.search(r"grpc on [\d.]+:(\d+)", line)
+            if m:
+                grpc_port = int(m.group(1))
                 break
-        assert port
+        assert port and grpc_port and grpc_port != port
         url = f"http://127.0.0.1:{port}"
         deadline = time.time() + 60
         while requests.get(url + "/health", timeout=5).status_code != 200:
