@@ -278,7 +278,8 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--tool-call-parser", opts.tool_call_parser,
                  "Parse tool calls out of chat outputs of requests with tools: hermes "
-                 "(<tool_call> blocks: Qwen2.5/3, Hermes) or llama3_json (Llama 3.1/3.2 JSON)")
+                 "(<tool_call> blocks: Qwen2.5/3, Hermes) or llama3_json (Llama 3.1/3.2 JSON); "
+                 "default: the format the model's chat template asks for, if it names one")
       ->check(CLI::IsMember({"hermes", "llama3_json"}));
   app.add_option("--metrics-prefix", server.metrics_prefix,
                  "Prefix of /metrics names ('inflight:' for vLLM's colon style, which promtool's "

@@ -20,8 +20,10 @@ std::shared_ptr<LoadedModel> make_loaded_model(std::shared_ptr<Engine> engine,
   model->engine = std::move(engine);
   model->tokenizer = model->engine->tokenizer();
   const std::string& tmpl = chat_template.empty() ? model->engine->chat_template() : chat_template;
-  if (!tmpl.empty())
+  if (!tmpl.empty()) {
     model->chat_template = std::make_shared<ChatTemplate>(ChatTemplate::parse(tmpl));
+    model->tool_call_parser = tool_call_parser_for_template(tmpl);
+  }
   const EngineConfig& config = model->engine->config();
   model->max_model_len = config.max_model_len;
   model->limits.max_logprobs = config.max_logprobs;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "frontend/openai_protocol.h"
+#include "frontend/tool_calls.h"
 #include "inflight/engine.h"
 
 namespace inflight {
@@ -30,6 +31,9 @@ struct LoadedModel {
   // markers stay special (--chat-content-special-tokens text). Off: the whole rendered prompt is
   // tokenized with special tokens parsed, as Hugging Face's apply_chat_template does.
   bool content_special_tokens_as_text = false;
+  // How tool calls are found in chat outputs when the server names no --tool-call-parser: the
+  // format the chat template teaches (tool_call_parser_for_template), if any.
+  std::optional<ToolCallParser> tool_call_parser;
 };
 
 // The LoadedModel of a started engine: `chat_template` source text, or the model's own when

@@ -86,7 +86,8 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   format.prompt_logprobs = req.options.sampling.prompt_logprobs;
   format.include_usage = req.options.include_usage;
   if (!req.tools.is_null() && !req.tools.empty() && !req.tool_choice_none) {
-    format.tool_parser = frontend.options().tool_call_parser;
+    format.tool_parser = frontend.options().tool_call_parser ? frontend.options().tool_call_parser
+                                                             : model.tool_call_parser;
   }
   if (req.tool_choice_forced) format.tool_parser = ToolCallParser::kJsonList;
 

@@ -123,6 +123,21 @@ std::optional<ToolCallParser> tool_call_parser_named(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<ToolCallParser> tool_call_parser_for_template(std::string_view chat_template) {
+  const auto has = [&](std::string_view s) {
+    return chat_template.find(s) != std::string_view::npos;
+  };
+  // Hermes: <tool_call> blocks holding {"name": <function-name>, "arguments": ...} (other
+  // templates write other formats inside <tool_call>: Qwen3-Coder's XML, GLM's argument keys).
+  if (has("<tool_call>") && has("<function-name>") && has("arguments")) {
+    return ToolCallParser::kHermes;
+  }
+  // Llama 3.x: "Respond in the format {"name": function name, "parameters": dictionary of
+  // argument name and its value}".
+  if (has("dictionary of argument name")) return ToolCallParser::kLlama3Json;
+  return std::nullopt;
+}
+
 ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text) {
   switch (parser) {
     case ToolCallParser::kHermes:

@@ -25,6 +25,12 @@ enum class ToolCallParser { kHermes, kLlama3Json, kJsonList };
 // The parser of a --tool-call-parser name, or nullopt for an unknown one.
 std::optional<ToolCallParser> tool_call_parser_named(std::string_view name);
 
+// The parser a chat template's own instructions call for, when no --tool-call-parser is given:
+// hermes for one that asks for <tool_call>{"name": <function-name>, "arguments": ...}
+// blocks (Qwen2.5/Qwen3, Hermes, Granite), llama3_json for Llama 3.x's {"name": ...,
+// "parameters": ...}; nullopt for any other or no format (then outputs are content).
+std::optional<ToolCallParser> tool_call_parser_for_template(std::string_view chat_template);
+
 struct ToolCall {
   std::string name;       // the function
   std::string arguments;  // its arguments object as JSON text (OpenAI sends a string)

@@ -4,12 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
 
 #include "frontend/openai_responses.h"
+#include "test_data.h"
 
 namespace inflight::frontend {
 namespace {
@@ -158,6 +163,33 @@ TEST(ToolCalls, JsonListIsTheWholeOutput) {
     EXPECT_EQ(out.content, text);
   }
   EXPECT_EQ(tool_call_start(ToolCallParser::kJsonList, "[{\"na"), 0u);
+}
+
+}  // namespace
+}  // namespace inflight::frontend
+
+namespace inflight::frontend {
+namespace {
+
+// The parser each real template's instructions call for.
+TEST(ToolCalls, ParserFollowsTheChatTemplate) {
+  const std::pair<const char*, std::optional<ToolCallParser>> cases[] = {
+      {"Qwen-Qwen2.5-7B-Instruct", ToolCallParser::kHermes},
+      {"Qwen-Qwen3-0.6B", ToolCallParser::kHermes},
+      {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use", ToolCallParser::kHermes},
+      {"meta-llama-Llama-3.1-8B-Instruct", ToolCallParser::kLlama3Json},
+      {"meta-llama-Llama-3.3-70B-Instruct", ToolCallParser::kLlama3Json},
+      {"Qwen3-Coder", std::nullopt},  // XML inside <tool_call>: not hermes
+      {"GLM-4.6", std::nullopt},
+      {"Mistral-Small-3.2-24B-Instruct-2506", std::nullopt},
+  };
+  for (const auto& [name, expected] : cases) {
+    INFLIGHT_REQUIRE_DATA(path, std::string("chat-templates/") + name + ".jinja");
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(tool_call_parser_for_template(text), expected) << name;
+  }
+  EXPECT_EQ(tool_call_parser_for_template("{{ messages }}"), std::nullopt);
 }
 
 }  // namespace
