@@ -157,8 +157,8 @@ std::shared_ptr<const CompiledGrammar> GrammarCompiler::compile(const GrammarSpe
     INFLIGHT_THROW(ErrorCode::kInvalidArgument, "invalid {}: {}", grammar_kind_name(c.kind),
                    e.what());
   }
-  auto compiled =
-      std::make_shared<const CompiledGrammar>(std::make_unique<CompiledGrammarImpl>(*g));
+  auto compiled = std::make_shared<const CompiledGrammar>(
+      std::make_unique<CompiledGrammarImpl>(CompiledGrammarImpl{*g}));
   std::lock_guard<std::mutex> lock(mutex_);
   if (cache_.size() >= kMaxCachedGrammars && !cache_.contains(key)) cache_.erase(cache_.begin());
   return cache_.emplace(key, std::move(compiled)).first->second;

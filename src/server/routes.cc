@@ -64,10 +64,11 @@ void add_routes(Router& router, frontend::Frontend& fe, std::string metrics_pref
 
   // Text Generation Inference.
   using frontend::TgiRoute;
-  for (const auto& [path, route] : {std::pair{"/generate", TgiRoute::kGenerate},
-                                    std::pair{"/generate_stream", TgiRoute::kGenerateStream},
-                                    std::pair{"/", TgiRoute::kCompat}}) {
-    router.add("POST", path,
+  for (const auto& entry : {std::pair{"/generate", TgiRoute::kGenerate},
+                            std::pair{"/generate_stream", TgiRoute::kGenerateStream},
+                            std::pair{"/", TgiRoute::kCompat}}) {
+    const TgiRoute route = entry.second;
+    router.add("POST", entry.first,
                [&fe, route](const HttpRequest& r) {
                  return generation_response(start_tgi_generation(fe, r.body, route));
                },
