@@ -251,19 +251,23 @@ int32_t Sampler::pick(std::span<const float> logits_of_candidates, float inv_t, 
 
 void Sampler::fill_logprobs(std::span<const float> raw, int32_t token, int32_t top_n,
                             TokenLogprob& out) const {
-  check_finite(raw);
   const float max_logit = raw[static_cast<size_t>(argmax(raw))];
+  const float own = raw[static_cast<size_t>(token)];
+  // One pass: the normaliser and the token's rank.
   double sum = 0.0;
-  for (float l : raw) sum += std::exp(static_cast<double>(l) - max_logit);
+  int32_t higher_count = 0;
+  for (float l : raw) {
+    sum += std::exp(static_cast<double>(l) - max_logit);
+    higher_count += l > own ? 1 : 0;
+  }
+  if (!std::isfinite(sum)) check_finite(raw);  // a NaN or infinite logit: the error names it
   const double log_z = static_cast<double>(max_logit) + std::log(sum);
   auto logprob_of = [&](int32_t t) {
     return static_cast<float>(static_cast<double>(raw[static_cast<size_t>(t)]) - log_z);
   };
   out.token_id = token;
   out.logprob = logprob_of(token);
-  const float own = raw[static_cast<size_t>(token)];
-  out.rank = 1 + static_cast<int32_t>(
-                     std::count_if(raw.begin(), raw.end(), [own](float l) { return l > own; }));
+  out.rank = 1 + higher_count;
   out.top.clear();
   if (top_n <= 0) return;
   const HigherLogit higher{raw};
