@@ -33,10 +33,13 @@
 # KV_DTYPE (e.g. fp8: --kv-cache-dtype for every figure), TP (--tensor-parallel-size), ARCH
 # (the dummy-weights preset, default llama-3.1-8b).
 # parallel: tensor and pipeline parallelism over the machine's GPUs (TP, default all; ARCH,
-# default llama-3.1-8b): the greedy continuations of dummy weights on one GPU, at TP and at PP =
-# that many stages, compared token for token (dev/cuda/compare_greedy.py: ties at bf16 precision
-# reported), the all-reduce sweep (`bench collectives`), batch-1 decode in each layout and
-# offline 128/128 in the layouts PAR_OFFLINE names (default tp<N>).
+# default llama-3.1-8b) in the layouts PAR_LAYOUTS names (default tp1 tp<N> pp<N>, and from 4
+# GPUs tp<N/2>pp2 and net_tp<N/2>pp2, the latter through NCCL's network transport): the greedy
+# continuations of dummy weights in each, compared with tp1 token for token
+# (dev/cuda/compare_greedy.py: ties at bf16 precision reported), the all-reduce sweep
+# (`bench collectives`), batch-1 decode in each layout and offline 128/128 in the layouts
+# PAR_OFFLINE names (default all but tp1). PERF_ONLY picks steps by name (greedy_<layout>,
+# collectives_tp<N>, b1_<layout>, o128_<layout>).
 # structured: offline 256 x 128/128 with and without a JSON schema on every request.
 set -u -o pipefail
 
@@ -242,44 +245,68 @@ run_startup() {
   rm -f "$vocab"
 }
 
+# layout_env LAYOUT / layout_split LAYOUT: a layout name, tp<T>[pp<P>] or pp<P> with an optional
+# net_ prefix, as the environment to run under and the launch options. net_ keeps NCCL off
+# peer-to-peer and shared memory and the one-shot all-reduce off, so every collective goes
+# through NCCL's network transport, as between nodes.
+layout_env() {
+  [[ "$1" == net_* ]] && echo env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \
+    INFLIGHT_ONE_SHOT_ALL_REDUCE_MAX=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET
+}
+layout_split() {
+  local t=1 p=1
+  [[ "$1" =~ tp([0-9]+) ]] && t="${BASH_REMATCH[1]}"
+  [[ "$1" =~ pp([0-9]+) ]] && p="${BASH_REMATCH[1]}"
+  echo --tensor-parallel-size "$t" --pipeline-parallel-size "$p"
+}
+
 run_parallel() {
   local inflight="$stage_dir/bin/inflight" vocab="$OUT/llama-bpe.gguf" n layout
   n="${TP:-$(nvidia-smi -L | wc -l)}"
   export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   local common=(--dummy-weights --arch "${ARCH:-llama-3.1-8b}" --device cuda --max-model-len 4096)
-  # Each layout as its options: one GPU, n tensor-parallel ranks, n pipeline stages.
-  declare -A split=([tp1]="--tensor-parallel-size 1" [tp$n]="--tensor-parallel-size $n"
-                    [pp$n]="--pipeline-parallel-size $n")
-  local layouts=(tp1 "tp$n" "pp$n")
+  # Layouts (layout_env, layout_split): one GPU, n tensor-parallel ranks, n pipeline stages, and from 4
+  # GPUs on n/2 ranks x 2 stages, also through the network transport.
+  local default_layouts="tp1 tp$n pp$n"
+  ((n >= 4)) && default_layouts+=" tp$((n / 2))pp2 net_tp$((n / 2))pp2"
+  local -a layouts
+  read -r -a layouts <<< "${PAR_LAYOUTS:-$default_layouts}"
   xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
   printf '%s\n' '{"prompt": "The history of the Roman Empire", "max_tokens": 48, "temperature": 0, "ignore_eos": true, "logprobs": 2}' \
     '{"prompt": "def quicksort(xs):", "max_tokens": 48, "temperature": 0, "ignore_eos": true, "logprobs": 2}' \
     '{"prompt": "Tensor parallelism splits each layer", "max_tokens": 48, "temperature": 0, "ignore_eos": true, "logprobs": 2}' > "$OUT/prompts.jsonl"
   for layout in "${layouts[@]}"; do
     # Results (stdout) apart from the ranks' logs (stderr).
-    step "greedy_$layout" 300 bash -c '"$0" "$@" > "'"$OUT/greedy_$layout.jsonl"'"' "$inflight" \
-      generate "${common[@]}" --tokenizer "$vocab" ${split[$layout]} \
+    perf_step "greedy_$layout" 300 bash -c '"$@" > "'"$OUT/greedy_$layout.jsonl"'"' _ \
+      $(layout_env "$layout") "$inflight" generate "${common[@]}" $(layout_split "$layout") \
+      --tokenizer "$vocab" \
       --prompts-file "$OUT/prompts.jsonl"
-    [[ "$layout" == tp1 ]] && continue
+    [[ "$layout" == tp1 || ! -s "$OUT/greedy_$layout.jsonl" || ! -s "$OUT/greedy_tp1.jsonl" ]] && continue
     python3 dev/cuda/compare_greedy.py "$OUT/greedy_tp1.jsonl" "$OUT/greedy_$layout.jsonl" \
       > "$OUT/greedy_compare_$layout.txt"
     summary_rows+=("greedy $layout vs tp1 (rc $?):")
     while read -r line; do summary_rows+=("  $line"); done < "$OUT/greedy_compare_$layout.txt"
   done
-  step "collectives_tp$n" 240 "$inflight" bench collectives --ranks "$n" --device cuda \
+  # The transport NCCL chose in the network layouts (its INFO lines).
+  grep -shoE 'via NET/[A-Za-z]+' "$OUT"/logs/greedy_net_*.log | sort | uniq -c
+  perf_step "collectives_tp$n" 240 "$inflight" bench collectives --ranks "$n" --device cuda \
     --result-json "$OUT/collectives_tp$n.json"
-  sed -n '/all-reduce on/,$p' "$OUT/logs/collectives_tp$n.log"
+  [[ -f "$OUT/logs/collectives_tp$n.log" ]] && sed -n '/all-reduce on/,$p' "$OUT/logs/collectives_tp$n.log"
   for layout in "${layouts[@]}"; do
-    step "b1_$layout" 240 "$inflight" bench latency "${common[@]}" ${split[$layout]} \
+    # shellcheck disable=SC2046  # the layout's words
+    perf_step "b1_$layout" 240 $(layout_env "$layout") "$inflight" bench latency "${common[@]}" \
+      $(layout_split "$layout") \
       --batch-size 1 --input-len 128 --output-len 128 --num-iters 5 --num-iters-warmup 2 \
       --kv-cache-memory 0.5 --result-json "$OUT/latency_b1_$layout.json"
-    grep -E 'Median decode step' "$OUT/logs/b1_$layout.log" | sed "s|^|b1_$layout: |"
+    grep -sE 'Median decode step' "$OUT/logs/b1_$layout.log" | sed "s|^|b1_$layout: |"
   done
-  for layout in ${PAR_OFFLINE-tp$n}; do
-    step "o128_$layout" 300 "$inflight" bench offline "${common[@]}" ${split[$layout]} \
+  for layout in ${PAR_OFFLINE-${layouts[*]:1}}; do
+    # shellcheck disable=SC2046  # the layout's words
+    perf_step "o128_$layout" 300 $(layout_env "$layout") "$inflight" bench offline "${common[@]}" \
+      $(layout_split "$layout") \
       --num-prompts "${PROMPTS_128:-4096}" --input-len 128 --output-len 128 \
       --result-json "$OUT/offline_128_128_$layout.json"
-    grep -E 'Output token throughput|Device idle' "$OUT/logs/o128_$layout.log" \
+    grep -sE 'Output token throughput|Device idle' "$OUT/logs/o128_$layout.log" \
       | sed "s|^|o128_$layout: |"
   done
   rm -f "$vocab"
