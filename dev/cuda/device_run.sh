@@ -251,7 +251,8 @@ run_startup() {
 # through NCCL's network transport, as between nodes.
 layout_env() {
   [[ "$1" == net_* ]] && echo env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \
-    INFLIGHT_ONE_SHOT_ALL_REDUCE_MAX=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET
+    INFLIGHT_ONE_SHOT_ALL_REDUCE_MAX=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+    "NCCL_DEBUG_FILE=$OUT/logs/nccl_$1.%p.log"
 }
 layout_split() {
   local t=1 p=1
@@ -288,7 +289,7 @@ run_parallel() {
     while read -r line; do summary_rows+=("  $line"); done < "$OUT/greedy_compare_$layout.txt"
   done
   # The transport NCCL chose in the network layouts (its INFO lines).
-  grep -shoE 'via NET/[A-Za-z]+' "$OUT"/logs/greedy_net_*.log | sort | uniq -c
+  grep -shoE 'via NET/[A-Za-z]+' "$OUT"/logs/nccl_net_*.log | sort | uniq -c
   perf_step "collectives_tp$n" 240 "$inflight" bench collectives --ranks "$n" --device cuda \
     --result-json "$OUT/collectives_tp$n.json"
   [[ -f "$OUT/logs/collectives_tp$n.log" ]] && sed -n '/all-reduce on/,$p' "$OUT/logs/collectives_tp$n.log"
