@@ -84,10 +84,13 @@ ncclDataType_t nccl_type(DType dtype) {
 }
 
 // All-reduces of up to this many bytes take the one-shot kernel where the ranks share memory
-// (INFLIGHT_ONE_SHOT_ALL_REDUCE_MAX; 0: NCCL only).
-int64_t one_shot_max_bytes() {
+// (INFLIGHT_ONE_SHOT_ALL_REDUCE_MAX; 0: NCCL only). Each rank reads every peer's whole buffer,
+// so the one-shot's cost grows with size - 1 while NCCL's ring/tree does not: by default 2 MiB /
+// size, where it stopped winning on H100s over NVLink (2 ranks: ahead through 1 MiB; 4 ranks:
+// through 512 KiB, behind at 1 MiB; bench/results/collectives-allreduce-tp*.json).
+int64_t one_shot_max_bytes(int size) {
   const char* v = std::getenv("INFLIGHT_ONE_SHOT_ALL_REDUCE_MAX");
-  return v != nullptr && *v != '\0' ? std::atoll(v) : int64_t{1} << 20;
+  return v != nullptr && *v != '\0' ? std::atoll(v) : (int64_t{2} << 20) / size;
 }
 
 class NcclCommunicator final : public Communicator {
@@ -95,7 +98,7 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(int device, std::function<cudaStream_t()> stream, int rank, int size,
                    ncclComm_t comm)
       : stream_(std::move(stream)), rank_(rank), size_(size), comm_(comm) {
-    const int64_t max_bytes = one_shot_max_bytes();
+    const int64_t max_bytes = one_shot_max_bytes(size);
     if (size_ > 1 && max_bytes >= 16) {
       one_shot_ = OneShotAllReduce::create(
           device, rank, size, max_bytes / 16 * 16,
