@@ -75,6 +75,7 @@ struct EngineArgs {
   int32_t max_model_len = 0;
   int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
   int32_t max_num_batched_tokens = EngineConfig{}.max_num_batched_tokens;
+  double schedule_conservativeness = EngineConfig{}.schedule_conservativeness;
   std::string percentiles = "50,90,99";
   std::string result_json;
 };
@@ -136,6 +137,9 @@ void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, 
       ->capture_default_str();
   app.add_option("--max-num-batched-tokens", g_engine.max_num_batched_tokens,
                  "Engine: tokens per step (0: 8192 on a GPU, 2048 on the CPU)")
+      ->capture_default_str();
+  app.add_option("--schedule-conservativeness", g_engine.schedule_conservativeness,
+                 "Engine: KV room admission keeps for running requests' growth (0: none)")
       ->capture_default_str();
   app.add_option("--percentiles", g_engine.percentiles, "Percentiles to report")
       ->capture_default_str();
@@ -335,6 +339,7 @@ EngineSetupOptions engine_options() {
   e.config.max_model_len = g_engine.max_model_len;
   e.config.max_num_seqs = g_engine.max_num_seqs;
   e.config.max_num_batched_tokens = g_engine.max_num_batched_tokens;
+  e.config.schedule_conservativeness = g_engine.schedule_conservativeness;
   return e;
 }
 

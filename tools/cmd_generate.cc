@@ -45,6 +45,7 @@ struct Options {
   std::optional<uint64_t> seed;
   int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
   int32_t max_num_batched_tokens = EngineConfig{}.max_num_batched_tokens;
+  double schedule_conservativeness = EngineConfig{}.schedule_conservativeness;
   int32_t block_size = EngineConfig{}.block_size;
   std::string kv_cache_memory = "auto";
   int32_t max_model_len = 0;
@@ -84,6 +85,7 @@ std::unique_ptr<Engine> start_engine() {
   EngineConfig config;
   config.max_num_seqs = opts.max_num_seqs;
   config.max_num_batched_tokens = opts.max_num_batched_tokens;
+  config.schedule_conservativeness = opts.schedule_conservativeness;
   config.block_size = opts.block_size;
   config.max_model_len = opts.max_model_len;
   if (const Status s = parse_kv_cache_memory(opts.kv_cache_memory, config); !s.ok()) {
@@ -343,6 +345,8 @@ void setup(CLI::App& app) {
                  "Most sequences per step (0: from the memory plan)");
   app.add_option("--max-num-batched-tokens", opts.max_num_batched_tokens,
                  "Most tokens per step (0: 8192 on a GPU, 2048 on the CPU)");
+  app.add_option("--schedule-conservativeness", opts.schedule_conservativeness,
+                 "KV room admission keeps for running requests' growth (0: none)");
   app.add_option("--block-size", opts.block_size, "Tokens per KV block");
   app.add_option("--kv-cache-memory", opts.kv_cache_memory,
                  "KV cache: auto, bytes (512MiB, 2G) or a fraction (0.9) of the memory free after "

@@ -69,6 +69,7 @@ struct Options {
   int32_t max_model_len = 0;
   int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
   int32_t max_num_batched_tokens = EngineConfig{}.max_num_batched_tokens;
+  double schedule_conservativeness = EngineConfig{}.schedule_conservativeness;
   int32_t block_size = EngineConfig{}.block_size;
   int32_t max_logprobs = EngineConfig{}.max_logprobs;
   bool disable_prefix_caching = false;
@@ -141,6 +142,7 @@ std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path)
   config.max_model_len = opts.max_model_len;
   config.max_num_seqs = opts.max_num_seqs;
   config.max_num_batched_tokens = opts.max_num_batched_tokens;
+  config.schedule_conservativeness = opts.schedule_conservativeness;
   config.block_size = opts.block_size;
   if (const Status s = parse_kv_cache_memory(opts.kv_cache_memory, config); !s.ok()) {
     INFLIGHT_THROW(ErrorCode::kInvalidArgument, "--kv-cache-memory: {}", s.message());
@@ -213,6 +215,10 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--max-num-batched-tokens", opts.max_num_batched_tokens,
                  "Most tokens per engine step (0: 8192 on a GPU, 2048 on the CPU)")
+      ->capture_default_str();
+  app.add_option("--schedule-conservativeness", opts.schedule_conservativeness,
+                 "KV room admission keeps for running requests' growth: 1 = the adaptive "
+                 "estimate, larger = more, 0 = admit while blocks are free")
       ->capture_default_str();
   app.add_option("--kv-cache-memory", opts.kv_cache_memory,
                  "KV cache size: auto (0.9 on CUDA, 512MiB on the CPU), bytes (512MiB, 2G) or a "
@@ -356,10 +362,9 @@ int run() {
     const int port = opts.grpc_port > 0 ? opts.grpc_port : http_port == 0 ? 0 : http_port + 1;
     INFLIGHT_CHECK_CODE(port <= 65535, ErrorCode::kInvalidArgument,
                         "--port {} leaves no port for gRPC above it: give --grpc-port", http_port);
-    grpc.emplace(
-        server::GrpcServerConfig{opts.server.http.host, port, opts.server.options.api_key,
-                                 opts.server.http.max_body_bytes},
-        server.frontend());
+    grpc.emplace(server::GrpcServerConfig{opts.server.http.host, port, opts.server.options.api_key,
+                                          opts.server.http.max_body_bytes},
+                 server.frontend());
     grpc->start();
     // The HTTP drain and the gRPC one run side by side, with the same deadline.
     server.on_stop(

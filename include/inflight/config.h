@@ -49,6 +49,12 @@ struct EngineConfig {
   // Most tokens one sequence computes per step (keeps decodes flowing beside long prompts);
   // 0 = no per-sequence cap.
   int32_t long_prefill_token_threshold = 0;
+  // How much of the running sequences' remaining max_tokens admission keeps KV blocks free for
+  // (the rule in engine/scheduler.cc): 1 = the default estimate, which starts at 70%, decays
+  // towards 10% while nothing is preempted and returns to 100% after a preemption; scaled by
+  // this factor (as SGLang's --schedule-conservativeness). 0 = optimistic admission (vLLM's:
+  // admit while blocks are free, preempt and recompute when they run out). >= 0.
+  double schedule_conservativeness = 1.0;
 
   // ---- outputs ---------------------------------------------------------------------------
   // Upper bound on SamplingParams::logprobs.

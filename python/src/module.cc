@@ -131,6 +131,7 @@ void bind_params(nb::module_& m) {
       .def_rw("max_num_batched_tokens", &EngineConfig::max_num_batched_tokens)
       .def_rw("enable_chunked_prefill", &EngineConfig::enable_chunked_prefill)
       .def_rw("long_prefill_token_threshold", &EngineConfig::long_prefill_token_threshold)
+      .def_rw("schedule_conservativeness", &EngineConfig::schedule_conservativeness)
       .def_rw("max_logprobs", &EngineConfig::max_logprobs)
       .def_rw("device_sampling", &EngineConfig::device_sampling)
       .def("set_kv_cache_memory", [](EngineConfig& c, const std::string& text) {

@@ -48,6 +48,10 @@ Status EngineConfig::validate() const {
     return invalid(fmt::format("max_num_batched_tokens must be >= 0 (0 = automatic), got {}",
                                max_num_batched_tokens));
   }
+  if (!(schedule_conservativeness >= 0) || !std::isfinite(schedule_conservativeness)) {
+    return invalid(fmt::format("schedule_conservativeness must be a finite number >= 0, got {}",
+                               schedule_conservativeness));
+  }
   if (long_prefill_token_threshold < 0) {
     return invalid(fmt::format("long_prefill_token_threshold must be >= 0, got {}",
                                long_prefill_token_threshold));

@@ -19,23 +19,53 @@
 // Admission never accepts a request that could not run alone in the whole cache, so the
 // preemption loop always ends with the first running sequence making progress.
 //
+// Admission also leaves room for growth. Each running sequence is expected to still generate
+// growth_ratio x its remaining max_tokens (at most kMaxGrowthEstimate of them: a request without
+// max_tokens may run to max_model_len, few do); a waiting sequence is admitted only if its blocks
+// for the prompt and that much growth fit in the free blocks beyond those expected growths
+// (when nothing runs it is admitted regardless). The ratio starts at kInitialGrowthRatio and
+// decays each step towards kMinGrowthRatio (requests tend to stop early); a preemption shows
+// the estimate was too low and sets it to 1, so that no sequence is admitted that the running
+// ones will need room for: under long, fixed-length generations the engine settles where every
+// admitted sequence runs to the end without evicting another (the recomputation a preemption
+// costs is what this avoids), under chat traffic that stops early it admits close to the
+// optimistic limit. All three ratios are scaled by EngineConfig::schedule_conservativeness and
+// capped at 1; at 0 admission is optimistic (growth is left to preemption). This is SGLang's
+// new-token-ratio rule; TensorRT-LLM's GUARANTEED_NO_EVICT is the ratio fixed at 1, unclipped.
+//
 // A sequence whose prompt logprobs are wanted needs a logits row per prompt position: such rows
 // come from their own budget of kMaxPromptLogprobRows per step (the runner reserves that many
 // rows beyond max_num_seqs), and a prefill chunk is cut to the rows it gets.
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 #include "core/check.h"
 
 namespace inflight {
 
+namespace {
+
+constexpr double kInitialGrowthRatio = 0.7;
+constexpr double kMinGrowthRatio = 0.1;
+constexpr double kGrowthRatioDecaySteps = 600;  // from the initial ratio to the least
+constexpr int32_t kMaxGrowthEstimate = 4096;    // tokens
+
+}  // namespace
+
 bool Scheduler::Before::operator()(const Sequence* a, const Sequence* b) const {
   return std::tie(a->priority, a->arrival, a->id) < std::tie(b->priority, b->arrival, b->id);
 }
 
-Scheduler::Scheduler(const EngineConfig& config, KvBlockManager& kv) : config_(config), kv_(kv) {
+Scheduler::Scheduler(const EngineConfig& config, KvBlockManager& kv)
+    : config_(config),
+      kv_(kv),
+      max_growth_ratio_(std::min(1.0, config.schedule_conservativeness)),
+      min_growth_ratio_(std::min(1.0, kMinGrowthRatio * config.schedule_conservativeness)),
+      growth_ratio_(std::min(1.0, kInitialGrowthRatio * config.schedule_conservativeness)),
+      growth_ratio_decay_((growth_ratio_ - min_growth_ratio_) / kGrowthRatioDecaySteps) {
   INFLIGHT_CHECK(config_.max_model_len > 0, "scheduler needs a resolved max_model_len");
   INFLIGHT_CHECK(config_.max_num_seqs > 0 && config_.max_num_batched_tokens > 0,
                  "scheduler limits must be positive");
@@ -98,9 +128,31 @@ int32_t Scheduler::fit_prompt_rows(const Sequence& seq, int32_t num_new, Schedul
   return num_new;
 }
 
+int64_t Scheduler::expected_blocks(const Sequence& seq) const {
+  const int32_t left =
+      seq.max_num_tokens > 0 ? seq.max_num_tokens - seq.num_tokens() : kMaxGrowthEstimate;
+  const auto growth = static_cast<int64_t>(
+      std::ceil(growth_ratio_ * std::min(std::max(left, 0), kMaxGrowthEstimate)));
+  // Before its fork a sequence's full blocks are shared by its choices; each grows on its own
+  // from the partial last block (with one choice: blocks_for(num_tokens + growth)).
+  const int32_t full = seq.num_tokens() / kv_.block_size();
+  return full + int64_t{seq.num_choices} *
+                    kv_.blocks_for(seq.num_tokens() - full * kv_.block_size() + growth);
+}
+
+int64_t Scheduler::expected_growth_blocks() const {
+  int64_t blocks = 0;
+  for (const Sequence* seq : running_) {
+    blocks +=
+        std::max<int64_t>(0, expected_blocks(*seq) - static_cast<int64_t>(seq->block_table.size()));
+  }
+  return blocks;
+}
+
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
   prompt_rows_ = 0;
+  growth_ratio_ = std::max(min_growth_ratio_, growth_ratio_ - growth_ratio_decay_);
   int32_t budget = config_.max_num_batched_tokens;
   schedule_running(out, budget);
   if (out.preempted.empty()) schedule_waiting(out, budget);
@@ -142,6 +194,9 @@ void Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
 }
 
 void Scheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget) {
+  // Blocks free beyond the running sequences' expected growth; may be negative.
+  const bool reserve = max_growth_ratio_ > 0;
+  int64_t headroom = reserve ? kv_.num_free_blocks() - expected_growth_blocks() : 0;
   while (!waiting_.empty() && budget > 0) {
     Sequence& seq = **waiting_.begin();
     if (num_seats_ + seq.num_choices > config_.max_num_seqs) break;
@@ -151,6 +206,8 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget) {
     const int32_t num_cached = static_cast<int32_t>(cached.size()) * kv_.block_size();
     const int32_t num_left = seq.num_tokens() - num_cached;
     if (!config_.enable_chunked_prefill && num_left > budget) break;
+    const int64_t need = reserve ? expected_blocks(seq) - static_cast<int64_t>(cached.size()) : 0;
+    if (need > headroom && !running_.empty()) break;
     ScheduledSequence s{&seq};
     const int32_t num_new = fit_prompt_rows(seq, chunk(num_left, budget), s);
     if (num_new == 0 || !kv_.allocate(seq, num_cached + num_new, cached)) {
@@ -169,6 +226,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget) {
       num_prefix_hits_ += static_cast<uint64_t>(num_cached);
     }
     insert_running(&seq);
+    headroom -= need;
     s.num_new_tokens = num_new;
     s.sample = num_cached + num_new == seq.num_tokens();
     out.scheduled.push_back(s);
@@ -187,6 +245,7 @@ void Scheduler::preempt(Sequence& seq, SchedulerOutput& out) {
   seq.status = SequenceStatus::kWaiting;
   ++seq.num_preemptions;
   ++num_preemptions_;
+  growth_ratio_ = max_growth_ratio_;  // admission underestimated what the running ones needed
   waiting_.insert(&seq);
   out.preempted.push_back(&seq);
 }

@@ -71,6 +71,7 @@ class Scheduler {
   uint64_t num_preemptions() const { return num_preemptions_; }
   uint64_t num_prefix_queries() const { return num_prefix_queries_; }  // tokens looked up
   uint64_t num_prefix_hits() const { return num_prefix_hits_; }        // tokens found
+  double growth_ratio() const { return growth_ratio_; }  // admission's estimate (scheduler.cc)
 
   KvBlockManager& kv() { return kv_; }
 
@@ -89,6 +90,11 @@ class Scheduler {
   void schedule_running(SchedulerOutput& out, int32_t& budget);
   void schedule_waiting(SchedulerOutput& out, int32_t& budget);
   void preempt(Sequence& seq, SchedulerOutput& out);
+  // Blocks `seq` is expected to hold in the end: its tokens and its expected growth
+  // (growth_ratio_; the rule in scheduler.cc), for each of its choices.
+  int64_t expected_blocks(const Sequence& seq) const;
+  // Blocks the running sequences are expected to take beyond those they hold.
+  int64_t expected_growth_blocks() const;
   // Caps `num_new` tokens of `seq` from num_computed_tokens so that its prompt logprob rows fit
   // what is left of this step's kMaxPromptLogprobRows; records the rows in `s`. May return 0.
   int32_t fit_prompt_rows(const Sequence& seq, int32_t num_new, ScheduledSequence& s);
@@ -100,6 +106,12 @@ class Scheduler {
   std::set<Sequence*, Before> waiting_;  // sorted by Before
   int32_t num_seats_ = 0;                // sum of num_choices over running_
   int32_t prompt_rows_ = 0;              // prompt logprob rows taken in the step being built
+  // Admission's expected share of remaining max_tokens (scheduler.cc): after a preemption, at
+  // least, now, and the decrease per step.
+  const double max_growth_ratio_;
+  const double min_growth_ratio_;
+  double growth_ratio_;
+  const double growth_ratio_decay_;
   uint64_t num_preemptions_ = 0;
   uint64_t num_prefix_queries_ = 0;
   uint64_t num_prefix_hits_ = 0;

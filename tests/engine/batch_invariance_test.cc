@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "engine_harness.h"
 #include "test_data.h"
@@ -127,6 +127,7 @@ TEST_P(SmolLmBatchInvariance, ChunkedPrefillWithForcedPreemption) {
   c.num_kv_blocks = 16;             // 32 tokens of KV for ~1000 tokens of requests
   c.max_num_batched_tokens = 20;    // prompts are split over steps
   c.enable_prefix_caching = false;  // recomputation after preemption is full
+  c.schedule_conservativeness = 0;  // optimistic admission: every request runs out of blocks
   auto engine = start(c);
   expect_matches_alone(run_all(*engine, *requests_), "chunked + preempted");
   const EngineStats s = engine->stats();

@@ -8,11 +8,14 @@
 namespace inflight {
 namespace {
 
-EngineConfig make_config(int32_t budget, int32_t max_seqs) {
+// Most tests pin the base rule (budgets, seats, chunks, preemption) under optimistic admission
+// (schedule_conservativeness 0); the growth reservation has its own tests at the end.
+EngineConfig make_config(int32_t budget, int32_t max_seqs, double conservativeness = 0) {
   EngineConfig c;
   c.max_num_batched_tokens = budget;
   c.max_num_seqs = max_seqs;
   c.max_model_len = 4096;
+  c.schedule_conservativeness = conservativeness;
   return c;
 }
 
@@ -25,8 +28,8 @@ class SchedulerTest : public ::testing::Test {
   }
 
   // Distinct prompts unless first_token is given (equal prompts share cached blocks).
-  Sequence* make(int32_t prompt_len, int32_t priority = 0, int32_t first_token = -1,
-                 int32_t n = 1) {
+  Sequence* make(int32_t prompt_len, int32_t priority = 0, int32_t first_token = -1, int32_t n = 1,
+                 int32_t max_tokens = 4096 - 64) {
     if (first_token < 0) first_token = static_cast<int32_t>(next_id_) * 1000;
     auto s = std::make_unique<Sequence>();
     s->id = next_id_++;
@@ -37,7 +40,7 @@ class SchedulerTest : public ::testing::Test {
     s->token_ids.resize(static_cast<size_t>(prompt_len));
     std::iota(s->token_ids.begin(), s->token_ids.end(), first_token);
     s->num_prompt_tokens = prompt_len;
-    s->max_num_tokens = 4096;
+    s->max_num_tokens = prompt_len + max_tokens;
     seqs_.push_back(std::move(s));
     return seqs_.back().get();
   }
@@ -46,6 +49,27 @@ class SchedulerTest : public ::testing::Test {
     Sequence* s = make(prompt_len, priority, first_token);
     sched_->add(s);
     return s;
+  }
+
+  // Runs `count` requests of `prompt_len` + exactly `max_tokens` generated (as with ignore_eos)
+  // to the end; returns the preemptions it took.
+  uint64_t run_fixed_length(int count, int32_t prompt_len, int32_t max_tokens) {
+    std::vector<Sequence*> live;
+    for (int i = 0; i < count; ++i) {
+      live.push_back(make(prompt_len, 0, -1, 1, max_tokens));
+      sched_->add(live.back());
+    }
+    for (int guard = 0; !live.empty(); ++guard) {
+      EXPECT_LT(guard, 100000) << "no progress";
+      if (guard >= 100000) break;
+      step();
+      std::erase_if(live, [&](Sequence* s) {
+        if (s->num_tokens() < s->max_num_tokens) return false;
+        sched_->finish(*s);
+        return true;
+      });
+    }
+    return sched_->num_preemptions();
   }
 
   // One step: schedule, "run", append a token to every sequence that samples.
@@ -297,6 +321,59 @@ TEST_F(SchedulerTest, FinishFreesBlocksAtOnce) {
   sched_->finish(*b);
   EXPECT_FALSE(sched_->has_unfinished());
   EXPECT_EQ(kv_->num_free_blocks(), 8);
+}
+
+TEST_F(SchedulerTest, AdmissionKeepsRoomForTheRunningSequencesExpectedGrowth) {
+  // 16 blocks of 4. Each request: 8 prompt tokens + up to 40 more; the first estimate expects
+  // 70% of them: 8 + 28 = 36 tokens = 9 blocks.
+  init(make_config(100, 8, /*conservativeness=*/1), 16, 4);
+  EXPECT_DOUBLE_EQ(sched_->growth_ratio(), 0.7);
+  Sequence* a = make(8, 0, -1, 1, 40);
+  Sequence* b = make(8, 0, -1, 1, 40);
+  sched_->add(a);
+  sched_->add(b);
+  auto out = step();
+  // a holds 2 blocks and expects 7 more: 7 free beyond that, fewer than b's 9.
+  ASSERT_EQ(out.scheduled.size(), 1u);
+  EXPECT_EQ(out.scheduled[0].seq, a);
+  EXPECT_EQ(b->status, SequenceStatus::kWaiting);
+  sched_->finish(*a);
+  out = step();
+  EXPECT_EQ(new_tokens_of(out, b), 8);  // alone: admitted
+}
+
+TEST_F(SchedulerTest, OptimisticAdmissionTakesWhatIsFree) {
+  init(make_config(100, 8, /*conservativeness=*/0), 16, 4);
+  EXPECT_DOUBLE_EQ(sched_->growth_ratio(), 0);
+  Sequence* a = make(8, 0, -1, 1, 40);
+  Sequence* b = make(8, 0, -1, 1, 40);
+  sched_->add(a);
+  sched_->add(b);
+  auto out = step();
+  EXPECT_EQ(out.scheduled.size(), 2u);
+}
+
+TEST_F(SchedulerTest, TheGrowthEstimateDecaysAndAPreemptionRaisesItToOne) {
+  init(make_config(100, 8, /*conservativeness=*/1), 64, 4);
+  for (int i = 0; i < 700; ++i) sched_->schedule();
+  EXPECT_NEAR(sched_->growth_ratio(), 0.1, 1e-9);  // decayed to the least
+  // Two requests that each outgrow half the cache: the second is admitted on the low
+  // estimate, then one of them must be preempted.
+  EXPECT_GT(run_fixed_length(2, 8, 128), 0u);
+  EXPECT_GT(sched_->growth_ratio(), 0.95);
+}
+
+TEST_F(SchedulerTest, FixedLengthGenerationsPreemptLessWithTheGrowthReservation) {
+  // 32 blocks of 4 = 128 tokens; 12 requests of 8 + 32 tokens (10 blocks each at the end):
+  // at most 3 fit at once. Optimistic admission starts 12 and preempts over and over;
+  // the reservation admits about as many as will fit.
+  init(make_config(100, 16, /*conservativeness=*/0), 32, 4);
+  const uint64_t optimistic = run_fixed_length(12, 8, 32);
+  seqs_.clear();
+  init(make_config(100, 16, /*conservativeness=*/1), 32, 4);
+  const uint64_t reserved = run_fixed_length(12, 8, 32);
+  EXPECT_GT(optimistic, 12u);
+  EXPECT_LT(reserved * 4, optimistic) << "optimistic " << optimistic << ", reserved " << reserved;
 }
 
 }  // namespace

@@ -218,6 +218,7 @@ TEST(TensorParallelEngine, GreedyContinuationsMatchOneRank) {
       config.max_num_seqs = 4;
       config.max_num_batched_tokens = 16;  // prompts in chunks
       config.num_kv_blocks = k.kv_blocks;
+      config.schedule_conservativeness = 0;  // optimistic admission: 4 blocks must preempt
       // Every rank builds its shard; rank 0 runs the engine, the others its steps.
       std::shared_ptr<Backend> backend = make_backend("cpu");
       const World::Groups groups = world().make_groups(*backend, layout.tp);
