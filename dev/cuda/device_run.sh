@@ -201,7 +201,7 @@ run_perf() {
   local f
   for f in "$OUT"/logs/{roofline,b1,prefill,idle,o128,o2048,o1000,ttft}.log; do
     [[ -f "$f" ]] || continue
-    grep -E 'Copy bandwidth|Matrix rate|Decode floor|Prefill floor|Median decode step|Median TTFT|Output token throughput|Device idle|Elapsed time|Failed requests|TTFT \(ms\)' "$f" \
+    grep -E 'Copy bandwidth|Matrix rate|Decode floor|Prefill floor|Median decode step|Median TTFT|Output token throughput|Device idle|Preemptions|Elapsed time|Failed requests|TTFT \(ms\)' "$f" \
       | sed "s|^|$(basename "$f" .log): |"
   done
 }

@@ -57,6 +57,7 @@ OfflineBenchResult run_offline_bench(const OfflineBenchOptions& o) {
   const auto traces = run_all(engine, std::move(requests));
   const EngineStats stats_after = engine.stats();
   r.device = device_time_between(stats_before, stats_after);
+  r.preemptions = stats_after.num_preemptions - stats_before.num_preemptions;
   r.grammar_masks = stats_after.num_grammar_masks - stats_before.num_grammar_masks;
   r.grammar_mask_seconds = stats_after.grammar_mask_seconds - stats_before.grammar_mask_seconds;
   TimePoint end = start;
@@ -103,6 +104,7 @@ void print_offline_table(std::FILE* out, const OfflineBenchResult& r) {
   row("Mean TTFT (ms):", fmt::format("{:.2f}", r.ttft_ms.mean));
   row("Mean E2EL (ms):", fmt::format("{:.2f}", r.e2el_ms.mean));
   row("Model load time (s):", fmt::format("{:.2f}", r.load_seconds));
+  row("Preemptions:", fmt::format("{}", r.preemptions));
   if (r.grammar_masks > 0) {
     row("Token masks filled:", fmt::format("{}", r.grammar_masks));
     row("Mask time per token (us):",
@@ -147,6 +149,7 @@ nlohmann::json offline_result_json(const OfflineBenchResult& r, const OfflineBen
   add_summary_fields(j, "ttft", r.ttft_ms);
   add_summary_fields(j, "e2el", r.e2el_ms);
   add_device_time(j, r.device);
+  j["num_preemptions"] = r.preemptions;
   if (!o.json_schema.empty()) {
     j["structured_output"] = "json_schema";
     j["json_schema"] = o.json_schema;

@@ -52,6 +52,7 @@ struct OfflineBenchResult {
   Summary ttft_ms;             // enqueue -> first token, per request
   Summary e2el_ms;             // enqueue -> finished, per request
   DeviceTime device;           // over the measured requests
+  uint64_t preemptions = 0;    // sequences preempted (and recomputed) while measuring
   uint64_t grammar_masks = 0;  // token masks filled while measuring
   double grammar_mask_seconds = 0.0;
 };
