@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "inflight/config.h"
 #include "inflight/output_stream.h"
@@ -52,6 +53,11 @@ class Engine {
   // This process's rank in the parallel job mpirun launched it into (0 outside one). Initialises
   // MPI there: call it on the main thread, before load() or run_worker().
   static int join_parallel_job();
+  // Outside mpirun: starts the tensor_parallel_size x pipeline_parallel_size - 1 other ranks of
+  // `source` as processes running `command` (program and arguments), each of which must call
+  // run_worker() with the same source; this process becomes rank 0 and then calls load().
+  // kUnsupported when MPI cannot start them (Open MPI's orted missing from PATH).
+  static Status start_workers(const ModelSource& source, const std::vector<std::string>& command);
 
   // Validates `config`, sizes and allocates the KV cache through `runner` and starts the loop.
   // `tokenizer` may be null: then prompts must be token ids, outputs carry no text and stop

@@ -12,7 +12,7 @@ import os
 import weakref
 from typing import Optional, Union
 
-from . import _inflight
+from . import _inflight, _parallel
 
 
 def default_model() -> str:
@@ -57,6 +57,7 @@ def start_engine(model: Optional[str] = None,
                  kv_cache_memory: Union[str, int, float] = "auto",
                  enable_prefix_caching: bool = True,
                  enable_chunked_prefill: bool = True,
+                 schedule_conservativeness: float = 1.0,
                  max_logprobs: int = 20,
                  quantization: Optional[str] = None,
                  kv_cache_dtype: str = "auto",
@@ -91,10 +92,6 @@ def start_engine(model: Optional[str] = None,
     source.kv_cache_dtype = _str_arg("kv_cache_dtype", kv_cache_dtype)
     source.tensor_parallel_size = _int_arg("tensor_parallel_size", tensor_parallel_size, 1)
     source.pipeline_parallel_size = _int_arg("pipeline_parallel_size", pipeline_parallel_size, 1)
-    if source.tensor_parallel_size * source.pipeline_parallel_size > 1:
-        raise NotImplementedError(
-            "tensor/pipeline parallelism runs one process per rank under mpirun: use "
-            "`mpirun -n N inflight serve --tensor-parallel-size N` (docs/deploy.md)")
 
     config = _inflight.EngineConfig()
     config.max_num_seqs = _int_arg("max_num_seqs", max_num_seqs, 0)
@@ -104,6 +101,13 @@ def start_engine(model: Optional[str] = None,
     config.max_logprobs = _int_arg("max_logprobs", max_logprobs, 0)
     config.enable_prefix_caching = bool(enable_prefix_caching)
     config.enable_chunked_prefill = bool(enable_chunked_prefill)
+    if isinstance(schedule_conservativeness, bool) or not isinstance(schedule_conservativeness,
+                                                                     (int, float)):
+        raise TypeError("schedule_conservativeness: expected a number >= 0, got "
+                        f"{type(schedule_conservativeness).__name__}")
+    if not schedule_conservativeness >= 0:
+        raise ValueError(f"schedule_conservativeness must be >= 0, got {schedule_conservativeness}")
+    config.schedule_conservativeness = float(schedule_conservativeness)
     if isinstance(kv_cache_memory, bool) or not isinstance(kv_cache_memory, (str, int, float)):
         raise TypeError("kv_cache_memory: expected 'auto', bytes (int or '2GiB') or a fraction "
                         f"(0, 1], got {type(kv_cache_memory).__name__}")
@@ -115,6 +119,8 @@ def start_engine(model: Optional[str] = None,
         if os.path.exists(template):
             with open(template, encoding="utf-8") as f:
                 template = f.read()
+    if source.tensor_parallel_size * source.pipeline_parallel_size > 1:
+        _parallel.start_ranks(source)  # rank 0 returns; other ranks under mpirun end here
     core = _inflight.Engine(source, config, template)
     return core
 

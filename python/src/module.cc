@@ -310,6 +310,26 @@ NB_MODULE(_inflight, m) {
   bind_outputs(m);
   bind_engine(m);
   m.def("default_model_path", &find_default_model);
+  // Parallel jobs (inflight/_parallel.py): the other ranks started by this process, or joined
+  // under mpirun; a rank other than 0 runs its shard's steps until rank 0's engine goes.
+  m.def(
+      "start_workers",
+      [](const ModelSource& source, const std::vector<std::string>& command) {
+        nb::gil_scoped_release release;
+        throw_if_error(Engine::start_workers(source, command), "cannot start the worker ranks");
+      },
+      "source"_a, "command"_a);
+  m.def("join_parallel_job", [] {
+    nb::gil_scoped_release release;
+    return Engine::join_parallel_job();
+  });
+  m.def(
+      "run_worker",
+      [](const ModelSource& source) {
+        nb::gil_scoped_release release;
+        throw_if_error(Engine::run_worker(source));
+      },
+      "source"_a);
   m.def(
       "parse_tool_calls",
       [](const std::string& parser, const std::string& text) {

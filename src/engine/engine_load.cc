@@ -90,6 +90,9 @@ LoadedShard load_shard(const ModelSource& source, bool with_tokenizer) {
                       "...`, or let `inflight serve` start them)",
                       source.tensor_parallel_size, source.pipeline_parallel_size, ranks,
                       world.size(), ranks);
+  INFLIGHT_CHECK_CODE(!world.ended(), ErrorCode::kInvalidArgument,
+                      "this process's parallel job has ended (its other ranks stopped with the "
+                      "engine before this one): one parallel job per process");
   std::shared_ptr<Backend> backend = make_backend(rank_device(source, world));
   const World::Groups groups = world.make_groups(*backend, source.tensor_parallel_size);
   const ModelParallelism parallel{groups.tp.get(), groups.pp.get()};
@@ -169,6 +172,15 @@ Status Engine::run_worker(const ModelSource& source) {
 
 int Engine::join_parallel_job() {
   return World::get().rank();
+}
+
+Status Engine::start_workers(const ModelSource& source, const std::vector<std::string>& command) {
+  try {
+    World::spawn_workers(source.tensor_parallel_size * source.pipeline_parallel_size, command);
+    return Status();
+  } catch (const std::exception& e) {
+    return status_from(e);
+  }
 }
 
 }  // namespace inflight

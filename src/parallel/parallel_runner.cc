@@ -32,6 +32,7 @@ ParallelRunner::ParallelRunner(std::unique_ptr<DeviceRunner> local, World& world
 
 ParallelRunner::~ParallelRunner() {
   world_.send_to_all(encode(RunnerCommand::kStop));
+  world_.end();
 }
 
 void ParallelRunner::reserve_workspace(int32_t max_num_batched_tokens, int32_t max_num_seqs) {

@@ -2,10 +2,14 @@
 
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/check.h"
 #include "core/logging.h"
@@ -15,6 +19,10 @@ namespace inflight {
 namespace {
 
 constexpr int kControlTag = 7001;
+
+// The job's communicator: MPI_COMM_WORLD under mpirun; for a job that World::spawn_workers
+// started, the spawning process (rank 0) and its workers merged into one.
+MPI_Comm g_job = MPI_COMM_WORLD;
 
 const char* env(const char* name) {
   const char* v = std::getenv(name);
@@ -33,6 +41,51 @@ void finalize_mpi() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
+}
+
+// World::spawn_workers' request, read once by the World it constructs.
+struct SpawnRequest {
+  int ranks = 1;
+  std::vector<std::string> command;
+};
+std::optional<SpawnRequest>& pending_spawn() {
+  static std::optional<SpawnRequest> request;
+  return request;
+}
+
+// Starts request.ranks - 1 processes running `command` and makes them, with this process as
+// rank 0, the job. A failure is an error here, not the end of this process.
+void spawn(const SpawnRequest& request) {
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+  std::vector<std::string> args(request.command.begin() + 1, request.command.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  // As `inflight serve` runs mpirun: more ranks than cores allowed, no pinning to one core.
+  MPI_Info_set(info, "map_by", "slot:OVERSUBSCRIBE");
+  MPI_Info_set(info, "bind_to", "none");
+  const int workers = request.ranks - 1;
+  std::vector<int> codes(static_cast<size_t>(workers), MPI_SUCCESS);
+  MPI_Comm inter;
+  const int rc = MPI_Comm_spawn(request.command[0].c_str(), argv.data(), workers, info, 0,
+                                MPI_COMM_SELF, &inter, codes.data());
+  MPI_Info_free(&info);
+  for (int code : codes) {
+    if (rc == MPI_SUCCESS && code != MPI_SUCCESS) check_mpi(code, "MPI_Comm_spawn (a worker)");
+  }
+  if (rc != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    INFLIGHT_THROW(ErrorCode::kUnsupported,
+                   "could not start {} worker processes ({}): {}; Open MPI's orted must be on "
+                   "PATH (openmpi-bin)",
+                   workers, request.command[0], std::string(text, len));
+  }
+  check_mpi(MPI_Intercomm_merge(inter, /*high=*/0, &g_job), "MPI_Intercomm_merge");
+  MPI_Comm_free(&inter);
 }
 
 }  // namespace
@@ -57,7 +110,27 @@ int World::environment_size() {
 }
 
 World& World::get() {
-  static World world(launched_by_mpi());
+  static World world(launched_by_mpi() || pending_spawn().has_value());
+  return world;
+}
+
+World& World::spawn_workers(int ranks, std::vector<std::string> command) {
+  INFLIGHT_CHECK_CODE(!pending_spawn(), ErrorCode::kInvalidArgument,
+                      "this process has already started a parallel job (one per process): run "
+                      "another in a new process");
+  INFLIGHT_CHECK_CODE(!launched_by_mpi(), ErrorCode::kInvalidArgument,
+                      "this process is a rank of an mpirun job: its ranks are already started");
+  INFLIGHT_CHECK_CODE(ranks >= 2 && !command.empty(), ErrorCode::kInvalidArgument,
+                      "spawning workers needs at least 2 ranks and a command");
+  if (::geteuid() == 0) {  // Open MPI refuses root unless told (inflight serve passes the flag)
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  }
+  pending_spawn() = SpawnRequest{ranks, std::move(command)};
+  World& world = get();
+  INFLIGHT_CHECK_CODE(world.size() == ranks, ErrorCode::kInvalidArgument,
+                      "this process already runs a parallel job of {} ranks; one per process",
+                      world.size());
   return world;
 }
 
@@ -75,24 +148,33 @@ World::World(bool use_mpi) {
   std::atexit(finalize_mpi);
   INFLIGHT_CHECK_CODE(provided >= MPI_THREAD_MULTIPLE, ErrorCode::kUnsupported,
                       "this MPI library does not support MPI_THREAD_MULTIPLE (level {})", provided);
+  if (pending_spawn()) {
+    spawn(*pending_spawn());
+  } else {
+    MPI_Comm parent;  // a worker of World::spawn_workers: join its spawner's job
+    MPI_Comm_get_parent(&parent);
+    if (parent != MPI_COMM_NULL) {
+      check_mpi(MPI_Intercomm_merge(parent, /*high=*/1, &g_job), "MPI_Intercomm_merge");
+    }
+  }
   mpi_ = true;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  MPI_Comm_rank(g_job, &rank_);
+  MPI_Comm_size(g_job, &size_);
   MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  MPI_Comm_split_type(g_job, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
   MPI_Comm_rank(node, &local_rank_);
   MPI_Comm_free(&node);
   // A failed call ends the job with MPI's message instead of returning an error code nobody
   // could act on with the other ranks waiting.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  MPI_Comm_set_errhandler(g_job, MPI_ERRORS_ARE_FATAL);
 }
 
 void World::send_to_all(const std::vector<uint8_t>& bytes) {
   INFLIGHT_CHECK(rank_ == 0, "only rank 0 sends control messages");
   for (int r = 1; r < size_; ++r) {
-    check_mpi(MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, r, kControlTag,
-                       MPI_COMM_WORLD),
-              "MPI_Send");
+    check_mpi(
+        MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, r, kControlTag, g_job),
+        "MPI_Send");
   }
 }
 
@@ -104,7 +186,7 @@ std::vector<uint8_t> World::receive_from_root() {
   int ready = 0;
   const auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
   while (true) {
-    check_mpi(MPI_Iprobe(0, kControlTag, MPI_COMM_WORLD, &ready, &status), "MPI_Iprobe");
+    check_mpi(MPI_Iprobe(0, kControlTag, g_job, &ready, &status), "MPI_Iprobe");
     if (ready) break;
     if (std::chrono::steady_clock::now() > spin_until) {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -113,21 +195,20 @@ std::vector<uint8_t> World::receive_from_root() {
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
   std::vector<uint8_t> bytes(static_cast<size_t>(count));
-  check_mpi(
-      MPI_Recv(bytes.data(), count, MPI_BYTE, 0, kControlTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-      "MPI_Recv");
+  check_mpi(MPI_Recv(bytes.data(), count, MPI_BYTE, 0, kControlTag, g_job, MPI_STATUS_IGNORE),
+            "MPI_Recv");
   return bytes;
 }
 
 int64_t World::min_over_ranks(int64_t value) {
   if (!mpi_) return value;
   int64_t out = value;
-  check_mpi(MPI_Allreduce(&value, &out, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&value, &out, 1, MPI_INT64_T, MPI_MIN, g_job), "MPI_Allreduce");
   return out;
 }
 
 void World::abort(int code) {
-  if (mpi_) MPI_Abort(MPI_COMM_WORLD, code);
+  if (mpi_) MPI_Abort(g_job, code);
   std::_Exit(code);
 }
 
@@ -145,7 +226,7 @@ World::Groups World::make_groups(Backend& backend, int tensor_parallel_size) {
 std::shared_ptr<Communicator> World::make_group(Backend& backend, int color, int key) {
   if (size_ == 1) return std::make_shared<SingleRankCommunicator>(backend);
   MPI_Comm group;
-  check_mpi(MPI_Comm_split(MPI_COMM_WORLD, color, key, &group), "MPI_Comm_split");
+  check_mpi(MPI_Comm_split(g_job, color, key, &group), "MPI_Comm_split");
   int rank = 0, size = 1;
   MPI_Comm_rank(group, &rank);
   MPI_Comm_size(group, &size);

@@ -6,11 +6,13 @@
 // other ranks what to do next: runner_messages.h) and bootstraps the device collectives (NCCL's
 // id goes from rank 0 to the others); the collectives of a step then run over NCCL between
 // GPUs, or over MPI itself between CPU processes (mpi_communicator.h). Outside mpirun the world
-// is this one process and MPI is never initialised.
+// is this one process and MPI is never initialised, unless the process starts its own workers
+// (spawn_workers: the Python LLM with tensor_parallel_size > 1).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/backend.h"
@@ -31,6 +33,10 @@ class World {
   static int environment_size();
   // A world of this one process, whatever launched it (MPI untouched).
   static World& single();
+  // Outside mpirun: starts `ranks` - 1 processes running `command` (program and arguments; each
+  // must join the job, World::get(), as a rank > 0 does under mpirun) with MPI_Comm_spawn, and
+  // returns the job they form with this process as rank 0. Call it before get(), once.
+  static World& spawn_workers(int ranks, std::vector<std::string> command);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -46,6 +52,10 @@ class World {
   int64_t min_over_ranks(int64_t value);
   // Ends every process of the job with `code` (MPI_Abort); a job of one process just exits.
   [[noreturn]] void abort(int code);
+  // Rank 0, once it has told the other ranks to stop: they are gone, the job cannot run another
+  // engine (one parallel job per process).
+  void end() { ended_ = true; }
+  bool ended() const { return ended_; }
 
   // This rank's groups in a job of tensor_parallel_size x (size() / tensor_parallel_size)
   // pipeline stages: rank g is tensor-parallel rank g % T of stage P - 1 - g / T (so rank 0,
@@ -66,6 +76,7 @@ class World {
   int size_ = 1;
   int local_rank_ = 0;
   bool mpi_ = false;
+  bool ended_ = false;
 };
 
 }  // namespace inflight

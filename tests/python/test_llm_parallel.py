@@ -1,0 +1,104 @@
+"""LLM(..., tensor_parallel_size=N) in a plain `python script.py`: the engine starts its other
+ranks itself (MPI_Comm_spawn, one process each), generates exactly what one process generates,
+and its ranks are gone when the script ends. Under `mpirun -np N python script.py` the same
+script runs as N ranks. CPU ranks; SmolLM2's 9 heads split 3 ways."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from package_env import LIMITS, MODEL, need_model
+
+PROMPTS = ["The capital of France is", "def fib(n):", "Tensor parallelism splits each layer"]
+
+SCRIPT = f"""
+import os, sys
+import inflight
+tp, pp = int(sys.argv[1]), int(sys.argv[2])
+llm = inflight.LLM({str(MODEL)!r}, device='cpu', tensor_parallel_size=tp,
+                   pipeline_parallel_size=pp, **{LIMITS!r})
+params = [inflight.SamplingParams(temperature=0, max_tokens=16, ignore_eos=True),
+          inflight.SamplingParams(temperature=0.8, seed=7, max_tokens=16, ignore_eos=True)]
+for p in params:
+    for out in llm.generate({PROMPTS!r}, p, use_tqdm=False):
+        print('TOKENS', out.outputs[0].token_ids, flush=True)
+if len(sys.argv) > 3:  # one parallel job per process
+    llm.shutdown()
+    try:
+        inflight.LLM({str(MODEL)!r}, device='cpu', tensor_parallel_size=tp,
+                     pipeline_parallel_size=pp, **{LIMITS!r})
+    except ValueError as e:
+        print('SECOND_JOB', e, flush=True)
+print('RANK0 done', flush=True)
+"""
+
+
+def need_mpi():
+    if shutil.which("mpirun") is None or shutil.which("orted") is None:
+        pytest.skip("skipped: Open MPI (mpirun, orted) not installed (apt install openmpi-bin)")
+
+
+def mpi_env():
+    env = dict(os.environ)
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_rmaps_base_oversubscribe": "1"})
+    return env
+
+
+def run(cmd, timeout=240):
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=mpi_env())
+    tokens = [line for line in proc.stdout.splitlines() if line.startswith("TOKENS")]
+    return proc, tokens
+
+
+@pytest.fixture(scope="module")
+def one_rank():
+    need_model()
+    proc, tokens = run([sys.executable, "-c", SCRIPT, "1", "1"])
+    assert proc.returncode == 0, proc.stderr
+    assert len(tokens) == 2 * len(PROMPTS)
+    return tokens
+
+
+def workers_left():
+    out = subprocess.run(["pgrep", "-f", "inflight._worker"], capture_output=True, text=True)
+    return out.stdout.split()
+
+
+@pytest.mark.parametrize("tp,pp", [(3, 1), (1, 2)])
+def test_spawned_ranks_generate_what_one_rank_does(one_rank, tp, pp):
+    need_mpi()
+    proc, tokens = run([sys.executable, "-c", SCRIPT, str(tp), str(pp), "again"])
+    assert proc.returncode == 0, proc.stderr
+    assert tokens == one_rank  # greedy and seeded sampling, token for token
+    assert f"rank {tp * pp - 1} of {tp * pp}" in proc.stderr  # the last rank loaded its shard
+    assert "SECOND_JOB" in proc.stdout and "one per process" in proc.stdout, proc.stdout
+    assert not workers_left()
+
+
+def test_under_mpirun_every_rank_runs_the_script(one_rank):
+    need_mpi()
+    proc, tokens = run(["mpirun", "-np", "3", "--oversubscribe", "--bind-to", "none",
+                        sys.executable, "-c", SCRIPT, "3", "1"])
+    assert proc.returncode == 0, proc.stderr
+    assert tokens == one_rank
+    assert proc.stdout.count("RANK0 done") == 1  # the other ranks left inside LLM(...)
+
+
+def test_a_size_the_model_cannot_take_is_a_value_error_and_leaves_no_rank():
+    need_mpi()
+    need_model()
+    script = f"""
+import inflight
+try:
+    inflight.LLM({str(MODEL)!r}, device='cpu', tensor_parallel_size=2, **{LIMITS!r})
+except ValueError as e:
+    print('VALUE_ERROR', e, flush=True)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env=mpi_env())
+    assert "VALUE_ERROR" in proc.stdout and "num_attention_heads" in proc.stdout, proc.stderr
+    assert not workers_left()
