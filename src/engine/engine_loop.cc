@@ -245,7 +245,9 @@ Engine::Impl::AbandonableStep::~AbandonableStep() {
 void Engine::Impl::build_logits_request(InFlightStep& step) {
   LogitsRequest& request = step.request;
   if (!request.fill_masks) {
-    request.fill_masks = [this, &step](std::span<uint32_t> m) { fill_masks(step.mask_matchers, m); };
+    request.fill_masks = [this, &step](std::span<uint32_t> m) {
+      fill_masks(step.mask_matchers, m);
+    };
   }
   request.top_k = 0;
   request.full_rows.clear();

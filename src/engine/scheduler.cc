@@ -125,8 +125,8 @@ SchedulerOutput Scheduler::schedule() {
 size_t Scheduler::max_seqs_per_step() const {
   const auto d = static_cast<size_t>(std::max(config_.max_num_micro_batches, 1));
   if (d == 1) return std::numeric_limits<size_t>::max();
-  const size_t n = std::min(static_cast<size_t>(config_.max_num_seqs),
-                            running_.size() + waiting_.size());
+  const size_t n =
+      std::min(static_cast<size_t>(config_.max_num_seqs), running_.size() + waiting_.size());
   return std::max<size_t>(1, (n + d - 1) / d);
 }
 

@@ -68,8 +68,8 @@ class ParallelRunner final : public ModelRunner {
   };
   std::unique_ptr<DeviceRunner> local_;
   World& world_;
-  std::deque<Queued> queued_;  // sent to every rank, not yet ended; oldest first
-  bool local_begun_ = false;   // queued_.front() has begun on local_
+  std::deque<Queued> queued_;      // sent to every rank, not yet ended; oldest first
+  bool local_begun_ = false;       // queued_.front() has begun on local_
   StepWatchdog watchdog_{world_};  // armed while a step is in flight
 };
 

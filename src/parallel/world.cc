@@ -120,9 +120,9 @@ void World::post_to_all(std::vector<uint8_t> bytes) {
 
 void World::wait_posted() {
   for (const std::unique_ptr<Posted>& p : posted_) {
-    check_mpi(MPI_Waitall(static_cast<int>(p->requests.size()), p->requests.data(),
-                          MPI_STATUSES_IGNORE),
-              "MPI_Waitall");
+    check_mpi(
+        MPI_Waitall(static_cast<int>(p->requests.size()), p->requests.data(), MPI_STATUSES_IGNORE),
+        "MPI_Waitall");
   }
   posted_.clear();
 }

@@ -335,7 +335,7 @@ TEST_F(SchedulerTest, ASequenceInFlightIsNeverPreemptedItsPreemptorWaits) {
   init(config, 4, 2, /*prefix_caching=*/false);
   Sequence* a = add(4);
   Sequence* b = add(3);
-  const SchedulerOutput first = sched_->schedule();  // a (one of the two sequences)
+  const SchedulerOutput first = sched_->schedule();   // a (one of the two sequences)
   const SchedulerOutput second = sched_->schedule();  // b
   ASSERT_EQ(new_tokens_of(first, a), 4);
   ASSERT_EQ(new_tokens_of(second, b), 3);

@@ -257,11 +257,10 @@ TEST(TensorParallelEngine, ContinuationsMatchOneRank) {
   };
   for (const Layout& layout : layouts()) {
     if (!splits(c, layout)) continue;
-    for (const Case k : {Case{"together", 64, false, false, 0}, Case{"seeded", 64, false, true, 0},
-                         Case{"preempted", 4, false, false, 0},
-                         Case{"preempted seeded", 4, false, true, 0},
-                         Case{"alone", 64, true, false, 0},
-                         Case{"one step at a time", 64, false, false, 1}}) {
+    for (const Case k :
+         {Case{"together", 64, false, false, 0}, Case{"seeded", 64, false, true, 0},
+          Case{"preempted", 4, false, false, 0}, Case{"preempted seeded", 4, false, true, 0},
+          Case{"alone", 64, true, false, 0}, Case{"one step at a time", 64, false, false, 1}}) {
       const std::string what = layout.name() + " " + k.name;
       EngineConfig config;
       config.max_num_seqs = 4;
@@ -295,6 +294,30 @@ TEST(TensorParallelEngine, ContinuationsMatchOneRank) {
   }
 }
 
+// More micro-batches than pipeline stages are refused at start, naming the field and the limit.
+TEST(TensorParallelEngine, MoreMicroBatchesThanStagesAreRefused) {
+  const ModelConfig c = splittable("llama", 96);
+  const WeightMap weights = testing::random_weights(c, 11);
+  const WeightSource source = weights_of(weights);
+  EngineConfig config;
+  config.max_num_seqs = 4;
+  config.num_kv_blocks = 16;
+  for (const Layout& layout : layouts()) {
+    if (!splits(c, layout)) continue;
+    on_ranks(c, source, layout, [&](std::unique_ptr<ModelRunner> parallel) {
+      config.max_num_micro_batches = layout.pp + 1;
+      const auto engine = Engine::create(config, std::move(parallel), nullptr);
+      ASSERT_FALSE(engine.ok()) << layout.name();
+      EXPECT_EQ(engine.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(engine.status().message().find(
+                    fmt::format("max_num_micro_batches = {} exceeds the {} pipeline stages",
+                                layout.pp + 1, layout.pp)),
+                std::string::npos)
+          << engine.status().message();
+    });
+  }
+}
+
 // Many requests with shared prefixes (prefix-cache hits), in chunks, over the pipeline with its
 // micro-batches: every request's tokens are those it gets alone on one rank.
 TEST(TensorParallelEngine, MixedRequestsMatchEachAloneOnOneRank) {
@@ -308,7 +331,8 @@ TEST(TensorParallelEngine, MixedRequestsMatchEachAloneOnOneRank) {
   for (const Layout& layout : layouts()) {
     if (!splits(c, layout)) continue;
     on_ranks(c, source, layout, [&](std::unique_ptr<ModelRunner> parallel) {
-      std::unique_ptr<Engine> one = testing::make_engine(config, make_runner(make_backend("cpu"), c, &source));
+      std::unique_ptr<Engine> one =
+          testing::make_engine(config, make_runner(make_backend("cpu"), c, &source));
       const auto want = testing::run_alone(*one, requests);
       std::unique_ptr<Engine> engine = testing::make_engine(config, std::move(parallel));
       const auto got = testing::run_all(*engine, requests);
