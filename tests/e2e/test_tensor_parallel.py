@@ -7,9 +7,11 @@ hangs.
 SmolLM2-135M has 9 heads, 3 KV heads and 30 layers: 3 ranks split it either way. Skips without
 mpirun."""
 
+import json
 import os
 import shutil
 import signal
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -34,6 +36,21 @@ def complete(url, prompt, max_tokens=16):
         "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True})
     assert r.status_code == 200, r.text
     return r.json()["choices"][0]["text"]
+
+
+def stream_finish_reason(url, prompt, max_tokens, started):
+    """Streams a completion; sets `started` at its first token and returns its finish reason."""
+    with requests.post(url + "/v1/completions", stream=True, timeout=300, json={
+            "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
+            "stream": True}) as r:
+        assert r.status_code == 200, r.text
+        reason = None
+        for line in r.iter_lines():
+            if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                continue
+            started.set()
+            reason = json.loads(line[6:])["choices"][0]["finish_reason"] or reason
+        return reason
 
 
 def ranks_of(server):
@@ -100,13 +117,16 @@ def test_three_stages_serve_concurrent_requests_as_one_rank_and_drain_them_on_si
         with ThreadPoolExecutor(6) as pool:
             texts = list(pool.map(lambda p: complete(s.url, p), PROMPTS * 3))
         assert texts == one_rank_texts * 3
-        # SIGTERM while requests run: every one of them finishes before the job exits.
+        # SIGTERM once every stream has its first token: each runs to its length before the job
+        # exits.
+        started = [threading.Event() for _ in range(6)]
         with ThreadPoolExecutor(6) as pool:
-            running = [pool.submit(complete, s.url, p, 24) for p in PROMPTS * 3]
-            time.sleep(1.0)
+            running = [pool.submit(stream_finish_reason, s.url, p, 24, e)
+                       for p, e in zip(PROMPTS * 3, started)]
+            for e in started:
+                assert e.wait(timeout=300)
             s.proc.send_signal(signal.SIGTERM)
-            for f in running:
-                assert len(f.result()) > 0
+            assert [f.result() for f in running] == ["length"] * 6
         rc = s.proc.wait(timeout=120)
     finally:
         s.stop()
@@ -161,7 +181,6 @@ def test_a_size_that_does_not_split_the_model_fails_at_start_naming_it():
 
 
 def test_bench_collectives_on_cpu_ranks_checks_and_times_the_all_reduce(tmp_path):
-    import json
     import subprocess
     import sys
 
