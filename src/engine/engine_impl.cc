@@ -98,9 +98,9 @@ Result<EngineConfig> resolve(const EngineConfig& config, const ModelRunner& runn
     c.max_num_micro_batches = stages;
   } else if (c.max_num_micro_batches > stages) {
     return Status(StatusCode::kInvalidArgument,
-                  fmt::format("max_num_micro_batches = {} exceeds the {} pipeline stages of this "
-                              "model (one micro-batch per stage is in flight at most); set at "
-                              "most {}, or 0 for one per stage",
+                  fmt::format("max_num_micro_batches = {} is more than the model's pipeline "
+                              "stages ({}): one micro-batch per stage is in flight at most; set "
+                              "at most {}, or 0 for one per stage",
                               c.max_num_micro_batches, stages, stages));
   }
   const int64_t per_block = runner.kv_bytes_per_block(c.block_size);

@@ -310,7 +310,8 @@ TEST(TensorParallelEngine, MoreMicroBatchesThanStagesAreRefused) {
       ASSERT_FALSE(engine.ok()) << layout.name();
       EXPECT_EQ(engine.status().code(), StatusCode::kInvalidArgument);
       EXPECT_NE(engine.status().message().find(
-                    fmt::format("max_num_micro_batches = {} exceeds the {} pipeline stages",
+                    fmt::format("max_num_micro_batches = {} is more than the model's pipeline "
+                                "stages ({})",
                                 layout.pp + 1, layout.pp)),
                 std::string::npos)
           << engine.status().message();
