@@ -72,6 +72,7 @@ struct EngineArgs {
   std::string kv_cache_memory = "auto";
   int32_t tensor_parallel_size = 1;
   int32_t pipeline_parallel_size = 1;
+  int32_t max_num_micro_batches = EngineConfig{}.max_num_micro_batches;
   int32_t max_model_len = 0;
   int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
   int32_t max_num_batched_tokens = EngineConfig{}.max_num_batched_tokens;
@@ -122,7 +123,8 @@ void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, 
   app.add_option("--device", g_engine.device, "Backend device: auto | cpu | cuda | cuda:N")
       ->capture_default_str();
   add_precision_options(app, g_engine.quantization, g_engine.kv_cache_dtype);
-  add_parallel_options(app, g_engine.tensor_parallel_size, g_engine.pipeline_parallel_size);
+  add_parallel_options(app, g_engine.tensor_parallel_size, g_engine.pipeline_parallel_size,
+                       g_engine.max_num_micro_batches);
   app.add_option("--kv-cache-memory", g_engine.kv_cache_memory,
                  "Engine: KV cache as auto (0.9 of the free memory on a GPU, 512 MiB on the "
                  "CPU), bytes (512MiB, 2G) or a fraction of the free memory")
@@ -338,6 +340,7 @@ EngineSetupOptions engine_options() {
   e.kv_cache_memory = g_engine.kv_cache_memory;
   e.config.max_model_len = g_engine.max_model_len;
   e.config.max_num_seqs = g_engine.max_num_seqs;
+  e.config.max_num_micro_batches = g_engine.max_num_micro_batches;
   e.config.max_num_batched_tokens = g_engine.max_num_batched_tokens;
   e.config.schedule_conservativeness = g_engine.schedule_conservativeness;
   return e;

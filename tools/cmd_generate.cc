@@ -54,6 +54,7 @@ struct Options {
   std::string kv_cache_dtype = "auto";
   int32_t tensor_parallel_size = 1;
   int32_t pipeline_parallel_size = 1;
+  int32_t max_num_micro_batches = EngineConfig{}.max_num_micro_batches;
   bool dummy_weights = false;
   std::string arch;
   std::string config;
@@ -84,6 +85,7 @@ std::unique_ptr<Engine> start_engine() {
   const ModelSource source = model_source();
   EngineConfig config;
   config.max_num_seqs = opts.max_num_seqs;
+  config.max_num_micro_batches = opts.max_num_micro_batches;
   config.max_num_batched_tokens = opts.max_num_batched_tokens;
   config.schedule_conservativeness = opts.schedule_conservativeness;
   config.block_size = opts.block_size;
@@ -356,7 +358,8 @@ void setup(CLI::App& app) {
                  "Longest prompt + output (default: the model's context length)");
   app.add_option("--device", opts.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
   add_precision_options(app, opts.quantization, opts.kv_cache_dtype);
-  add_parallel_options(app, opts.tensor_parallel_size, opts.pipeline_parallel_size);
+  add_parallel_options(app, opts.tensor_parallel_size, opts.pipeline_parallel_size,
+                       opts.max_num_micro_batches);
   auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
                              "Random weights made on the device (needs --arch or --config)");
   app.add_option("--arch", opts.arch,

@@ -72,7 +72,7 @@ int run_under_mpirun(int ranks) {
 }  // namespace
 
 void add_parallel_options(CLI::App& app, int32_t& tensor_parallel_size,
-                          int32_t& pipeline_parallel_size) {
+                          int32_t& pipeline_parallel_size, int32_t& max_num_micro_batches) {
   app.add_option("--tensor-parallel-size", tensor_parallel_size,
                  "Split the model over this many GPUs (or CPU processes), one process each "
                  "(started with mpirun, docs/deploy.md)")
@@ -82,6 +82,11 @@ void add_parallel_options(CLI::App& app, int32_t& tensor_parallel_size,
                  "Split the layers into this many pipeline stages, each of "
                  "--tensor-parallel-size GPUs")
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--max-num-micro-batches", max_num_micro_batches,
+                 "Steps in flight at once through the pipeline stages, each over its own "
+                 "sequences (0: one per stage; 1: one step at a time)")
+      ->check(CLI::Range(0, 1024))
       ->capture_default_str();
 }
 

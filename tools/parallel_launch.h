@@ -24,9 +24,9 @@ class App;
 namespace inflight::tools {
 
 // --tensor-parallel-size and --pipeline-parallel-size (ModelSource's fields of those names; main()
-// also takes vLLM's -tp and -pp for them).
+// also takes vLLM's -tp and -pp for them), and --max-num-micro-batches (EngineConfig's).
 void add_parallel_options(CLI::App& app, int32_t& tensor_parallel_size,
-                          int32_t& pipeline_parallel_size);
+                          int32_t& pipeline_parallel_size, int32_t& max_num_micro_batches);
 
 // The command line main() was given (mpirun reruns it).
 void set_command_line(int argc, char** argv);

@@ -246,7 +246,8 @@ run_startup() {
 }
 
 # layout_env LAYOUT / layout_split LAYOUT: a layout name, tp<T>[pp<P>] or pp<P> with an optional
-# net_ prefix, as the environment to run under and the launch options. net_ keeps NCCL off
+# net_ prefix and an optional mb<D> suffix (--max-num-micro-batches D: pp2mb1 is PP=2 with one
+# step in flight), as the environment to run under and the launch options. net_ keeps NCCL off
 # peer-to-peer and shared memory and the one-shot all-reduce off, so every collective goes
 # through NCCL's network transport, as between nodes.
 layout_env() {
@@ -259,6 +260,7 @@ layout_split() {
   [[ "$1" =~ tp([0-9]+) ]] && t="${BASH_REMATCH[1]}"
   [[ "$1" =~ pp([0-9]+) ]] && p="${BASH_REMATCH[1]}"
   echo --tensor-parallel-size "$t" --pipeline-parallel-size "$p"
+  if [[ "$1" =~ mb([0-9]+) ]]; then echo --max-num-micro-batches "${BASH_REMATCH[1]}"; fi
 }
 
 run_parallel() {

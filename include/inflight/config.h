@@ -55,6 +55,12 @@ struct EngineConfig {
   // this factor (as SGLang's --schedule-conservativeness). 0 = optimistic admission (vLLM's:
   // admit while blocks are free, preempt and recompute when they run out). >= 0.
   double schedule_conservativeness = 1.0;
+  // Most steps in flight at once under pipeline parallelism, each over its own sequences
+  // (micro-batches: stage s computes one while stage s + 1 computes the one before), so that no
+  // stage waits for the others; each takes at most 1 / max_num_micro_batches of the sequences
+  // there are. 0 = one per pipeline stage; 1 = one step at a time (every stage but one idle).
+  // At most the number of pipeline stages.
+  int32_t max_num_micro_batches = 0;
 
   // ---- outputs ---------------------------------------------------------------------------
   // Upper bound on SamplingParams::logprobs.

@@ -40,6 +40,7 @@ OfflineBenchResult run_offline_bench(const OfflineBenchOptions& o) {
   OfflineBenchResult r;
   r.model = loaded.model;
   r.load_seconds = loaded.load_seconds;
+  r.micro_batches = engine.config().max_num_micro_batches;
   auto prompts = random_prompt_ids(loaded.tokenizer.get(), engine.vocab_size(), o.num_prompts + 1,
                                    o.input_len, o.seed);
   for (int32_t w = 0; w < o.num_warmups; ++w) {
@@ -105,6 +106,7 @@ void print_offline_table(std::FILE* out, const OfflineBenchResult& r) {
   row("Mean E2EL (ms):", fmt::format("{:.2f}", r.e2el_ms.mean));
   row("Model load time (s):", fmt::format("{:.2f}", r.load_seconds));
   row("Preemptions:", fmt::format("{}", r.preemptions));
+  if (r.micro_batches > 1) row("Micro-batches in flight:", fmt::format("{}", r.micro_batches));
   if (r.grammar_masks > 0) {
     row("Token masks filled:", fmt::format("{}", r.grammar_masks));
     row("Mask time per token (us):",
@@ -131,6 +133,7 @@ nlohmann::json offline_result_json(const OfflineBenchResult& r, const OfflineBen
   j["kv_cache_dtype"] = o.engine.source.kv_cache_dtype;
   j["tensor_parallel_size"] = o.engine.source.tensor_parallel_size;
   j["pipeline_parallel_size"] = o.engine.source.pipeline_parallel_size;
+  j["max_num_micro_batches"] = r.micro_batches;
   j["num_prompts"] = o.num_prompts;
   j["input_len"] = o.input_len;
   j["output_len"] = o.output_len;

@@ -40,6 +40,7 @@ struct OfflineBenchOptions {
 struct OfflineBenchResult {
   std::string model;
   double load_seconds = 0.0;
+  int32_t micro_batches = 1;  // steps in flight at most (EngineConfig::max_num_micro_batches)
   int32_t completed = 0;
   int32_t failed = 0;
   std::string first_error;

@@ -56,6 +56,11 @@ Status EngineConfig::validate() const {
     return invalid(fmt::format("long_prefill_token_threshold must be >= 0, got {}",
                                long_prefill_token_threshold));
   }
+  if (max_num_micro_batches < 0) {
+    return invalid(
+        fmt::format("max_num_micro_batches must be >= 0 (0 = one per pipeline stage), got {}",
+                    max_num_micro_batches));
+  }
   if (max_logprobs < 0) {
     return invalid(fmt::format("max_logprobs must be >= 0, got {}", max_logprobs));
   }

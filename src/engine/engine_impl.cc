@@ -93,6 +93,16 @@ Result<EngineConfig> resolve(const EngineConfig& config, const ModelRunner& runn
                   fmt::format("max_model_len = {} exceeds the model's context length {}",
                               c.max_model_len, model_len));
   }
+  const int32_t stages = runner.max_steps_in_flight();
+  if (c.max_num_micro_batches == 0) {
+    c.max_num_micro_batches = stages;
+  } else if (c.max_num_micro_batches > stages) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("max_num_micro_batches = {} is more than the model's pipeline "
+                              "stages ({}): one micro-batch per stage is in flight at most; set "
+                              "at most {}, or 0 for one per stage",
+                              c.max_num_micro_batches, stages, stages));
+  }
   const int64_t per_block = runner.kv_bytes_per_block(c.block_size);
   const RunnerMemory m = runner.memory();
   const int64_t available = std::max<int64_t>(0, m.free - m.reserve);
@@ -180,9 +190,11 @@ Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runn
       tokenizer_(std::move(tokenizer)),
       grammars_(tokenizer_, runner_->model_config().vocab_size),
       overlap_(runner_->asynchronous()),
+      depth_(static_cast<size_t>(std::max(config.max_num_micro_batches, 1))),
       kv_(config.num_kv_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(config, kv_),
-      sampler_(runner_->model_config().vocab_size) {
+      sampler_(runner_->model_config().vocab_size),
+      steps_(depth_) {
   const ModelConfig& mc = runner_->model_config();
   for (int64_t id : mc.eos_token_ids) eos_ids_.push_back(static_cast<int32_t>(id));
   if (tokenizer_ != nullptr) {
@@ -255,7 +267,7 @@ Status Engine::Impl::cancel(RequestId id) {
     return {StatusCode::kNotFound, fmt::format("no live request with id {}", id)};
   }
   cancelled_.push_back(id);
-  if (in_flight_.erase(id) == 1 && in_flight_.empty()) {
+  if (abandonable_.erase(id) == 1 && abandonable_.empty()) {
     abandon_step_.store(true, std::memory_order_relaxed);
   }
   wake_.notify_one();
@@ -307,9 +319,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config,
     runner->init_kv_cache(c.num_kv_blocks, c.block_size);
     INFLIGHT_LOG_INFO(
         "engine: {} KV blocks of {} tokens on {}, max_model_len {}, "
-        "max_num_seqs {}, max_num_batched_tokens {}",
+        "max_num_seqs {}, max_num_batched_tokens {}, max_num_micro_batches {}",
         c.num_kv_blocks, c.block_size, runner->device_name(), c.max_model_len, c.max_num_seqs,
-        c.max_num_batched_tokens);
+        c.max_num_batched_tokens, c.max_num_micro_batches);
     auto impl = std::make_unique<Impl>(c, std::move(runner), std::move(tokenizer));
     impl->start();
     return std::unique_ptr<Engine>(new Engine(std::move(impl)));

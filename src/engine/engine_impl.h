@@ -6,13 +6,17 @@
 // block pool and the requests need no locks.
 //
 // One loop iteration:
-//   apply_inbox     admit new requests, apply cancellations (blocks freed at once), shutdown
-//   step            schedule -> ForwardBatch -> runner.begin_step .. end_step -> sample ->
-//                   update (tokens, num_computed_tokens, prefix cache, finished sequences)
+//   apply_inbox     admit new requests, apply cancellations (blocks freed at once, or when the
+//                   step computing them is over), shutdown
+//   launch          schedule -> ForwardBatch -> runner.begin_step
+//   complete        runner.end_step of the oldest step in flight -> sample -> update (tokens,
+//                   num_computed_tokens, prefix cache, finished sequences)
 //   publish_stats   snapshot for stats()
 //   retire          hand queued outputs to streams, forget finished requests
-// While more steps follow, publish_stats and retire of step N run inside step N + 1, between
-// begin_step and end_step, overlapping the device's work (engine_loop.cc).
+// With max_num_micro_batches = D > 1 (pipeline stages), up to D steps are launched before the
+// oldest completes, each over its own sequences. While more steps follow, publish_stats and
+// retire of step N run between the launch of step N + 1 and its completion, overlapping the
+// device's work (engine_loop.cc).
 #pragma once
 
 #include <atomic>
@@ -71,19 +75,40 @@ class Engine::Impl {
   void set_model_info(ModelInfo info) { model_info_ = std::move(info); }
 
  private:
+  // One step from its launch to its results: what the scheduler chose, the batch and logits
+  // request the runner reads until the step ends, the matchers whose masks it fills.
+  struct InFlightStep {
+    SchedulerOutput out;
+    ForwardBatch batch;
+    LogitsRequest request;
+    std::vector<GrammarMatcher*> mask_matchers;  // of request.masked_rows
+    TimePoint start;
+  };
+
   void loop();
   bool apply_inbox();
-  void step();
-  // logits_request_ for the rows of `out`: candidates where the sampler allows, else whole rows.
-  void build_logits_request(const SchedulerOutput& out);
-  // LogitsRequest::fill_masks of logits_request_: the token bitmasks of mask_matchers_, filled in
+  // Schedules a step and begins it on the runner; false when nothing was launched (every
+  // sequence that could run waits for a step in flight, or the step failed or was abandoned).
+  bool launch();
+  // Ends the oldest step in flight, samples its tokens and updates its requests.
+  void complete();
+  // Ends every step still in flight, dropping what they computed (the loop is stopping).
+  void drop_in_flight();
+  // The oldest step in flight leaves the ring; its entry keeps its contents until the next
+  // launch.
+  InFlightStep& pop_step();
+  bool busy() const { return scheduler_.has_unfinished() || num_in_flight_ > 0; }
+  // step.request for the rows of step.out: candidates where the sampler allows, else whole rows.
+  void build_logits_request(InFlightStep& step);
+  // LogitsRequest::fill_masks of a step: the token bitmasks of its mask_matchers, filled in
   // parallel (core/thread_pool.h).
-  void fill_masks(std::span<uint32_t> masks);
+  void fill_masks(const std::vector<GrammarMatcher*>& matchers, std::span<uint32_t> masks);
   void fail(const SchedulerOutput& out, const std::string& message);
   // The outputs of the steps done so far go to the clients; finished requests are retired.
   void hand_over();
   // For the lifetime of a synchronous step, its requests are the ones whose cancellation
-  // abandons it (in_flight_, abandon_step_); an asynchronous step registers nothing.
+  // abandons it (abandonable_, abandon_step_); an asynchronous step, or one of several in
+  // flight, registers nothing.
   class AbandonableStep {
    public:
     AbandonableStep(Impl& impl, const SchedulerOutput& out);
@@ -109,15 +134,18 @@ class Engine::Impl {
   StructuredOutputCompiler grammars_;  // thread-safe
   bool back_to_back_ = false;  // the next step follows the last without waiting for requests
   const bool overlap_;  // runner_->asynchronous(): hand over outputs while the next step runs
+  const size_t depth_;  // config_.max_num_micro_batches: most steps in flight
   std::atomic<int64_t> next_seq_id_{1};
 
   // ---- engine thread only (check_fits() and block counts excepted: fixed at start) ----------
   KvBlockManager kv_;
   Scheduler scheduler_;
   Sampler sampler_;
-  ForwardBatch batch_;
-  LogitsRequest logits_request_;
-  std::vector<GrammarMatcher*> mask_matchers_;  // of logits_request_.masked_rows
+  // A ring of depth_ steps: steps_[first_step_] is the oldest of num_in_flight_ in flight.
+  // Never resized (each step's fill_masks points at its entry).
+  std::vector<InFlightStep> steps_;
+  size_t first_step_ = 0;
+  size_t num_in_flight_ = 0;
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
   EngineStats stats_;
 
@@ -131,7 +159,7 @@ class Engine::Impl {
   // asynchronous runner); when a cancel() empties it, the step is abandoned (abandon_step_),
   // which frees the runner from a step whose every token would be thrown away (a CPU step can
   // take seconds).
-  std::unordered_set<RequestId> in_flight_;
+  std::unordered_set<RequestId> abandonable_;
   std::atomic<bool> abandon_step_{false};
   bool accepting_ = true;
   std::optional<ShutdownMode> stop_;

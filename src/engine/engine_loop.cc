@@ -4,17 +4,24 @@
 // backend, and while the device computes step N the loop does the host work that does not
 // depend on it: the outputs of step N - 1 go to the clients' streams (detokenized text, stop
 // checks and sampling were done when step N - 1 ended; this is the hand-over: stream pushes,
-// client wake-ups, forgetting finished requests; first tokens go out at once, see step()) and
-// the stats are published. What cannot
-// overlap, because it needs step N's tokens: scheduling and building step N + 1, and sampling
-// step N. Sampling is cheap where the device selected the candidates (model_runner.h), and a
-// decode step is a graph replay (model/decode_graphs.h), so the gap between two steps on the
-// device is the scheduler's and the sampler's host time. Cancellations and new requests are
-// applied between steps, never while one is in flight (a cancelled sequence may be part of it);
-// but a synchronous step whose every request gets cancelled is abandoned between two layers
-// (cancel() raises abandon_step_), so that a long CPU step does not hold their blocks.
+// client wake-ups, forgetting finished requests; first tokens go out at once, see complete())
+// and the stats are published. What cannot overlap, because it needs step N's tokens:
+// scheduling and building step N + 1 over the same sequences, and sampling step N. Sampling is
+// cheap where the device selected the candidates (model_runner.h), and a decode step is a graph
+// replay (model/decode_graphs.h), so the gap between two steps on the device is the scheduler's
+// and the sampler's host time. Cancellations and new requests are applied between launches; a
+// cancelled sequence in a step in flight keeps its blocks until the step is over
+// (Scheduler::finish), and its request stays until then (retire()). A synchronous step whose
+// every request gets cancelled is abandoned between two layers (cancel() raises
+// abandon_step_), so that a long CPU step does not hold their blocks.
 // With a synchronous runner (CPU: begin_step does the whole step) nothing can overlap, and the
 // outputs are handed over right after the step that made them.
+//
+// Micro-batches (pipeline stages, max_num_micro_batches = D > 1): the loop launches steps over
+// disjoint sequences until D are in flight, then completes the oldest, launches the next, and so
+// on; the runner has each stage work on another step (parallel/parallel_runner.h). When every
+// sequence that could run is in flight, the oldest step completes first. With D = 1 a step is
+// launched and completed in turn, as without stages.
 #include <pthread.h>
 
 #include <algorithm>
@@ -35,12 +42,18 @@ void Engine::Impl::loop() {
   pthread_setname_np(pthread_self(), "inflight-engine");
   try {
     while (apply_inbox()) {
-      if (scheduler_.has_unfinished()) step();
-      // With more steps to come on an asynchronous runner, this step's outputs are handed over
-      // while the next one runs.
-      if (overlap_ && scheduler_.has_unfinished()) continue;
+      const bool launched = num_in_flight_ < depth_ && scheduler_.has_unfinished() && launch();
+      if (launched && num_in_flight_ < depth_) continue;  // fill the pipeline first
+      if (num_in_flight_ > 0) {
+        // The device computes the steps in flight: hand over the outputs of those before.
+        if (overlap_) hand_over();
+        complete();
+      }
+      // With more steps to come on an asynchronous runner, the outputs are handed over while
+      // the next one runs.
+      if (overlap_ && busy()) continue;
       hand_over();
-      if (scheduler_.has_unfinished()) continue;
+      if (busy()) continue;
       check_idle();
       back_to_back_ = false;
       std::unique_lock<std::mutex> lock(mutex_);
@@ -59,6 +72,7 @@ void Engine::Impl::loop() {
       INFLIGHT_LOG_ERROR("engine: failed to abort requests: {}", inner.what());
     }
   }
+  drop_in_flight();
   hand_over();
 }
 
@@ -91,6 +105,8 @@ bool Engine::Impl::apply_inbox() {
     abort_all(FinishReason::kAbort, "");
     return false;
   }
+  // NOTE: a request stays in requests_ while a step computes it, so a drain waits for every
+  // step in flight.
   if (stop == ShutdownMode::kDrain && requests_.empty()) {
     std::lock_guard<std::mutex> lock(mutex_);
     return !new_requests_.empty() || !cancelled_.empty();  // late arrivals still get served
@@ -98,40 +114,58 @@ bool Engine::Impl::apply_inbox() {
   return true;
 }
 
-void Engine::Impl::step() {
+bool Engine::Impl::launch() {
   const TimePoint start = Clock::now();
-  const SchedulerOutput out = scheduler_.schedule();
-  // Admission guarantees that the first waiting or running sequence always fits, so an empty
-  // step with work pending is a bug (and would spin this thread).
-  INFLIGHT_CHECK(!out.empty(), "nothing scheduled with {} running and {} waiting sequences",
-                 scheduler_.num_running(), scheduler_.num_waiting());
-  for (const ScheduledSequence& s : out.scheduled) {
+  InFlightStep& step = steps_[(first_step_ + num_in_flight_) % depth_];
+  step.out = scheduler_.schedule();
+  if (step.out.empty()) {
+    // Admission guarantees that the first waiting or running sequence always fits once no step
+    // is in flight, so an empty step then is a bug (and would spin this thread).
+    INFLIGHT_CHECK(num_in_flight_ > 0, "nothing scheduled with {} running and {} waiting sequences",
+                   scheduler_.num_running(), scheduler_.num_waiting());
+    return false;
+  }
+  step.start = start;
+  for (const ScheduledSequence& s : step.out.scheduled) {
     requests_.at(s.seq->request_id)->on_scheduled(start, stats_);
   }
   // A synchronous step can take seconds (a long prompt on the CPU): the gauges show its
   // sequences running and the rest waiting while it runs, not only once it has ended. (An
   // asynchronous step publishes in hand_over() while the device computes it.)
   if (!overlap_) publish_stats();
-  build_forward_batch(out, config_.block_size, batch_);
-  build_logits_request(out);
-  StepLogits* logits = nullptr;
+  build_forward_batch(step.out, config_.block_size, step.batch);
+  build_logits_request(step);
   try {
-    const AbandonableStep abandonable(*this, out);
-    runner_->begin_step(batch_, logits_request_);
-    // The device computes this step until end_step(): hand over the previous step's outputs.
-    if (overlap_) hand_over();
-    logits = &runner_->end_step();
-    INFLIGHT_CHECK(logits->num_rows == static_cast<int32_t>(batch_.logits_indices.size()) &&
-                       logits->vocab_size == limits_.vocab_size,
-                   "the runner returned {} logits rows of vocabulary {} for {} rows of {}",
-                   logits->num_rows, logits->vocab_size, batch_.logits_indices.size(),
-                   limits_.vocab_size);
+    const AbandonableStep abandonable(*this, step.out);
+    runner_->begin_step(step.batch, step.request);
   } catch (const StepAbandoned&) {
-    // Every request in it was cancelled (in_flight_ is empty): the next apply_inbox() aborts
+    // Every request in it was cancelled (abandonable_ is empty): the next apply_inbox() aborts
     // them and frees their blocks; finish_step() is skipped, so no half-written block enters
     // the prefix cache.
-    return;
+    scheduler_.drop_step(step.out);
+    return false;
   } catch (const std::exception& e) {
+    scheduler_.drop_step(step.out);
+    fail(step.out, std::string("model step failed: ") + e.what());
+    return false;
+  }
+  ++num_in_flight_;
+  return true;
+}
+
+void Engine::Impl::complete() {
+  InFlightStep& step = pop_step();
+  const SchedulerOutput& out = step.out;
+  StepLogits* logits = nullptr;
+  try {
+    logits = &runner_->end_step();
+    INFLIGHT_CHECK(logits->num_rows == static_cast<int32_t>(step.batch.logits_indices.size()) &&
+                       logits->vocab_size == limits_.vocab_size,
+                   "the runner returned {} logits rows of vocabulary {} for {} rows of {}",
+                   logits->num_rows, logits->vocab_size, step.batch.logits_indices.size(),
+                   limits_.vocab_size);
+  } catch (const std::exception& e) {
+    scheduler_.drop_step(out);
     fail(out, std::string("model step failed: ") + e.what());
     return;
   }
@@ -150,7 +184,8 @@ void Engine::Impl::step() {
     const int32_t first = row;
     row += s.prompt_rows + (s.sample ? 1 : 0);
     if (first == row) continue;
-    if (s.seq->status != SequenceStatus::kRunning) continue;  // its request failed this step
+    // Its request failed or was cancelled while the step was in flight.
+    if (s.seq->status != SequenceStatus::kRunning) continue;
     RequestState& req = *requests_.at(s.seq->request_id);
     try {
       for (int32_t r = 0; r < s.prompt_rows; ++r) {
@@ -167,43 +202,67 @@ void Engine::Impl::step() {
     // it not live before the client can see its end.)
     if (overlap_ && !req.finished() && req.timings().first_token == ctx.now) req.flush();
   }
-  stats_.step_time.observe(RequestTimings::seconds(start, Clock::now()));
+  stats_.step_time.observe(RequestTimings::seconds(step.start, Clock::now()));
+}
+
+void Engine::Impl::drop_in_flight() {
+  while (num_in_flight_ > 0) {
+    InFlightStep& step = pop_step();
+    try {
+      runner_->end_step();
+    } catch (const std::exception& e) {
+      INFLIGHT_LOG_ERROR("engine: a step in flight at shutdown failed: {}", e.what());
+    }
+    scheduler_.drop_step(step.out);
+  }
+}
+
+Engine::Impl::InFlightStep& Engine::Impl::pop_step() {
+  InFlightStep& step = steps_[first_step_];
+  first_step_ = (first_step_ + 1) % depth_;
+  --num_in_flight_;
+  return step;
 }
 
 Engine::Impl::AbandonableStep::AbandonableStep(Impl& impl, const SchedulerOutput& out)
     : impl_(impl) {
   // Only a synchronous step can be abandoned (the runner polls the flag between layers); an
-  // asynchronous one is merely enqueued, so its bookkeeping would be work for nothing.
-  if (impl_.overlap_) return;
+  // asynchronous one is merely enqueued, so its bookkeeping would be work for nothing. With
+  // several steps in flight, begin_step may compute an earlier step than this one.
+  if (impl_.overlap_ || impl_.depth_ > 1) return;
   std::lock_guard<std::mutex> lock(impl_.mutex_);
-  for (const ScheduledSequence& s : out.scheduled) impl_.in_flight_.insert(s.seq->request_id);
+  for (const ScheduledSequence& s : out.scheduled) impl_.abandonable_.insert(s.seq->request_id);
   impl_.abandon_step_.store(false, std::memory_order_relaxed);
 }
 
 Engine::Impl::AbandonableStep::~AbandonableStep() {
   // The step is over: a later cancel() no longer abandons anything.
-  if (impl_.overlap_) return;
+  if (impl_.overlap_ || impl_.depth_ > 1) return;
   std::lock_guard<std::mutex> lock(impl_.mutex_);
-  impl_.in_flight_.clear();
+  impl_.abandonable_.clear();
 }
 
-void Engine::Impl::build_logits_request(const SchedulerOutput& out) {
-  LogitsRequest& request = logits_request_;
-  if (!request.fill_masks) request.fill_masks = [this](std::span<uint32_t> m) { fill_masks(m); };
+void Engine::Impl::build_logits_request(InFlightStep& step) {
+  LogitsRequest& request = step.request;
+  if (!request.fill_masks) {
+    request.fill_masks = [this, &step](std::span<uint32_t> m) {
+      fill_masks(step.mask_matchers, m);
+    };
+  }
   request.top_k = 0;
   request.full_rows.clear();
   request.masked_rows.clear();
-  mask_matchers_.clear();
+  step.mask_matchers.clear();
   const int64_t max_k = std::min<int64_t>(limits_.vocab_size, kMaxLogitsTopK);
   int32_t row = 0;
-  for (const ScheduledSequence& s : out.scheduled) {
+  for (const ScheduledSequence& s : step.out.scheduled) {
     // A prompt logprob row needs its prompt token's logit, wherever it ranks: whole rows.
     for (int32_t r = 0; r < s.prompt_rows; ++r) request.full_rows.push_back(row++);
     if (!s.sample) continue;
     RequestState& req = *requests_.at(s.seq->request_id);
     if (GrammarMatcher* m = req.matcher(*s.seq)) {
       request.masked_rows.push_back(row);
-      mask_matchers_.push_back(m);
+      step.mask_matchers.push_back(m);
     }
     const int32_t k = config_.device_sampling ? req.candidates_needed(*s.seq) : 0;
     if (k > 0 && k <= max_k) {
@@ -215,13 +274,14 @@ void Engine::Impl::build_logits_request(const SchedulerOutput& out) {
   }
 }
 
-void Engine::Impl::fill_masks(std::span<uint32_t> masks) {
+void Engine::Impl::fill_masks(const std::vector<GrammarMatcher*>& matchers,
+                              std::span<uint32_t> masks) {
   const TimePoint start = Clock::now();
-  const auto n = static_cast<int64_t>(mask_matchers_.size());
+  const auto n = static_cast<int64_t>(matchers.size());
   const auto words = static_cast<int64_t>(masks.size()) / std::max<int64_t>(n, 1);
   ThreadPool::global().parallel_for(n, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      mask_matchers_[static_cast<size_t>(i)]->fill_mask(
+      matchers[static_cast<size_t>(i)]->fill_mask(
           masks.subspan(static_cast<size_t>(i * words), static_cast<size_t>(words)));
     }
   });
@@ -269,7 +329,10 @@ void Engine::Impl::retire() {
     for (RequestId id : done) live_.erase(id);
   }
   for (auto& [id, req] : requests_) req->flush();
-  for (RequestId id : done) requests_.erase(id);
+  // A finished request that a step in flight still computes (cancelled) goes once it is over.
+  for (RequestId id : done) {
+    if (!requests_.at(id)->in_flight()) requests_.erase(id);
+  }
 }
 
 void Engine::Impl::check_idle() const {

@@ -53,6 +53,11 @@ void RequestState::on_scheduled(TimePoint now, EngineStats& stats) {
   stats.queue_time.observe(timings_.queue_seconds());
 }
 
+bool RequestState::in_flight() const {
+  return std::any_of(choices_.begin(), choices_.end(),
+                     [](const Choice& c) { return c.seq != nullptr && c.seq->in_flight; });
+}
+
 bool RequestState::is_stop_token(int32_t token) const {
   return std::binary_search(stop_ids_.begin(), stop_ids_.end(), token);
 }

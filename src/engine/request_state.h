@@ -48,6 +48,8 @@ class RequestState {
   Sequence& root() { return *choices_[0].seq; }
   const std::shared_ptr<detail::StreamState>& stream() const { return stream_; }
   bool finished() const { return num_finished_ == static_cast<int32_t>(choices_.size()); }
+  // A step in flight computes one of its sequences (which must outlive the step).
+  bool in_flight() const;
   const RequestTimings& timings() const { return timings_; }
   int32_t num_prompt_tokens() const { return static_cast<int32_t>(prepared_.prompt.size()); }
 

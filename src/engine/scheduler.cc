@@ -33,6 +33,17 @@
 // capped at 1; at 0 admission is optimistic (growth is left to preemption). This is SGLang's
 // new-token-ratio rule; TensorRT-LLM's GUARANTEED_NO_EVICT is the ratio fixed at 1, unclipped.
 //
+// Micro-batches (max_num_micro_batches = D > 1, pipeline stages): up to D steps are in flight,
+// each over its own sequences. A sequence in flight is skipped (its next input follows from the
+// step's tokens), so the next step is filled from the others; each step takes at most
+// ceil(n / D) of the n sequences there are (running and waiting, up to max_num_seqs), which
+// leaves the next steps theirs. A sequence in flight is never preempted: when the victim the
+// rule names is in flight, the sequence that needs blocks waits for a later step (and nothing is
+// admitted in this one); once every step is over the rule applies as above. A sequence that
+// finishes in flight (cancelled) leaves the queues at once but keeps its blocks until its step
+// is over, so no later step is given blocks an earlier one still writes. With D = 1 a step is
+// over before the next is scheduled, and none of this changes anything.
+//
 // A sequence whose prompt logprobs are wanted needs a logits row per prompt position: such rows
 // come from their own budget of kMaxPromptLogprobRows per step (the runner reserves that many
 // rows beyond max_num_seqs), and a prefill chunk is cut to the rows it gets.
@@ -40,6 +51,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <tuple>
 
 #include "core/check.h"
@@ -154,17 +166,31 @@ SchedulerOutput Scheduler::schedule() {
   prompt_rows_ = 0;
   growth_ratio_ = std::max(min_growth_ratio_, growth_ratio_ - growth_ratio_decay_);
   int32_t budget = config_.max_num_batched_tokens;
-  schedule_running(out, budget);
-  if (out.preempted.empty()) schedule_waiting(out, budget);
+  const size_t max_seqs = max_seqs_per_step();
+  const bool waits_for_victim = schedule_running(out, budget, max_seqs);
+  if (out.preempted.empty() && !waits_for_victim) schedule_waiting(out, budget, max_seqs);
   out.num_batched_tokens = config_.max_num_batched_tokens - budget;
+  for (const ScheduledSequence& s : out.scheduled) s.seq->in_flight = true;
   return out;
 }
 
-void Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
+size_t Scheduler::max_seqs_per_step() const {
+  const auto d = static_cast<size_t>(std::max(config_.max_num_micro_batches, 1));
+  if (d == 1) return std::numeric_limits<size_t>::max();
+  const size_t n =
+      std::min(static_cast<size_t>(config_.max_num_seqs), running_.size() + waiting_.size());
+  return std::max<size_t>(1, (n + d - 1) / d);
+}
+
+bool Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget, size_t max_seqs) {
   // NOTE: running_ is sorted and victims are always taken from its back, at or after index i,
   // so nothing already scheduled in this step is ever preempted.
-  for (size_t i = 0; i < running_.size() && budget > 0;) {
+  for (size_t i = 0; i < running_.size() && budget > 0 && out.scheduled.size() < max_seqs;) {
     Sequence& seq = *running_[i];
+    if (seq.in_flight) {  // its next input comes with its step's tokens
+      ++i;
+      continue;
+    }
     ScheduledSequence s{&seq};
     const int32_t num_new =
         fit_prompt_rows(seq, chunk(seq.num_tokens() - seq.num_computed_tokens, budget), s);
@@ -175,6 +201,10 @@ void Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
     bool preempted_self = false;
     while (!kv_.allocate(seq, seq.num_computed_tokens + num_new)) {
       Sequence& victim = *running_.back();
+      if (victim.in_flight) {  // its step still writes its blocks: seq waits for it
+        prompt_rows_ -= s.prompt_rows;
+        return true;
+      }
       preempt(victim, out);
       if (&victim == &seq) {
         preempted_self = true;
@@ -191,13 +221,14 @@ void Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
     budget -= num_new;
     ++i;
   }
+  return false;
 }
 
-void Scheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget) {
+void Scheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget, size_t max_seqs) {
   // Blocks free beyond the running sequences' expected growth; may be negative.
   const bool reserve = max_growth_ratio_ > 0;
   int64_t headroom = reserve ? kv_.num_free_blocks() - expected_growth_blocks() : 0;
-  while (!waiting_.empty() && budget > 0) {
+  while (!waiting_.empty() && budget > 0 && out.scheduled.size() < max_seqs) {
     Sequence& seq = **waiting_.begin();
     if (num_seats_ + seq.num_choices > config_.max_num_seqs) break;
     // A prompt whose logprobs are wanted is computed in full: every position needs its row.
@@ -236,6 +267,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int32_t& budget) {
 
 void Scheduler::preempt(Sequence& seq, SchedulerOutput& out) {
   // running -> waiting: blocks freed, every token kept for recomputation
+  INFLIGHT_CHECK(!seq.in_flight, "preempting sequence {} while a step computes it", seq.id);
   auto it = std::find(running_.begin(), running_.end(), &seq);
   INFLIGHT_CHECK(it != running_.end(), "preempting sequence {} that is not running", seq.id);
   running_.erase(it);
@@ -255,9 +287,22 @@ void Scheduler::insert_running(Sequence* seq) {
   num_seats_ += seq->num_choices;
 }
 
+void Scheduler::end_flight(Sequence& seq) {
+  seq.in_flight = false;
+  auto it = std::find(finishing_.begin(), finishing_.end(), &seq);
+  if (it == finishing_.end()) return;
+  finishing_.erase(it);
+  kv_.free(seq);  // finished while in flight: its blocks were kept until now
+}
+
+void Scheduler::drop_step(const SchedulerOutput& out) {
+  for (const ScheduledSequence& s : out.scheduled) end_flight(*s.seq);
+}
+
 void Scheduler::finish_step(const SchedulerOutput& out) {
   for (const ScheduledSequence& s : out.scheduled) {
     Sequence& seq = *s.seq;
+    end_flight(seq);
     if (seq.status != SequenceStatus::kRunning) continue;  // finished meanwhile (cancelled)
     if (s.prompt_rows > 0) {  // the rows were positions max(begin, done) on
       seq.num_prompt_logprobs =
@@ -303,7 +348,11 @@ void Scheduler::finish(Sequence& seq) {
     INFLIGHT_CHECK(it != running_.end(), "running sequence {} missing from the queue", seq.id);
     running_.erase(it);
     num_seats_ -= seq.num_choices;
-    kv_.free(seq);
+    if (seq.in_flight) {
+      finishing_.push_back(&seq);  // freed when its step is over
+    } else {
+      kv_.free(seq);
+    }
   } else if (seq.status == SequenceStatus::kWaiting) {
     waiting_.erase(&seq);  // a fork child never added is not there: erase is then a no-op
   }
@@ -344,13 +393,22 @@ void Scheduler::check_integrity() const {
                  config_.max_num_seqs);
   for (const Sequence* seq : waiting_) {
     INFLIGHT_CHECK(seq->status == SequenceStatus::kWaiting && seq->block_table.empty() &&
-                       seq->num_computed_tokens == 0,
-                   "waiting sequence {} holds KV state", seq->id);
+                       seq->num_computed_tokens == 0 && !seq->in_flight,
+                   "waiting sequence {} holds KV state or is in flight", seq->id);
+  }
+  for (const Sequence* seq : finishing_) {
+    INFLIGHT_CHECK(seq->status == SequenceStatus::kFinished && seq->in_flight,
+                   "sequence {} kept its blocks for a step that is over", seq->id);
+    for (int32_t b : seq->block_table) {
+      INFLIGHT_CHECK(b >= 0 && b < kv_.num_blocks(), "sequence {} holds bad block {}", seq->id, b);
+      ++refs[static_cast<size_t>(b)];
+    }
   }
   for (size_t b = 0; b < refs.size(); ++b) {
     const int32_t rc = kv_.pool().ref_count(static_cast<int32_t>(b));
-    INFLIGHT_CHECK(rc == refs[b], "block {} has ref_count {} but {} running sequences hold it", b,
-                   rc, refs[b]);
+    INFLIGHT_CHECK(rc == refs[b],
+                   "block {} has ref_count {} but {} running or finishing sequences hold it", b, rc,
+                   refs[b]);
   }
 }
 

@@ -47,12 +47,19 @@ class Scheduler {
   // new -> waiting. The sequence must have passed check_fits().
   void add(Sequence* seq);
 
-  // Picks this step's work. Allocates blocks for it and may preempt running sequences.
+  // Picks this step's work among the sequences not in flight. Allocates blocks for it and may
+  // preempt running sequences that are not in flight. Its sequences are in flight until
+  // finish_step() or drop_step(). Empty when every sequence that could run waits for a step in
+  // flight.
   SchedulerOutput schedule();
 
   // After the step ran: num_computed_tokens += num_new_tokens for each scheduled sequence and
-  // its newly full blocks go into the prefix cache.
+  // its newly full blocks go into the prefix cache; its sequences are no longer in flight (the
+  // blocks of those that finished meanwhile are freed).
   void finish_step(const SchedulerOutput& out);
+  // A step that produced nothing (failed or abandoned): its sequences are no longer in flight,
+  // their tokens unchanged (the blocks of those that finished meanwhile are freed).
+  void drop_step(const SchedulerOutput& out);
 
   // Splits a running sequence that has just sampled its choices' first tokens: each child
   // (waiting to be born: no blocks, token_ids = the prompt + its first token) shares the
@@ -60,7 +67,8 @@ class Scheduler {
   // takes one seat, each child one.
   void fork(Sequence& parent, std::span<Sequence* const> children);
 
-  // waiting | running -> finished; frees its blocks. Idempotent.
+  // waiting | running -> finished; frees its blocks, or once its step is over when it is in
+  // flight. Idempotent.
   void finish(Sequence& seq);
 
   int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
@@ -87,14 +95,21 @@ class Scheduler {
   // Tokens a sequence with `num_left` to compute gets this step: within the step's remaining
   // budget and the per-sequence long-prefill cap.
   int32_t chunk(int32_t num_left, int32_t budget) const;
-  void schedule_running(SchedulerOutput& out, int32_t& budget);
-  void schedule_waiting(SchedulerOutput& out, int32_t& budget);
+  // Most sequences in the step being scheduled: ceil(n / max_num_micro_batches) of the n
+  // sequences there are (running and waiting, up to max_num_seqs); no cap with one micro-batch.
+  size_t max_seqs_per_step() const;
+  // Returns true when a sequence must wait for a step in flight to free the victim it needs
+  // (nothing more is scheduled then, waiting sequences included).
+  bool schedule_running(SchedulerOutput& out, int32_t& budget, size_t max_seqs);
+  void schedule_waiting(SchedulerOutput& out, int32_t& budget, size_t max_seqs);
   void preempt(Sequence& seq, SchedulerOutput& out);
   // Blocks `seq` is expected to hold in the end: its tokens and its expected growth
   // (growth_ratio_; the rule in scheduler.cc), for each of its choices.
   int64_t expected_blocks(const Sequence& seq) const;
   // Blocks the running sequences are expected to take beyond those they hold.
   int64_t expected_growth_blocks() const;
+  // `seq`'s step is over: it is no longer in flight; frees it when it finished meanwhile.
+  void end_flight(Sequence& seq);
   // Caps `num_new` tokens of `seq` from num_computed_tokens so that its prompt logprob rows fit
   // what is left of this step's kMaxPromptLogprobRows; records the rows in `s`. May return 0.
   int32_t fit_prompt_rows(const Sequence& seq, int32_t num_new, ScheduledSequence& s);
@@ -104,6 +119,7 @@ class Scheduler {
   KvBlockManager& kv_;
   std::vector<Sequence*> running_;       // sorted by Before; the last is preempted first
   std::set<Sequence*, Before> waiting_;  // sorted by Before
+  std::vector<Sequence*> finishing_;     // finished in flight: blocks kept until the step ends
   int32_t num_seats_ = 0;                // sum of num_choices over running_
   int32_t prompt_rows_ = 0;              // prompt logprob rows taken in the step being built
   // Admission's expected share of remaining max_tokens (scheduler.cc): after a preemption, at

@@ -39,6 +39,10 @@ struct Sequence {
   int32_t num_published_blocks = 0;    // leading blocks of block_table already in the cache
 
   SequenceStatus status = SequenceStatus::kWaiting;
+  // A step computing this sequence was launched and its results are not applied yet: it is not
+  // scheduled again (its next input follows from them), never preempted, and when it finishes
+  // meanwhile its blocks are freed only once the step is over (Scheduler::finish_step).
+  bool in_flight = false;
   int32_t num_preemptions = 0;
   // Prompt tokens found in the prefix cache at the first admission; -1 before it.
   int32_t num_cached_prompt_tokens = -1;

@@ -31,6 +31,11 @@ ParallelRunner::ParallelRunner(std::unique_ptr<DeviceRunner> local, World& world
 }
 
 ParallelRunner::~ParallelRunner() {
+  if (!queued_.empty()) {
+    INFLIGHT_LOG_ERROR("rank 0: {} steps in flight when the engine stopped; stopping every rank",
+                       queued_.size());
+    world_.abort(1);
+  }
   world_.send_to_all(encode(RunnerCommand::kStop));
   world_.end();
 }
@@ -62,14 +67,37 @@ void ParallelRunner::init_kv_cache(int64_t num_blocks, int32_t block_size) {
 }
 
 void ParallelRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& request) {
-  world_.send_to_all(encode_step(batch, request));
-  watchdog_.arm("a step");
-  or_abort(world_, "a step", [&] { local_->begin_step(batch, request); });
+  INFLIGHT_CHECK(static_cast<int32_t>(queued_.size()) < max_steps_in_flight(),
+                 "{} steps in flight over {} pipeline stages", queued_.size() + 1,
+                 max_steps_in_flight());
+  world_.post_to_all(encode_step(batch, request));
+  if (queued_.empty()) watchdog_.arm("a step");
+  queued_.push_back({&batch, &request});
+  if (static_cast<int32_t>(queued_.size()) == max_steps_in_flight()) begin_local();
+}
+
+void ParallelRunner::begin_local() {
+  if (local_begun_) return;
+  const Queued& q = queued_.front();
+  or_abort(world_, "a step", [&] { local_->begin_step(*q.batch, *q.request); });
+  local_begun_ = true;
 }
 
 StepLogits& ParallelRunner::end_step() {
+  INFLIGHT_CHECK(!queued_.empty(), "end_step without a step in flight");
+  begin_local();
+  // NOTE: every step sent must have reached every rank before rank 0 blocks on its device: MPI
+  // moves a large message only while the sender calls into MPI, and a rank still waiting for
+  // its step's message would never reach the collectives rank 0 waits for.
+  world_.wait_posted();
   StepLogits& out = or_abort(world_, "a step", [&]() -> StepLogits& { return local_->end_step(); });
-  watchdog_.disarm();
+  queued_.pop_front();
+  local_begun_ = false;
+  if (queued_.empty()) {
+    watchdog_.disarm();
+  } else {
+    watchdog_.arm("a step");  // the next step's time starts now
+  }
   return out;
 }
 

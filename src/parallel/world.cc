@@ -169,13 +169,49 @@ World::World(bool use_mpi) {
   MPI_Comm_set_errhandler(g_job, MPI_ERRORS_ARE_FATAL);
 }
 
-void World::send_to_all(const std::vector<uint8_t>& bytes) {
+// One message on its way to every other rank: MPI reads `bytes` until its requests complete.
+struct World::Posted {
+  std::vector<uint8_t> bytes;
+  std::vector<MPI_Request> requests;  // [size - 1]
+};
+
+World::~World() = default;
+
+void World::post_to_all(std::vector<uint8_t> bytes) {
   INFLIGHT_CHECK(rank_ == 0, "only rank 0 sends control messages");
-  for (int r = 1; r < size_; ++r) {
-    check_mpi(
-        MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, r, kControlTag, g_job),
-        "MPI_Send");
+  if (size_ == 1) return;
+  // Forget the messages already taken, oldest first (they complete in order, rank by rank).
+  while (!posted_.empty()) {
+    int done = 0;
+    std::vector<MPI_Request>& front = posted_.front()->requests;
+    check_mpi(MPI_Testall(static_cast<int>(front.size()), front.data(), &done, MPI_STATUSES_IGNORE),
+              "MPI_Testall");
+    if (!done) break;
+    posted_.erase(posted_.begin());
   }
+  auto p = std::make_unique<Posted>();
+  p->bytes = std::move(bytes);
+  p->requests.resize(static_cast<size_t>(size_ - 1));
+  for (int r = 1; r < size_; ++r) {
+    check_mpi(MPI_Isend(p->bytes.data(), static_cast<int>(p->bytes.size()), MPI_BYTE, r,
+                        kControlTag, g_job, &p->requests[static_cast<size_t>(r - 1)]),
+              "MPI_Isend");
+  }
+  posted_.push_back(std::move(p));
+}
+
+void World::wait_posted() {
+  for (const std::unique_ptr<Posted>& p : posted_) {
+    check_mpi(
+        MPI_Waitall(static_cast<int>(p->requests.size()), p->requests.data(), MPI_STATUSES_IGNORE),
+        "MPI_Waitall");
+  }
+  posted_.clear();
+}
+
+void World::send_to_all(std::vector<uint8_t> bytes) {
+  post_to_all(std::move(bytes));
+  wait_posted();
 }
 
 std::vector<uint8_t> World::receive_from_root() {

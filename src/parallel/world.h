@@ -37,6 +37,9 @@ class World {
   // must join the job, World::get(), as a rank > 0 does under mpirun) with MPI_Comm_spawn, and
   // returns the job they form with this process as rank 0. Call it before get(), once.
   static World& spawn_workers(int ranks, std::vector<std::string> command);
+  ~World();
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -44,8 +47,15 @@ class World {
   int local_rank() const { return local_rank_; }
 
   // ---- control plane: small host messages, rank 0 to the others ---------------------------
-  // Rank 0: `bytes` to every other rank.
-  void send_to_all(const std::vector<uint8_t>& bytes);
+  // Rank 0: `bytes` to every other rank, without waiting for them to take it: with steps in
+  // flight a rank may still be in an earlier step, waiting for rank 0's part of it (a blocking
+  // send would then wait for that rank and that rank for rank 0). The bytes are kept until
+  // sent; every rank receives the messages in the order they were posted.
+  void post_to_all(std::vector<uint8_t> bytes);
+  // Rank 0: waits until every rank has taken every message posted so far.
+  void wait_posted();
+  // Rank 0: post_to_all, then wait_posted.
+  void send_to_all(std::vector<uint8_t> bytes);
   // Other ranks: the next message from rank 0 (waits; sleeps while idle).
   std::vector<uint8_t> receive_from_root();
   // The least of every rank's `value` (every rank calls it).
@@ -77,6 +87,10 @@ class World {
   int local_rank_ = 0;
   bool mpi_ = false;
   bool ended_ = false;
+  // Rank 0: the messages posted and not yet known to be taken, with their MPI requests
+  // (world.cc: this header keeps MPI's out of its includers).
+  struct Posted;
+  std::vector<std::unique_ptr<Posted>> posted_;
 };
 
 }  // namespace inflight

@@ -64,6 +64,9 @@ class DeviceRunner final : public ModelRunner {
   Model& model() { return *model_; }
   // This rank's tensor-parallel group (a SingleRankCommunicator on one rank).
   Communicator& communicator() { return *communicator_; }
+  // The pipeline stages the model is split into (1: none). This runner computes one step at a
+  // time whatever their number; the stages overlap across ranks (parallel/parallel_runner.h).
+  int32_t num_stages() const { return pipeline_ != nullptr ? pipeline_->world_size() : 1; }
   const DecodeGraphs& graphs() const { return graphs_; }
   // Changes how decode steps run; drops the graphs recorded so far.
   void set_graph_mode(GraphMode mode);

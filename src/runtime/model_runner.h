@@ -8,6 +8,12 @@
 //   ... host work that does not touch this step's sequences ...
 //   const StepLogits& out = runner.end_step(); // wait; what `request` asked for, per row
 //
+// A runner over pipeline stages takes up to max_steps_in_flight() steps before the first is
+// ended (micro-batches: stage s computes step k while stage s + 1 computes step k - 1); end_step
+// then finishes them in the order they were begun. Steps in flight together must not share a
+// sequence (each one's input follows from the tokens of the one before), and every step begun
+// is ended before the runner is destroyed.
+//
 // Each logits row comes back either as its best candidates (+ log-sum-exp), computed on the
 // device, or whole: a step of 256 rows of a 128k vocabulary is 128 MB of f32 logits, too much
 // to copy to the host every step, while greedy, top-k sampling and logprobs need only the top.
@@ -117,10 +123,14 @@ class ModelRunner {
   // partial KV writes of its sequences, which the caller drops. Set once, before any step.
   virtual void set_abandon_flag(const std::atomic<bool>* /*flag*/) {}
 
-  // Starts one step. `batch` stays alive and unchanged until end_step() returns; `request`
-  // says what comes back for the rows of batch.logits_indices.
+  // How many steps may be in flight at once (begun and not yet ended): the pipeline stages a
+  // step passes through in turn; 1 for a runner that computes one step at a time.
+  virtual int32_t max_steps_in_flight() const { return 1; }
+  // Starts one step. `batch` and `request` stay alive and unchanged until the end_step() that
+  // finishes this step returns; `request` says what comes back for the rows of
+  // batch.logits_indices.
   virtual void begin_step(const ForwardBatch& batch, const LogitsRequest& request) = 0;
-  // Finishes the step begun last. The result is valid until the next begin_step(). Throws
+  // Finishes the oldest step in flight. The result is valid until the next begin_step(). Throws
   // Error when the step failed.
   virtual StepLogits& end_step() = 0;
   // After end_step(): the device time of that step, where the device keeps a timeline.

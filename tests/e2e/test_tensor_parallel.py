@@ -1,13 +1,19 @@
-"""Tensor parallelism through the CLI: `inflight serve --tensor-parallel-size 3` on the CPU
-backend starts its ranks under mpirun, serves what one rank serves, drains and stops every
-rank on SIGTERM, and ends the whole job, naming the rank, when a rank dies.
+"""Tensor and pipeline parallelism through the CLI: `inflight serve --tensor-parallel-size 3`
+(or `--pipeline-parallel-size 3`, with a micro-batch per stage in flight) on the CPU backend
+starts its ranks under mpirun, serves what one rank serves, drains and stops every rank on
+SIGTERM (with steps in flight), and ends the whole job, naming the rank, when a rank dies or
+hangs.
 
-SmolLM2-135M has 9 heads and 3 KV heads: 3 ranks split it. Skips without mpirun."""
+SmolLM2-135M has 9 heads, 3 KV heads and 30 layers: 3 ranks split it either way. Skips without
+mpirun."""
 
+import json
 import os
 import shutil
 import signal
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -30,6 +36,21 @@ def complete(url, prompt, max_tokens=16):
         "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True})
     assert r.status_code == 200, r.text
     return r.json()["choices"][0]["text"]
+
+
+def stream_finish_reason(url, prompt, max_tokens, started):
+    """Streams a completion; sets `started` at its first token and returns its finish reason."""
+    with requests.post(url + "/v1/completions", stream=True, timeout=300, json={
+            "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
+            "stream": True}) as r:
+        assert r.status_code == 200, r.text
+        reason = None
+        for line in r.iter_lines():
+            if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                continue
+            started.set()
+            reason = json.loads(line[6:])["choices"][0]["finish_reason"] or reason
+        return reason
 
 
 def ranks_of(server):
@@ -60,6 +81,9 @@ def ranks_of(server):
 
 
 PROMPTS = ["The capital of France is", "def fibonacci(n):"]
+# Three ranks as tensor-parallel ranks, or as pipeline stages (three micro-batches in flight).
+LAYOUTS = {"tp3": ["--tensor-parallel-size", str(RANKS)],
+           "pp3": ["--pipeline-parallel-size", str(RANKS)]}
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +107,35 @@ def test_three_ranks_serve_what_one_rank_serves_and_drain_on_sigterm(one_rank_te
     assert rc == 0, "".join(s.log[-40:])
 
 
-def test_a_killed_rank_ends_the_job_naming_it():
-    s = ServerProcess([*ARGS, "--tensor-parallel-size", str(RANKS)], env=ENV)
+def test_three_stages_serve_concurrent_requests_as_one_rank_and_drain_them_on_sigterm(
+        one_rank_texts):
+    s = ServerProcess([*ARGS, *LAYOUTS["pp3"]], env=ENV)
+    try:
+        s.wait_ready(timeout=300)
+        assert "max_num_micro_batches 3" in "".join(s.log), "".join(s.log[-40:])
+        # Six requests at once: each micro-batch takes two, the three stages one micro-batch each.
+        with ThreadPoolExecutor(6) as pool:
+            texts = list(pool.map(lambda p: complete(s.url, p), PROMPTS * 3))
+        assert texts == one_rank_texts * 3
+        # SIGTERM once every stream has its first token: each runs to its length before the job
+        # exits.
+        started = [threading.Event() for _ in range(6)]
+        with ThreadPoolExecutor(6) as pool:
+            running = [pool.submit(stream_finish_reason, s.url, p, 24, e)
+                       for p, e in zip(PROMPTS * 3, started)]
+            for e in started:
+                assert e.wait(timeout=300)
+            s.proc.send_signal(signal.SIGTERM)
+            assert [f.result() for f in running] == ["length"] * 6
+        rc = s.proc.wait(timeout=120)
+    finally:
+        s.stop()
+    assert rc == 0, "".join(s.log[-40:])
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_a_killed_rank_ends_the_job_naming_it(layout):
+    s = ServerProcess([*ARGS, *LAYOUTS[layout]], env=ENV)
     try:
         s.wait_ready(timeout=300)
         os.kill(ranks_of(s)[1], signal.SIGKILL)
@@ -98,9 +149,9 @@ def test_a_killed_rank_ends_the_job_naming_it():
     assert "rank 1" in log, log[-3000:]
 
 
-def test_a_hung_rank_ends_the_job_after_the_step_timeout():
-    s = ServerProcess([*ARGS, "--tensor-parallel-size", str(RANKS)],
-                      env={**ENV, "INFLIGHT_STEP_TIMEOUT_S": "3"})
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_a_hung_rank_ends_the_job_after_the_step_timeout(layout):
+    s = ServerProcess([*ARGS, *LAYOUTS[layout]], env={**ENV, "INFLIGHT_STEP_TIMEOUT_S": "3"})
     try:
         s.wait_ready(timeout=300)
         hung = ranks_of(s)[2]
@@ -130,7 +181,6 @@ def test_a_size_that_does_not_split_the_model_fails_at_start_naming_it():
 
 
 def test_bench_collectives_on_cpu_ranks_checks_and_times_the_all_reduce(tmp_path):
-    import json
     import subprocess
     import sys
 

@@ -95,6 +95,9 @@ TEST(EngineConfig, ValidationNamesTheField) {
   c.max_num_batched_tokens = -1;
   EXPECT_NE(c.validate().message().find("max_num_batched_tokens"), std::string::npos);
   c = EngineConfig();
+  c.max_num_micro_batches = -1;  // 0: one per pipeline stage
+  EXPECT_NE(c.validate().message().find("max_num_micro_batches"), std::string::npos);
+  c = EngineConfig();
   c.num_kv_blocks = 0;
   c.kv_cache_bytes = -1;  // 0 is automatic
   EXPECT_EQ(c.validate().code(), StatusCode::kInvalidArgument);

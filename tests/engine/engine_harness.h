@@ -91,6 +91,7 @@ class ForwardingRunner : public ModelRunner {
   void init_kv_cache(int64_t n, int32_t bs) override { real_->init_kv_cache(n, bs); }
   bool asynchronous() const override { return real_->asynchronous(); }
   bool supports_token_masks() const override { return real_->supports_token_masks(); }
+  int32_t max_steps_in_flight() const override { return real_->max_steps_in_flight(); }
   void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override {
     real_->begin_step(batch, request);
   }

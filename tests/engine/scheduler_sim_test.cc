@@ -7,12 +7,19 @@
 // (block tables, prefix hits, forks and recomputation after preemption all have to be right)
 // and may write only to blocks nobody else holds. check_integrity() runs after every step; at
 // the end every block must be free and every choice must hold exactly its expected tokens.
+//
+// With micro-batches, up to D steps are in flight (launched, results not yet applied) and
+// cancellations land between launches, in flight or not: no sequence may be in two steps in
+// flight or be preempted while in one, and no step may write a block that a step in flight
+// uses.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 
 #include "engine/batch_builder.h"
 #include "engine/scheduler.h"
@@ -56,6 +63,7 @@ struct SimConfig {
   int32_t long_prefill;
   int num_requests;
   uint32_t seed;
+  int32_t micro_batches;  // steps in flight at most
 };
 
 class Simulation {
@@ -68,6 +76,7 @@ class Simulation {
     ec.enable_chunked_prefill = c.chunked;
     ec.enable_prefix_caching = c.prefix_caching;
     ec.long_prefill_token_threshold = c.long_prefill;
+    ec.max_num_micro_batches = c.micro_batches;
     ec.max_model_len = 200;
     kv_ = std::make_unique<KvBlockManager>(c.num_blocks, c.block_size, c.prefix_caching);
     sched_ = std::make_unique<Scheduler>(ec, *kv_);
@@ -80,12 +89,20 @@ class Simulation {
 
   void run() {
     int64_t steps = 0;
-    while (num_arrived_ < c_.num_requests || sched_->has_unfinished()) {
+    const auto depth = static_cast<size_t>(c_.micro_batches);
+    while (num_arrived_ < c_.num_requests || sched_->has_unfinished() || !flights_.empty()) {
       ASSERT_LT(++steps, 400000) << "no progress";
       arrive();
-      if (!sched_->has_unfinished()) continue;
-      ASSERT_NO_FATAL_FAILURE(step());
-      cancel_some();
+      bool launched = false;
+      if (sched_->has_unfinished() && flights_.size() < depth) {
+        launched = launch();
+        if (::testing::Test::HasFailure()) return;
+      }
+      cancel_some();  // with steps in flight
+      sched_->check_integrity();
+      // The pipeline is full, or nothing more could be launched: the oldest step ends.
+      if (!flights_.empty() && (flights_.size() == depth || !launched)) complete();
+      if (::testing::Test::HasFailure()) return;
       sched_->check_integrity();
     }
     sched_->check_integrity();
@@ -96,6 +113,8 @@ class Simulation {
 
   int num_rejected = 0;
   int num_cancelled = 0;
+  int num_cancelled_in_flight = 0;
+  int num_overlapped = 0;  // steps launched while another was in flight
 
   const Scheduler& scheduler() const { return *sched_; }
 
@@ -148,13 +167,29 @@ class Simulation {
     return h[static_cast<size_t>(pos)];
   }
 
-  void step() {
-    const SchedulerOutput out = sched_->schedule();
-    ASSERT_FALSE(out.empty()) << "work is pending but nothing was scheduled";
-    ASSERT_LE(out.num_batched_tokens, c_.budget);
+  // Schedules a step and plays its reads and writes (each stage computes the steps in launch
+  // order, so the cache sees them in that order); false when nothing could be scheduled.
+  bool launch() {
+    SchedulerOutput out = sched_->schedule();
+    if (out.empty()) {
+      EXPECT_FALSE(flights_.empty()) << "work is pending but nothing was scheduled";
+      return false;
+    }
+    EXPECT_LE(out.num_batched_tokens, c_.budget);
+    std::set<int32_t> used;  // blocks of the steps in flight
+    for (const Flight& f : flights_) used.insert(f.blocks.begin(), f.blocks.end());
+    for (const Sequence* p : out.preempted) {
+      EXPECT_FALSE(in_flight(*p)) << "sequence " << p->id << " preempted while in flight";
+    }
+    for (const ScheduledSequence& s : out.scheduled) {
+      EXPECT_FALSE(in_flight(*s.seq)) << "sequence " << s.seq->id << " in two steps in flight";
+      EXPECT_TRUE(s.seq->in_flight);
+    }
+    if (::testing::Test::HasFailure()) return false;
     build_forward_batch(out, c_.block_size, batch_);
     batch_.validate(c_.block_size, kv_->num_blocks());
     const int32_t bs = c_.block_size;
+    Flight flight;
     // Reads: every context token before this step's tokens must be in its slot.
     for (int32_t i = 0; i < batch_.num_seqs(); ++i) {
       const Sequence& seq = *out.scheduled[static_cast<size_t>(i)].seq;
@@ -164,8 +199,10 @@ class Simulation {
         const int64_t block =
             batch_.block_tables[static_cast<size_t>(i * batch_.max_blocks_per_seq + p / bs)];
         const auto slot = static_cast<size_t>(block * bs + p % bs);
-        ASSERT_EQ(slots_[slot], prefix_hash(seq, p))
+        EXPECT_EQ(slots_[slot], prefix_hash(seq, p))
             << "sequence " << seq.id << " reads a wrong KV at position " << p;
+        if (slots_[slot] != prefix_hash(seq, p)) return false;
+        flight.blocks.insert(static_cast<int32_t>(block));
       }
     }
     // Writes: only into blocks this sequence holds alone.
@@ -173,16 +210,42 @@ class Simulation {
       const Sequence& seq = *out.scheduled[static_cast<size_t>(i)].seq;
       for (int32_t j = batch_.query_start[i]; j < batch_.query_start[i + 1]; ++j) {
         const int64_t slot = batch_.slot_mapping[static_cast<size_t>(j)];
-        ASSERT_EQ(kv_->pool().ref_count(static_cast<int32_t>(slot / bs)), 1)
+        const auto block = static_cast<int32_t>(slot / bs);
+        EXPECT_EQ(kv_->pool().ref_count(block), 1)
             << "sequence " << seq.id << " writes into a shared block";
+        EXPECT_FALSE(used.contains(block))
+            << "sequence " << seq.id << " writes block " << block << " of a step in flight";
+        if (::testing::Test::HasFailure()) return false;
         slots_[static_cast<size_t>(slot)] =
             prefix_hash(seq, batch_.positions[static_cast<size_t>(j)]);
+        flight.blocks.insert(block);
       }
     }
-    sched_->finish_step(out);
-    for (const ScheduledSequence& s : out.scheduled) {
-      if (s.sample) sample(*s.seq);
+    if (!flights_.empty()) ++num_overlapped;
+    flight.out = std::move(out);
+    flights_.push_back(std::move(flight));
+    return true;
+  }
+
+  // The oldest step in flight ends: its tokens are sampled.
+  void complete() {
+    const Flight f = std::move(flights_.front());
+    flights_.pop_front();
+    sched_->finish_step(f.out);
+    for (const ScheduledSequence& s : f.out.scheduled) {
+      EXPECT_FALSE(s.seq->in_flight);
+      // A sequence cancelled in flight gets nothing.
+      if (s.sample && s.seq->status == SequenceStatus::kRunning) sample(*s.seq);
     }
+  }
+
+  bool in_flight(const Sequence& seq) const {
+    for (const Flight& f : flights_) {
+      for (const ScheduledSequence& s : f.out.scheduled) {
+        if (s.seq == &seq) return true;
+      }
+    }
+    return false;
   }
 
   void sample(Sequence& seq) {
@@ -221,19 +284,23 @@ class Simulation {
 
   void cancel_some() {
     if (requests_.empty() || rng_() % 40 != 0) return;
-    auto it = requests_.begin();
-    std::advance(it, static_cast<std::ptrdiff_t>(rng_() % requests_.size()));
-    SimRequest& req = *it->second;
-    if (req.cancelled) return;
-    bool live = false;
+    std::vector<SimRequest*> live_requests;  // with a choice not finished
+    for (auto& [id, r] : requests_) {
+      if (std::any_of(r->seqs.begin(), r->seqs.end(),
+                      [](const auto& s) { return s->status != SequenceStatus::kFinished; })) {
+        live_requests.push_back(r.get());
+      }
+    }
+    if (live_requests.empty()) return;
+    SimRequest& req = *live_requests[rng_() % live_requests.size()];
+    bool flying = false;
     for (auto& s : req.seqs) {
-      live |= s->status != SequenceStatus::kFinished;
+      flying |= s->in_flight;
       sched_->finish(*s);
     }
-    if (live) {
-      req.cancelled = true;
-      ++num_cancelled;
-    }
+    req.cancelled = true;
+    ++num_cancelled;
+    num_cancelled_in_flight += flying ? 1 : 0;
   }
 
   void check_outputs() {
@@ -265,6 +332,12 @@ class Simulation {
   std::map<RequestId, std::unique_ptr<SimRequest>> requests_;
   std::map<int64_t, std::vector<uint64_t>> prefix_hashes_;
   ForwardBatch batch_;
+  // A step in flight: what was scheduled and every block it reads or writes.
+  struct Flight {
+    SchedulerOutput out;
+    std::set<int32_t> blocks;
+  };
+  std::deque<Flight> flights_;
   int num_arrived_ = 0;
   int64_t next_seq_id_ = 1;
 };
@@ -286,17 +359,26 @@ TEST_P(SchedulerSimulation, EveryTokenIsRightAndEveryBlockComesBack) {
   if (GetParam().prefix_caching) {
     EXPECT_GT(s.num_prefix_hits(), 0u);
   }
+  if (GetParam().micro_batches > 1) {
+    EXPECT_GT(sim.num_overlapped, 0);
+    EXPECT_GT(sim.num_cancelled_in_flight, 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, SchedulerSimulation,
                          ::testing::Values(
-                             //        bs  blocks budget seqs chunked prefix long  reqs  seed
-                             SimConfig{16, 12, 64, 16, true, true, 0, 1500, 1},
-                             SimConfig{1, 120, 7, 3, true, true, 0, 1500, 2},
-                             SimConfig{3, 30, 91, 8, true, true, 5, 2000, 3},
-                             SimConfig{3, 40, 91, 8, true, false, 0, 1500, 4},
-                             SimConfig{4, 30, 128, 7, false, true, 0, 1500, 5},
-                             SimConfig{16, 400, 256, 64, true, true, 0, 2000, 6}));
+                             //        bs  blocks budget seqs chunked prefix long  reqs  seed  D
+                             SimConfig{16, 12, 64, 16, true, true, 0, 1500, 1, 1},
+                             SimConfig{1, 120, 7, 3, true, true, 0, 1500, 2, 1},
+                             SimConfig{3, 30, 91, 8, true, true, 5, 2000, 3, 1},
+                             SimConfig{3, 40, 91, 8, true, false, 0, 1500, 4, 1},
+                             SimConfig{4, 30, 128, 7, false, true, 0, 1500, 5, 1},
+                             SimConfig{16, 400, 256, 64, true, true, 0, 2000, 6, 1},
+                             // Micro-batches: 2 and 3 steps in flight, small and large caches.
+                             SimConfig{16, 12, 64, 16, true, true, 0, 1500, 7, 2},
+                             SimConfig{3, 30, 91, 8, true, true, 5, 2000, 8, 3},
+                             SimConfig{4, 40, 91, 8, false, false, 0, 1500, 9, 2},
+                             SimConfig{16, 400, 256, 64, true, true, 0, 2000, 10, 3}));
 
 }  // namespace
 }  // namespace inflight

@@ -376,5 +376,90 @@ TEST_F(SchedulerTest, FixedLengthGenerationsPreemptLessWithTheGrowthReservation)
   EXPECT_LT(reserved * 4, optimistic) << "optimistic " << optimistic << ", reserved " << reserved;
 }
 
+// Micro-batches (max_num_micro_batches = 2): a step in flight keeps its sequences, the next
+// step takes the others, and neither takes more than half of the sequences there are.
+TEST_F(SchedulerTest, MicroBatchesInFlightTakeDisjointSequences) {
+  EngineConfig config = make_config(100, 8);
+  config.max_num_micro_batches = 2;
+  init(config, 64, 4);
+  for (int i = 0; i < 4; ++i) add(3);
+  const SchedulerOutput first = sched_->schedule();
+  const SchedulerOutput second = sched_->schedule();
+  ASSERT_EQ(first.scheduled.size(), 2u);
+  ASSERT_EQ(second.scheduled.size(), 2u);
+  for (const ScheduledSequence& s : first.scheduled) {
+    EXPECT_TRUE(s.seq->in_flight);
+    EXPECT_EQ(new_tokens_of(second, s.seq), 0) << "sequence " << s.seq->id << " scheduled twice";
+  }
+  EXPECT_TRUE(sched_->schedule().empty()) << "every sequence is in flight";
+  sched_->check_integrity();
+  // The first step's tokens return: its sequences decode next, the second's are still out.
+  sched_->finish_step(first);
+  for (const ScheduledSequence& s : first.scheduled) s.seq->token_ids.push_back(7);
+  const SchedulerOutput third = sched_->schedule();
+  ASSERT_EQ(third.scheduled.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(third.scheduled[i].seq, first.scheduled[i].seq);
+    EXPECT_EQ(third.scheduled[i].num_new_tokens, 1);
+  }
+  sched_->check_integrity();
+}
+
+TEST_F(SchedulerTest, ASequenceInFlightIsNeverPreemptedItsPreemptorWaits) {
+  // 4 blocks of 2 tokens: a (4 prompt tokens) and b (3) take 2 blocks each.
+  EngineConfig config = make_config(100, 4);
+  config.max_num_micro_batches = 2;
+  init(config, 4, 2, /*prefix_caching=*/false);
+  Sequence* a = add(4);
+  Sequence* b = add(3);
+  const SchedulerOutput first = sched_->schedule();   // a (one of the two sequences)
+  const SchedulerOutput second = sched_->schedule();  // b
+  ASSERT_EQ(new_tokens_of(first, a), 4);
+  ASSERT_EQ(new_tokens_of(second, b), 3);
+  EXPECT_EQ(kv_->num_free_blocks(), 0);
+  sched_->finish_step(first);
+  a->token_ids.push_back(7);
+  // a needs a 3rd block for its 5th token; the victim, b, is in flight: a waits for b's step.
+  SchedulerOutput out = sched_->schedule();
+  EXPECT_TRUE(out.empty());
+  EXPECT_TRUE(out.preempted.empty());
+  EXPECT_EQ(b->status, SequenceStatus::kRunning);
+  EXPECT_EQ(sched_->num_preemptions(), 0u);
+  sched_->check_integrity();
+  sched_->finish_step(second);
+  b->token_ids.push_back(7);
+  out = sched_->schedule();  // b's step is over: the rule applies
+  EXPECT_EQ(out.preempted, std::vector<Sequence*>{b});
+  EXPECT_EQ(new_tokens_of(out, a), 1);
+  EXPECT_EQ(b->num_computed_tokens, 0);
+  sched_->check_integrity();
+}
+
+TEST_F(SchedulerTest, ASequenceFinishedInFlightKeepsItsBlocksUntilItsStepIsOver) {
+  EngineConfig config = make_config(100, 4);
+  config.max_num_micro_batches = 2;
+  init(config, 8, 4);
+  Sequence* a = add(9);  // 3 blocks
+  const SchedulerOutput out = sched_->schedule();
+  ASSERT_EQ(new_tokens_of(out, a), 9);
+  sched_->finish(*a);  // cancelled while its step runs
+  EXPECT_EQ(a->status, SequenceStatus::kFinished);
+  EXPECT_FALSE(sched_->has_unfinished());
+  EXPECT_EQ(kv_->num_free_blocks(), 5) << "a step in flight still writes them";
+  sched_->check_integrity();
+  sched_->finish_step(out);
+  EXPECT_EQ(kv_->num_free_blocks(), 8);
+  EXPECT_FALSE(a->in_flight);
+  sched_->check_integrity();
+  // A step that produced nothing (failed) frees them the same way.
+  Sequence* b = add(5);
+  const SchedulerOutput failed = sched_->schedule();
+  sched_->finish(*b);
+  EXPECT_EQ(kv_->num_free_blocks(), 6);
+  sched_->drop_step(failed);
+  EXPECT_EQ(kv_->num_free_blocks(), 8);
+  sched_->check_integrity();
+}
+
 }  // namespace
 }  // namespace inflight

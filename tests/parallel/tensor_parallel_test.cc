@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -191,58 +192,217 @@ TEST(TensorParallelFiles, GoldenFixturesAndSmolLM2) {
   if (tested == 0) GTEST_SKIP() << "skipped: " << world().size() << " ranks split none of them";
 }
 
-// The engine over a ParallelRunner on rank 0, the other ranks serving its steps: the greedy
-// continuations of the same model on one rank, with the prompts in chunks, with a KV cache so
-// small that requests are preempted and recomputed, and each request alone (batch invariance).
-TEST(TensorParallelEngine, GreedyContinuationsMatchOneRank) {
+// Counts the steps in flight at once (begun, not yet ended) through the runner it wraps.
+class PeakInFlight final : public testing::ForwardingRunner {
+ public:
+  PeakInFlight(std::unique_ptr<ModelRunner> real, int32_t& peak)
+      : ForwardingRunner(std::move(real)), peak_(peak) {}
+  void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override {
+    ForwardingRunner::begin_step(batch, request);
+    peak_ = std::max(peak_, ++in_flight_);
+  }
+  StepLogits& end_step() override {
+    --in_flight_;
+    return ForwardingRunner::end_step();
+  }
+
+ private:
+  int32_t& peak_;
+  int32_t in_flight_ = 0;
+};
+
+// Runs `generate` on rank 0 over a ParallelRunner of this job (rank 0's shard; the other ranks
+// serve its steps until it is destroyed). Every rank calls it.
+template <typename F>
+void on_ranks(const ModelConfig& c, const WeightSource& source, const Layout& layout,
+              F&& generate) {
+  std::shared_ptr<Backend> backend = make_backend("cpu");
+  const World::Groups groups = world().make_groups(*backend, layout.tp);
+  std::unique_ptr<DeviceRunner> shard =
+      make_runner(backend, c, &source, 0, {}, groups.tp, groups.pp);
+  if (world().rank() != 0) {
+    serve_steps(*shard, world());
+    return;
+  }
+  generate(std::make_unique<ParallelRunner>(std::move(shard), world()));
+}
+
+// The engine over a ParallelRunner on rank 0, the other ranks serving its steps: the
+// continuations of the same model on one rank (greedy, and seeded sampling), with the prompts
+// in chunks, with a KV cache so small that requests are preempted and recomputed, and each
+// request alone (batch invariance). Over pipeline stages one micro-batch per stage is in flight
+// (the default), or one step at a time when asked.
+TEST(TensorParallelEngine, ContinuationsMatchOneRank) {
   const ModelConfig c = splittable("llama", 96);
   const WeightMap weights = testing::random_weights(c, 11);
   const WeightSource source = weights_of(weights);
-  std::vector<Request> requests(3);
-  for (uint32_t i = 0; i < 3; ++i) {
-    requests[i].prompt_token_ids = random_tokens(5 + 9 * i, c.vocab_size, 100 + i);
-    requests[i].sampling.temperature = 0.0f;
-    requests[i].sampling.max_tokens = 24;
-    requests[i].sampling.ignore_eos = true;
-  }
+  auto make_requests = [&](bool seeded) {
+    std::vector<Request> requests(3);
+    for (uint32_t i = 0; i < 3; ++i) {
+      requests[i].prompt_token_ids = random_tokens(5 + 9 * i, c.vocab_size, 100 + i);
+      requests[i].sampling.temperature = seeded ? 0.8f : 0.0f;
+      requests[i].sampling.top_p = seeded ? 0.9f : 1.0f;
+      if (seeded) requests[i].sampling.seed = 1000 + i;
+      requests[i].sampling.max_tokens = 24;
+      requests[i].sampling.ignore_eos = true;
+    }
+    return requests;
+  };
   struct Case {
     const char* name;
     int64_t kv_blocks;  // of 16 tokens; the three requests need 7 at once
     bool alone;
+    bool seeded;
+    int32_t micro_batches;  // EngineConfig::max_num_micro_batches (0: one per stage)
   };
   for (const Layout& layout : layouts()) {
     if (!splits(c, layout)) continue;
     for (const Case k :
-         {Case{"together", 64, false}, Case{"preempted", 4, false}, Case{"alone", 64, true}}) {
+         {Case{"together", 64, false, false, 0}, Case{"seeded", 64, false, true, 0},
+          Case{"preempted", 4, false, false, 0}, Case{"preempted seeded", 4, false, true, 0},
+          Case{"alone", 64, true, false, 0}, Case{"one step at a time", 64, false, false, 1}}) {
+      const std::string what = layout.name() + " " + k.name;
       EngineConfig config;
       config.max_num_seqs = 4;
       config.max_num_batched_tokens = 16;  // prompts in chunks
       config.num_kv_blocks = k.kv_blocks;
       config.schedule_conservativeness = 0;  // optimistic admission: 4 blocks must preempt
-      // Every rank builds its shard; rank 0 runs the engine, the others its steps.
-      std::shared_ptr<Backend> backend = make_backend("cpu");
-      const World::Groups groups = world().make_groups(*backend, layout.tp);
-      std::unique_ptr<DeviceRunner> shard =
-          make_runner(backend, c, &source, 0, {}, groups.tp, groups.pp);
-      if (world().rank() != 0) {
-        serve_steps(*shard, world());
-        continue;
-      }
-      auto generate = [&](std::unique_ptr<ModelRunner> runner) {
-        std::unique_ptr<Engine> engine = testing::make_engine(config, std::move(runner));
-        auto out =
-            k.alone ? testing::run_alone(*engine, requests) : testing::run_all(*engine, requests);
-        EXPECT_EQ(engine->stats().num_preemptions > 0, k.kv_blocks < 7) << k.name;
-        return out;
-      };
-      const auto want = generate(make_runner(make_backend("cpu"), c, &source));
-      const auto got = generate(std::make_unique<ParallelRunner>(std::move(shard), world()));
-      for (size_t i = 0; i < requests.size(); ++i) {
-        ASSERT_EQ(want[i].tokens[0].size(), 24u) << k.name;
-        EXPECT_EQ(got[i].tokens[0], want[i].tokens[0])
-            << layout.name() << " " << k.name << " request " << i;
-      }
+      config.max_num_micro_batches = k.micro_batches;
+      const std::vector<Request> requests = make_requests(k.seeded);
+      on_ranks(c, source, layout, [&](std::unique_ptr<ModelRunner> parallel) {
+        auto generate = [&](std::unique_ptr<ModelRunner> runner) {
+          std::unique_ptr<Engine> engine = testing::make_engine(config, std::move(runner));
+          auto out =
+              k.alone ? testing::run_alone(*engine, requests) : testing::run_all(*engine, requests);
+          EXPECT_EQ(engine->stats().num_preemptions > 0, k.kv_blocks < 7) << what;
+          return out;
+        };
+        config.max_num_micro_batches = 0;  // one rank: one step at a time
+        const auto want = generate(make_runner(make_backend("cpu"), c, &source));
+        config.max_num_micro_batches = k.micro_batches;
+        int32_t peak = 0;
+        const auto got = generate(std::make_unique<PeakInFlight>(std::move(parallel), peak));
+        for (size_t i = 0; i < requests.size(); ++i) {
+          ASSERT_EQ(want[i].tokens[0].size(), 24u) << what;
+          EXPECT_EQ(got[i].tokens[0], want[i].tokens[0]) << what << " request " << i;
+        }
+        // Three requests keep up to three micro-batches busy (one stage each: a micro-batch
+        // takes ceil(3 / stages) of them); alone, one sequence is in one step at a time.
+        const int32_t most = k.micro_batches == 1 || k.alone ? 1 : std::min(layout.pp, 3);
+        if (k.kv_blocks >= 7) EXPECT_EQ(peak, most) << what << ": steps in flight at once";
+      });
     }
+  }
+}
+
+// More micro-batches than pipeline stages are refused at start, naming the field and the limit.
+TEST(TensorParallelEngine, MoreMicroBatchesThanStagesAreRefused) {
+  const ModelConfig c = splittable("llama", 96);
+  const WeightMap weights = testing::random_weights(c, 11);
+  const WeightSource source = weights_of(weights);
+  EngineConfig config;
+  config.max_num_seqs = 4;
+  config.num_kv_blocks = 16;
+  for (const Layout& layout : layouts()) {
+    if (!splits(c, layout)) continue;
+    on_ranks(c, source, layout, [&](std::unique_ptr<ModelRunner> parallel) {
+      config.max_num_micro_batches = layout.pp + 1;
+      const auto engine = Engine::create(config, std::move(parallel), nullptr);
+      ASSERT_FALSE(engine.ok()) << layout.name();
+      EXPECT_EQ(engine.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(engine.status().message().find(
+                    fmt::format("max_num_micro_batches = {} is more than the model's pipeline "
+                                "stages ({})",
+                                layout.pp + 1, layout.pp)),
+                std::string::npos)
+          << engine.status().message();
+    });
+  }
+}
+
+// Many requests with shared prefixes (prefix-cache hits), in chunks, over the pipeline with its
+// micro-batches: every request's tokens are those it gets alone on one rank.
+TEST(TensorParallelEngine, MixedRequestsMatchEachAloneOnOneRank) {
+  const ModelConfig c = splittable("llama", 97);
+  const WeightMap weights = testing::random_weights(c, 13);
+  const WeightSource source = weights_of(weights);
+  const std::vector<Request> requests = testing::mixed_requests(5, 24);
+  EngineConfig config = testing::small_config();
+  config.max_num_batched_tokens = 24;  // chunks
+  config.max_model_len = 128;
+  for (const Layout& layout : layouts()) {
+    if (!splits(c, layout)) continue;
+    on_ranks(c, source, layout, [&](std::unique_ptr<ModelRunner> parallel) {
+      std::unique_ptr<Engine> one =
+          testing::make_engine(config, make_runner(make_backend("cpu"), c, &source));
+      const auto want = testing::run_alone(*one, requests);
+      std::unique_ptr<Engine> engine = testing::make_engine(config, std::move(parallel));
+      const auto got = testing::run_all(*engine, requests);
+      testing::expect_same_tokens(got, want, layout.name());
+      EXPECT_GT(engine->stats().num_prefix_cache_hits, 0u) << layout.name();
+    });
+  }
+}
+
+// Requests cancelled while their steps are in flight: the others' tokens are unchanged, every
+// KV block comes back (the engine checks it when idle, and serves the next request), and an
+// engine shut down with steps in flight ends them before it stops the ranks.
+TEST(TensorParallelEngine, CancelledInFlightAndShutDownMidFlight) {
+  const ModelConfig c = splittable("llama", 96);
+  const WeightMap weights = testing::random_weights(c, 17);
+  const WeightSource source = weights_of(weights);
+  std::vector<Request> requests(6);
+  for (uint32_t i = 0; i < requests.size(); ++i) {
+    requests[i] = testing::greedy(random_tokens(4 + 3 * i, c.vocab_size, 200 + i), 160);
+    requests[i].sampling.ignore_eos = true;
+  }
+  EngineConfig config;
+  config.max_num_seqs = 8;
+  config.max_num_batched_tokens = 16;
+  config.num_kv_blocks = 128;
+  config.max_model_len = 256;
+  for (const Layout& layout : layouts()) {
+    if (!splits(c, layout)) continue;
+    const std::string what = layout.name();
+    on_ranks(c, source, layout, [&](std::unique_ptr<ModelRunner> parallel) {
+      std::unique_ptr<Engine> one =
+          testing::make_engine(config, make_runner(make_backend("cpu"), c, &source));
+      const auto want = testing::run_all(*one, requests);
+      std::unique_ptr<Engine> engine = testing::make_engine(config, std::move(parallel));
+      std::vector<RequestHandle> handles;
+      for (const Request& r : requests) handles.push_back(engine->enqueue(r).value());
+      // Odd requests are cancelled once they have a few tokens, while the others run.
+      for (size_t i = 1; i < handles.size(); i += 2) {
+        std::vector<RequestOutput> seen;
+        size_t tokens = 0;
+        while (tokens < 4 && !handles[i].stream->done()) {
+          handles[i].stream->wait_pop(seen, std::chrono::milliseconds(20));
+          tokens = 0;
+          for (const RequestOutput& o : seen) tokens += o.token_ids.size();
+        }
+        ASSERT_TRUE(engine->cancel(handles[i].id).ok()) << what;
+      }
+      for (size_t i = 0; i < handles.size(); ++i) {
+        const testing::Completion got = testing::collect(handles[i], 1);
+        if (i % 2 == 0) {
+          EXPECT_EQ(got.tokens[0], want[i].tokens[0]) << what << " request " << i;
+        } else {
+          EXPECT_EQ(got.finish[0], FinishReason::kAbort) << what << " request " << i;
+        }
+      }
+      // Idle again: every block is back (or the loop would have stopped and refused this).
+      const auto again = testing::run_all(*engine, {requests[0]});
+      ASSERT_TRUE(again[0].status.ok()) << what << ": " << again[0].status.to_string();
+      EXPECT_EQ(again[0].tokens[0], want[0].tokens[0]) << what;
+      const EngineStats stats = engine->stats();
+      EXPECT_EQ(stats.num_free_kv_blocks, stats.num_kv_blocks) << what;
+      // Shut down while requests run: the steps in flight end, then the ranks stop.
+      for (const Request& r : requests) handles.push_back(engine->enqueue(r).value());
+      std::vector<RequestOutput> seen;
+      while (seen.empty()) handles.back().stream->wait_pop(seen, std::chrono::milliseconds(20));
+      engine->shutdown(ShutdownMode::kAbort);
+      EXPECT_EQ(testing::collect(handles.back(), 1).finish[0], FinishReason::kAbort) << what;
+    });
   }
 }
 
