@@ -149,6 +149,29 @@ const Preset kPresets[] = {
        c.eos_token_ids = {2};
        return c;
      }},
+    {"mpt-7b",
+     [] {
+       ModelConfig c;
+       c.architecture = "mpt";
+       c.name = "MPT-7B (dummy weights)";
+       c.vocab_size = 50432;
+       c.hidden_size = 4096;
+       c.intermediate_size = 4 * 4096;  // expansion_ratio 4
+       c.num_layers = 32;
+       c.num_heads = 32;
+       c.num_kv_heads = 32;
+       c.head_dim = 128;
+       c.max_position_embeddings = 2048;
+       c.rms_norm_eps = 1e-5f;  // layer_norm_epsilon
+       c.norm = ModelConfig::Norm::kLayer;
+       c.positions = ModelConfig::Positions::kAlibi;
+       c.alibi_bias_max = 8.0f;
+       c.mlp = ModelConfig::Mlp::kGelu;
+       c.tie_word_embeddings = true;
+       c.bos_token_id = 0;  // GPT-NeoX's <|endoftext|>
+       c.eos_token_ids = {0};
+       return c;
+     }},
     {"smollm2-135m",
      [] {
        ModelConfig c;

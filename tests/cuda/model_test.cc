@@ -407,10 +407,17 @@ class CoreGemmBackend final : public Backend {
     inner_.rope_kv_write(qkv, in, inv_freq, q_out, kv);
   }
   void paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in, float scale,
-                       int32_t sliding_window, const Tensor& out) override {
-    inner_.paged_attention(q, kv, in, scale, sliding_window, out);
+                       int32_t sliding_window, const Tensor* alibi_slopes,
+                       const Tensor& out) override {
+    inner_.paged_attention(q, kv, in, scale, sliding_window, alibi_slopes, out);
   }
   void swiglu(const Tensor& gate_up, const Tensor& out) override { inner_.swiglu(gate_up, out); }
+  void layer_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
+                  const Tensor* bias, float eps, const Tensor& out) override {
+    inner_.layer_norm(add, residual, weight, bias, eps, out);
+  }
+  void gelu(const Tensor& x, const Tensor& out) override { inner_.gelu(x, out); }
+  void clamp(const Tensor& x, float limit) override { inner_.clamp(x, limit); }
   void qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads, const Tensor& q_weight,
                const Tensor& k_weight, float eps) override {
     inner_.qk_norm(qkv, num_heads, num_kv_heads, q_weight, k_weight, eps);
