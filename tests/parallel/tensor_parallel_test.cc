@@ -142,6 +142,7 @@ ModelConfig splittable(const std::string& arch, int64_t vocab) {
   c.num_layers = 4;      // up to 4 pipeline stages
   c.vocab_size = vocab;  // 96: split by every rank count here; 97: replicated
   if (world().size() == 3) c.num_kv_heads = 3;  // 3 ranks: one KV head each
+  if (arch == "mpt") c.num_kv_heads = c.num_heads;  // multi-head; ALiBi slopes of global heads
   return c;
 }
 
@@ -165,14 +166,16 @@ TEST_P(TensorParallelFamilies, ShardsGiveTheLogitsOfTheWholeModel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, TensorParallelFamilies,
-                         ::testing::Values("llama", "qwen2", "qwen3", "mixtral", "qwen3_moe"));
+                         ::testing::Values("llama", "qwen2", "qwen3", "mixtral", "qwen3_moe",
+                                           "mpt"));
 
 // Models from files: each rank loads slices of the stored tensors.
 TEST(TensorParallelFiles, GoldenFixturesAndSmolLM2) {
   std::vector<fs::path> paths;
   const fs::path fixtures = fs::path(INFLIGHT_SOURCE_DIR) / "tests" / "golden" / "fixtures";
   for (const char* name : {"tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3.gguf",
-                           "tiny-mixtral", "tiny-mixtral.gguf", "tiny-qwen3-moe.gguf"}) {
+                           "tiny-mixtral", "tiny-mixtral.gguf", "tiny-qwen3-moe.gguf", "tiny-mpt",
+                           "tiny-mpt.gguf", "tiny-mpt-bias"}) {
     paths.push_back(fixtures / name);
   }
   if (fs::exists(INFLIGHT_TEST_MODEL)) paths.emplace_back(INFLIGHT_TEST_MODEL);
