@@ -313,29 +313,28 @@ void LlamaModel::load_weights(const WeightSource& source) {
     }
     // Column-parallel q/k/v (this rank's heads), row-parallel o.
     const SliceRange q_rows = heads(s.heads), kv_rows = heads(s.kv_heads);
-    // Three tensors, or MPT's fused [q; k; v] cut three times.
-    auto qkv_parts = [&](const char* kind) {
-      const bool w = kind[0] == 'w';  // "weight" or "bias"
-      const auto shape = [&](int64_t rows) { return w ? Shape{rows, hidden} : Shape{rows}; };
+    // This rank's q, k, v rows of the weight (bias: false) or of the bias: three tensors, or
+    // MPT's fused [q; k; v] cut three times.
+    auto qkv_parts = [&](bool weight) {
+      const char* kind = weight ? "weight" : "bias";
+      const auto shape = [&](int64_t rows) { return weight ? Shape{rows, hidden} : Shape{rows}; };
+      const auto proj = [&](const char* p) { return layer_name(l, fmt::format("self_attn.{}.{}", p, kind).c_str()); };
       if (!fused_qkv) {
-        return std::vector<Part>{
-            {name(fmt::format("self_attn.q_proj.{}", kind).c_str()), shape(q_dim), Cut::kRows,
-             q_rows},
-            {name(fmt::format("self_attn.k_proj.{}", kind).c_str()), shape(kv_dim), Cut::kRows,
-             kv_rows},
-            {name(fmt::format("self_attn.v_proj.{}", kind).c_str()), shape(kv_dim), Cut::kRows,
-             kv_rows}};
+        return std::vector<Part>{{proj("q_proj"), shape(q_dim), Cut::kRows, q_rows},
+                                 {proj("k_proj"), shape(kv_dim), Cut::kRows, kv_rows},
+                                 {proj("v_proj"), shape(kv_dim), Cut::kRows, kv_rows}};
       }
-      const std::string fused = name(fmt::format("self_attn.qkv_proj.{}", kind).c_str());
+      const std::string fused = proj("qkv_proj");
       const Shape whole = shape(q_dim + 2 * kv_dim);
       return std::vector<Part>{
           {fused, whole, Cut::kRows, q_rows},
           {fused, whole, Cut::kRows, {q_dim + kv_rows.begin, kv_rows.size}},
           {fused, whole, Cut::kRows, {q_dim + kv_dim + kv_rows.begin, kv_rows.size}}};
     };
-    linear(in_layer(l, [](Layer& x) -> Linear& { return x.qkv; }), qkv_parts("weight"));
+    linear(in_layer(l, [](Layer& x) -> Linear& { return x.qkv; }), qkv_parts(/*weight=*/true));
     if (has_qkv_bias()) {
-      add(in_layer(l, [](Layer& x) -> Tensor& { return x.qkv.bias; }), qkv_parts("bias"), true);
+      add(in_layer(l, [](Layer& x) -> Tensor& { return x.qkv.bias; }), qkv_parts(/*weight=*/false),
+          true);
     }
     linear(in_layer(l, [](Layer& x) -> Linear& { return x.o; }),
            {{name("self_attn.o_proj.weight"), {hidden, q_dim}, Cut::kCols, q_rows}});
