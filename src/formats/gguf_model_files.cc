@@ -78,7 +78,8 @@ void read_mpt(const GgufFile& f, const std::string& p, ModelConfig& c) {
                       f.what(), p, bias_max);
   c.alibi_bias_max = static_cast<float>(bias_max);
   c.clip_qkv = static_cast<float>(f.get_float_or(p + "attention.clamp_kqv", 0.0));
-  for (const char* t : {"position_embd.weight", "blk.0.attn_q_norm.weight", "blk.0.ffn_act.scales"}) {
+  for (const char* t :
+       {"position_embd.weight", "blk.0.attn_q_norm.weight", "blk.0.ffn_act.scales"}) {
     INFLIGHT_CHECK_CODE(f.find_tensor(t) == nullptr, ErrorCode::kUnsupported,
                         "{}: MPT with tensor '{}' (learned positions, q/k LayerNorm or "
                         "activation scales) is not supported",

@@ -93,8 +93,8 @@ void HfModelFiles::add_shard(const fs::path& path) {
     std::string name = canonical_name(t.name);
     const bool inserted = by_name_.emplace(name, Located{shard.get(), &t, shard}).second;
     INFLIGHT_CHECK_CODE(inserted, ErrorCode::kInvalidFile,
-                        "{}: tensor '{}' (as '{}') is also in another shard", path.string(),
-                        t.name, name);
+                        "{}: tensor '{}' (as '{}') is also in another shard", path.string(), t.name,
+                        name);
     names_.push_back(std::move(name));
   }
   shards_.push_back(std::move(shard));

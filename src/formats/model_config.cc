@@ -254,14 +254,12 @@ void ModelConfig::validate() const {
                       "model config: sliding_window must be >= 0, is {}", sliding_window);
   INFLIGHT_CHECK_CODE(std::isfinite(clip_qkv) && clip_qkv >= 0, ErrorCode::kInvalidFile,
                       "model config: clip_qkv must be positive (or unset), is {}", clip_qkv);
-  INFLIGHT_CHECK_CODE(std::isfinite(attention_scale) && attention_scale >= 0,
-                      ErrorCode::kInvalidFile,
-                      "model config: softmax_scale must be positive (or unset), is {}",
-                      attention_scale);
+  INFLIGHT_CHECK_CODE(
+      std::isfinite(attention_scale) && attention_scale >= 0, ErrorCode::kInvalidFile,
+      "model config: softmax_scale must be positive (or unset), is {}", attention_scale);
   INFLIGHT_CHECK_CODE(std::isfinite(logit_scale) && logit_scale > 0, ErrorCode::kInvalidFile,
                       "model config: logit_scale must be positive, is {}", logit_scale);
-  INFLIGHT_CHECK_CODE(std::isfinite(alibi_bias_max) && alibi_bias_max > 0,
-                      ErrorCode::kInvalidFile,
+  INFLIGHT_CHECK_CODE(std::isfinite(alibi_bias_max) && alibi_bias_max > 0, ErrorCode::kInvalidFile,
                       "model config: alibi_bias_max must be positive, is {}", alibi_bias_max);
   INFLIGHT_CHECK_CODE(bos_token_id >= -1 && bos_token_id < vocab_size, ErrorCode::kInvalidFile,
                       "model config: bos_token_id {} is outside the vocabulary [0, {})",

@@ -38,7 +38,7 @@ struct ModelConfig {
   int64_t head_dim = 0;              // usually hidden_size / num_heads
   int64_t max_position_embeddings = 0;  // context length the model was trained for
 
-  float rms_norm_eps = 1e-5f;  // the norms' epsilon, RMSNorm or LayerNorm (MPT's layer_norm_epsilon)
+  float rms_norm_eps = 1e-5f;  // the norms' epsilon, RMSNorm or LayerNorm (MPT)
   float rope_theta = 10000.0f;
   RopeScaling rope_scaling;
 

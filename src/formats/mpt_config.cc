@@ -90,9 +90,9 @@ ModelConfig mpt_config_from_hf_json(const json& j) {
   c.num_heads = root.at("n_heads").require().integer();
   c.num_kv_heads = c.num_heads;
   c.num_layers = root.at("n_layers").require().integer();
-  INFLIGHT_CHECK_CODE(c.num_heads > 0 && c.hidden_size % c.num_heads == 0,
-                      ErrorCode::kInvalidFile, "{}: d_model {} is not divisible by n_heads {}",
-                      kFile, c.hidden_size, c.num_heads);
+  INFLIGHT_CHECK_CODE(c.num_heads > 0 && c.hidden_size % c.num_heads == 0, ErrorCode::kInvalidFile,
+                      "{}: d_model {} is not divisible by n_heads {}", kFile, c.hidden_size,
+                      c.num_heads);
   c.head_dim = c.hidden_size / c.num_heads;
   const JsonKey expansion = root.at("expansion_ratio");
   const int64_t ratio = expansion.absent() ? 4 : expansion.integer();
@@ -139,7 +139,8 @@ ModelConfig mpt_config_from_hf_json(const json& j) {
   c.bos_token_id = bos.absent() ? -1 : bos.integer();
   const JsonKey eos = root.at("eos_token_id");
   if (!eos.absent() && eos.value().is_array()) {
-    for (size_t i = 0; i < eos.value().size(); ++i) c.eos_token_ids.push_back(eos.index(i).integer());
+    for (size_t i = 0; i < eos.value().size(); ++i)
+      c.eos_token_ids.push_back(eos.index(i).integer());
   } else if (!eos.absent()) {
     c.eos_token_ids.push_back(eos.integer());
   }
@@ -154,7 +155,8 @@ std::string mpt_canonical_name(std::string_view n) {
       {"transformer.norm_f.", "model.norm."},
   }};
   for (const auto& [mpt, canonical] : kTop) {
-    if (n.substr(0, mpt.size()) == mpt) return std::string(canonical) + std::string(n.substr(mpt.size()));
+    if (n.substr(0, mpt.size()) == mpt)
+      return std::string(canonical) + std::string(n.substr(mpt.size()));
   }
   constexpr std::string_view kBlocks = "transformer.blocks.";
   if (n.substr(0, kBlocks.size()) != kBlocks) return std::string(n);

@@ -138,13 +138,12 @@ Tensor host_f32(const std::vector<float>& values) {
 
 void LlamaModel::set_positions(const Tensor* divisors) {
   if (config_.positions == ModelConfig::Positions::kAlibi) {
-    inv_freq_ = backend_.upload(host_f32(std::vector<float>(config_.head_dim / 2, 0.0f)),
-                                DType::kF32);
+    inv_freq_ =
+        backend_.upload(host_f32(std::vector<float>(config_.head_dim / 2, 0.0f)), DType::kF32);
     // The slopes of this rank's global heads.
     const std::vector<float> all = alibi_slopes(config_.num_heads, config_.alibi_bias_max);
     const auto first = all.begin() + shard_.heads.begin;
-    alibi_slopes_ =
-        backend_.upload(host_f32({first, first + shard_.heads.size}), DType::kF32);
+    alibi_slopes_ = backend_.upload(host_f32({first, first + shard_.heads.size}), DType::kF32);
     return;
   }
   std::vector<float> inv_freq = rope_inv_freq(config_);
@@ -318,7 +317,9 @@ void LlamaModel::load_weights(const WeightSource& source) {
     auto qkv_parts = [&](bool weight) {
       const char* kind = weight ? "weight" : "bias";
       const auto shape = [&](int64_t rows) { return weight ? Shape{rows, hidden} : Shape{rows}; };
-      const auto proj = [&](const char* p) { return layer_name(l, fmt::format("self_attn.{}.{}", p, kind).c_str()); };
+      const auto proj = [&](const char* p) {
+        return layer_name(l, fmt::format("self_attn.{}.{}", p, kind).c_str());
+      };
       if (!fused_qkv) {
         return std::vector<Part>{{proj("q_proj"), shape(q_dim), Cut::kRows, q_rows},
                                  {proj("k_proj"), shape(kv_dim), Cut::kRows, kv_rows},
@@ -351,7 +352,8 @@ void LlamaModel::load_weights(const WeightSource& source) {
     if (!has_experts()) {
       std::vector<Part> gate_up;
       if (!gelu_mlp()) {
-        gate_up.push_back({name("mlp.gate_proj.weight"), {inter, hidden}, Cut::kRows, s.intermediate});
+        gate_up.push_back(
+            {name("mlp.gate_proj.weight"), {inter, hidden}, Cut::kRows, s.intermediate});
       }
       gate_up.push_back({name("mlp.up_proj.weight"), {inter, hidden}, Cut::kRows, s.intermediate});
       linear(in_layer(l, [](Layer& x) -> Linear& { return x.gate_up; }), gate_up);
@@ -632,9 +634,9 @@ void LlamaModel::init_random_weights(uint64_t seed) {
 }
 
 int64_t LlamaModel::weight_bytes() const {
-  int64_t bytes = static_cast<int64_t>(embed_.nbytes() + final_norm_.nbytes() +
-                                       final_norm_bias_.nbytes() + inv_freq_.nbytes() +
-                                       alibi_slopes_.nbytes());
+  int64_t bytes =
+      static_cast<int64_t>(embed_.nbytes() + final_norm_.nbytes() + final_norm_bias_.nbytes() +
+                           inv_freq_.nbytes() + alibi_slopes_.nbytes());
   if (lm_head_.weight.raw() != embed_.raw()) bytes += lm_head_.nbytes();
   for (const Layer& l : layers_) {
     bytes += static_cast<int64_t>(l.input_norm.nbytes() + l.post_norm.nbytes() +
@@ -777,9 +779,8 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
   const Tensor attn = ws_.attn.rows(0, t);
   const Tensor attn_2d = attn.reshape({t, c.num_heads * c.head_dim});
   const Tensor sublayer_out = ws_.sublayer_out.rows(0, t);
-  const float scale = c.attention_scale > 0.0f
-                          ? c.attention_scale
-                          : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const float scale = c.attention_scale > 0.0f ? c.attention_scale
+                                               : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const auto window = static_cast<int32_t>(c.sliding_window);
   const Tensor* alibi = alibi_slopes_.defined() ? &alibi_slopes_ : nullptr;
 

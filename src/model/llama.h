@@ -84,16 +84,16 @@ class LlamaModel final : public Model {
 
  private:
   struct Layer {
-    Tensor input_norm;  // [hidden]
-    Linear qkv;         // [(H + 2 KH) D, hidden] (+ bias)
-    Linear o;           // [hidden, H D] (+ bias)
-    Tensor post_norm;   // [hidden]
-    Linear gate_up;     // [2 I, hidden] (dense MLP); the GELU MLP's up alone, [I, hidden]
-    Linear down;        // [hidden, I]
+    Tensor input_norm;       // [hidden]
+    Linear qkv;              // [(H + 2 KH) D, hidden] (+ bias)
+    Linear o;                // [hidden, H D] (+ bias)
+    Tensor post_norm;        // [hidden]
+    Linear gate_up;          // [2 I, hidden] (dense MLP); the GELU MLP's up alone, [I, hidden]
+    Linear down;             // [hidden, I]
     Tensor input_norm_bias;  // [hidden] (LayerNorm with config.norm_bias)
     Tensor post_norm_bias;   // [hidden]
-    Tensor q_norm;      // [D] (config.qk_norm)
-    Tensor k_norm;      // [D]
+    Tensor q_norm;           // [D] (config.qk_norm)
+    Tensor k_norm;           // [D]
     // Mixture of experts instead of gate_up / down (config.num_experts E > 0), I_e wide:
     Linear router;           // [E, hidden], the compute dtype (never FP8), f32 logits out
     Tensor experts_gate_up;  // [E, 2 I_e, hidden]: each expert's [gate; up]

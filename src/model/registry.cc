@@ -20,9 +20,8 @@ std::unique_ptr<Model> build_llama(const ModelConfig& config, const WeightSource
 void require_llama_graph(const ModelConfig& c, bool experts, bool qk_norm) {
   INFLIGHT_CHECK_CODE((c.num_experts > 0) == experts && c.qk_norm == qk_norm &&
                           c.positions == ModelConfig::Positions::kRope &&
-                          c.norm == ModelConfig::Norm::kRms &&
-                          c.mlp == ModelConfig::Mlp::kSwiGlu && !c.mlp_bias &&
-                          c.clip_qkv == 0.0f && c.attention_scale == 0.0f &&
+                          c.norm == ModelConfig::Norm::kRms && c.mlp == ModelConfig::Mlp::kSwiGlu &&
+                          !c.mlp_bias && c.clip_qkv == 0.0f && c.attention_scale == 0.0f &&
                           c.logit_scale == 1.0f,
                       ErrorCode::kUnsupported,
                       "model config: {} with {} experts, ALiBi, LayerNorm, a GELU MLP, MLP biases, "

@@ -6,12 +6,13 @@
 // One block of kWarps warps per (query token, query head). Token t finds its sequence s by
 // binary search over query_start and its context position p = context_lens[s] -
 // (query_start[s + 1] - t); it attends to keys [lo, p] of s, lo = max(0, p - window + 1) with a
-// window, else 0; an ALiBi slope adds slope * (j - p) to the score of key j. Warp w takes keys lo + w, lo + w + kWarps, ...; for each key the warp's lanes
-// split the head dimension in bf16 pairs (lane l holds pairs l, l + 32, ...), reduce the dot
-// product with shuffles, and fold the key into the warp's online softmax state (running max m,
-// sum l, accumulator acc[D]). The kWarps states are then merged through shared memory by
-// rescaling each with exp(m_w - max_w m_w). An e4m3 cache's pairs are widened and scaled by
-// their row's scale as they are read.
+// window, else 0; an ALiBi slope adds slope * (j - p) to the score of key j. Warp w takes keys
+// lo + w, lo + w + kWarps, ...; for each key the warp's lanes split the head dimension in bf16
+// pairs (lane l holds pairs l, l + 32, ...), reduce the dot product with shuffles, and fold the
+// key into the warp's online softmax state (running max m, sum l, accumulator acc[D]). The
+// kWarps states are then merged through shared memory by rescaling each with
+// exp(m_w - max_w m_w). An e4m3 cache's pairs are widened and scaled by their row's scale as
+// they are read.
 #pragma once
 
 #include <cuda_fp8.h>

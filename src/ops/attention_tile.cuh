@@ -497,8 +497,8 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>:
     row_lo[h] = p.sliding_window > 0 ? max(0, pos - p.sliding_window + 1) : 0;
     row_hi[h] = min(pos, keys.hi);
     row_pos[h] = pos;
-    row_slope[h] = p.alibi_slopes != nullptr ? p.alibi_slopes[kh * g + (r0 + r) % g] / p.scale
-                                             : 0.0f;
+    row_slope[h] =
+        p.alibi_slopes != nullptr ? p.alibi_slopes[kh * g + (r0 + r) % g] / p.scale : 0.0f;
   }
   // Stage keys [kb, kb + kKeys) need no mask when kb >= the last row's lo and kb + kKeys - 1
   // <= the first row's hi (lo and hi grow with the row): all blocks but those at the diagonal,

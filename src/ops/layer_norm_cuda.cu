@@ -50,8 +50,8 @@ __global__ void __launch_bounds__(kThreads) layer_norm_kernel(LayerNormParams lp
   const float inv_std = rsqrtf(cuda::block_sum(sum_sq) / static_cast<float>(dim) + p.eps);
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
     const float b = bias != nullptr ? cuda::to_f32(bias[i]) : 0.0f;
-    out[i] = cuda::to_bf16((cuda::to_f32(residual[i]) - mean) * inv_std * cuda::to_f32(weight[i]) +
-                           b);
+    out[i] =
+        cuda::to_bf16((cuda::to_f32(residual[i]) - mean) * inv_std * cuda::to_f32(weight[i]) + b);
   }
 }
 

@@ -6,12 +6,12 @@
 // Zero-sized problems enqueue nothing.
 //
 // The kernels of a layer's chain (rms_norm or layer_norm, the GEMV, clamp, qk_norm,
-// rope_kv_write, the attention tiles, swiglu or gelu) are launched with programmatic dependent launch (cuda_common.cuh): each lets
-// the next one launch early and waits for its predecessor before touching activations, and the
-// GEMV issues its first weight loads before that wait, so a decode step's weight streaming goes
-// on across the small kernels between the GEMVs. The simple attention kernel, top-k,
-// gather_rows, fill_random, the MoE kernels (but swiglu) and cuBLASLt launch as usual (they
-// wait for everything before them).
+// rope_kv_write, the attention tiles, swiglu or gelu) are launched with programmatic dependent
+// launch (cuda_common.cuh): each lets the next one launch early and waits for its predecessor
+// before touching activations, and the GEMV issues its first weight loads before that wait, so a
+// decode step's weight streaming goes on across the small kernels between the GEMVs. The simple
+// attention kernel, top-k, gather_rows, fill_random, the MoE kernels (but swiglu) and cuBLASLt
+// launch as usual (they wait for everything before them).
 //
 // Plain C++ (no kernels) may include this header: it needs only the CUDA runtime API types.
 #pragma once
@@ -20,8 +20,8 @@
 
 #include "ops/clamp.h"
 #include "ops/fill_random.h"
-#include "ops/gelu.h"
 #include "ops/gather_rows.h"
+#include "ops/gelu.h"
 #include "ops/gemm.h"
 #include "ops/layer_norm.h"
 #include "ops/moe_experts.h"

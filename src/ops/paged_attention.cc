@@ -4,13 +4,10 @@
 
 namespace inflight {
 
-PagedAttentionParams make_paged_attention_params(const Tensor& q, const KvCacheLayer& kv,
-                                                 const Tensor& block_tables,
-                                                 const Tensor& query_start,
-                                                 const Tensor& context_lens,
-                                                 int32_t max_context_len, int32_t sliding_window,
-                                                 float scale, const Tensor* alibi_slopes,
-                                                 const Tensor& out) {
+PagedAttentionParams make_paged_attention_params(
+    const Tensor& q, const KvCacheLayer& kv, const Tensor& block_tables, const Tensor& query_start,
+    const Tensor& context_lens, int32_t max_context_len, int32_t sliding_window, float scale,
+    const Tensor* alibi_slopes, const Tensor& out) {
   constexpr const char* kOp = "paged_attention";
   INFLIGHT_CHECK_CODE(q.defined() && is_float_dtype(q.dtype()), ErrorCode::kInvalidArgument,
                       "{}: q must be a float tensor", kOp);

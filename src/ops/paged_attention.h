@@ -45,13 +45,10 @@ struct PagedAttentionParams {
 // alibi_slopes (optional) [H] f32 on q's device.
 // NOTE: the device-side index arrays are not read here; ForwardBatch::validate checks them on
 // the host before upload.
-PagedAttentionParams make_paged_attention_params(const Tensor& q, const KvCacheLayer& kv,
-                                                 const Tensor& block_tables,
-                                                 const Tensor& query_start,
-                                                 const Tensor& context_lens,
-                                                 int32_t max_context_len, int32_t sliding_window,
-                                                 float scale, const Tensor* alibi_slopes,
-                                                 const Tensor& out);
+PagedAttentionParams make_paged_attention_params(
+    const Tensor& q, const KvCacheLayer& kv, const Tensor& block_tables, const Tensor& query_start,
+    const Tensor& context_lens, int32_t max_context_len, int32_t sliding_window, float scale,
+    const Tensor* alibi_slopes, const Tensor& out);
 
 // f32 q (an f32 or e4m3 cache, e4m3 rows dequantized as read); two-pass softmax per (token,
 // head), multithreaded over (token, kv head).

@@ -130,8 +130,8 @@ inline Mat dense_forward(const ModelConfig& c, const WeightMap& w,
             d += q[static_cast<size_t>(t)][static_cast<size_t>(hh * hd + e)] *
                  k[static_cast<size_t>(j)][static_cast<size_t>(g * hd + e)];
           }
-          const double alibi = mpt ? slopes[static_cast<size_t>(hh)] * static_cast<double>(j - t)
-                                   : 0.0;
+          const double alibi =
+              mpt ? slopes[static_cast<size_t>(hh)] * static_cast<double>(j - t) : 0.0;
           s.push_back(d * scale + alibi);
         }
         const double mx = *std::max_element(s.begin(), s.end());
@@ -167,7 +167,8 @@ inline Mat dense_forward(const ModelConfig& c, const WeightMap& w,
         }
       }
     }
-    const Mat down = dense_matmul_t(act, W(p + "mlp.down_proj.weight"), opt(p + "mlp.down_proj.bias"));
+    const Mat down =
+        dense_matmul_t(act, W(p + "mlp.down_proj.weight"), opt(p + "mlp.down_proj.bias"));
     for (size_t t = 0; t < x.size(); ++t) {
       for (size_t i = 0; i < x[t].size(); ++i) x[t][i] += down[t][i];
     }

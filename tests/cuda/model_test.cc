@@ -490,9 +490,8 @@ class CoreGemmBackend final : public Backend {
 // bf16 on the GPU, hence the looser bar).
 void run_tiny_configs(Backend& gpu_backend, const std::string& suffix,
                       const Quantization& quantization = {}, double tolerance = kBf16Tolerance) {
-  for (TinyConfig tc :
-       {tiny_llama(), tiny_qwen2(), tiny_qwen3(), tiny_mixtral_window(), tiny_qwen3_moe(),
-        tiny_mpt()}) {
+  for (TinyConfig tc : {tiny_llama(), tiny_qwen2(), tiny_qwen3(), tiny_mixtral_window(),
+                        tiny_qwen3_moe(), tiny_mpt()}) {
     SCOPED_TRACE(tc.label);
     tc.config.quantization = quantization;
     std::mt19937 rng(21);

@@ -15,10 +15,10 @@ namespace {
 int64_t parameters(const ModelConfig& c) {
   const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
   // A dense MLP, or the experts and their router.
-  const int64_t mlp = c.num_experts > 0
-                          ? c.num_experts * c.hidden_size * (3 * c.expert_intermediate_size() + 1)
-                          : (c.mlp == ModelConfig::Mlp::kGelu ? 2 : 3) * c.hidden_size *
-                                c.intermediate_size;
+  const int64_t mlp =
+      c.num_experts > 0
+          ? c.num_experts * c.hidden_size * (3 * c.expert_intermediate_size() + 1)
+          : (c.mlp == ModelConfig::Mlp::kGelu ? 2 : 3) * c.hidden_size * c.intermediate_size;
   const int64_t layer = c.hidden_size * (q + 2 * kv) + q * c.hidden_size + mlp + 2 * c.hidden_size +
                         (c.qk_norm ? 2 * c.head_dim : 0);
   return c.num_layers * layer + c.vocab_size * c.hidden_size * (c.tie_word_embeddings ? 1 : 2);

@@ -105,9 +105,8 @@ TEST(HfModelFiles, SingleFileWithBf16AndTemplateFile) {
 // The real Llama 3.1 tokenizer_config.json: its chat template is a plain string.
 // MPT's "transformer.*" tensors come out under the canonical names (formats/mpt_config.h).
 TEST(HfModelFiles, MptTensorsUnderCanonicalNames) {
-  const auto files =
-      HfModelFiles::open((fs::path(INFLIGHT_SOURCE_DIR) / "tests/golden/fixtures/tiny-mpt-bias")
-                             .string());
+  const auto files = HfModelFiles::open(
+      (fs::path(INFLIGHT_SOURCE_DIR) / "tests/golden/fixtures/tiny-mpt-bias").string());
   EXPECT_EQ(files->config().architecture, "mpt");
   EXPECT_EQ(files->tensor_shape("model.embed_tokens.weight"), (Shape{151, 48}));
   EXPECT_EQ(files->tensor_shape("model.layers.0.self_attn.qkv_proj.weight"), (Shape{144, 48}));

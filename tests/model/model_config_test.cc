@@ -277,7 +277,9 @@ TEST(ModelConfig, MptVariantsRefusedByKeyAndValue) {
                   "attn_config.softmax_scale");
   expect_hf_error(with([](json& j) { j["norm_type"] = "rmsnorm"; }), ErrorCode::kUnsupported,
                   "norm_type = \"rmsnorm\"");
-  expect_hf_error(with([](json& j) { j["ffn_config"] = {{"ffn_type", "mptglu"}}; }),
+  expect_hf_error(with([](json& j) {
+                    j["ffn_config"] = {{"ffn_type", "mptglu"}};
+                  }),
                   ErrorCode::kUnsupported, "ffn_config.ffn_type = \"mptglu\"");
   expect_hf_error(with([](json& j) { j["logit_scale"] = "one"; }), ErrorCode::kInvalidFile,
                   "logit_scale");

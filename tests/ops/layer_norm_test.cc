@@ -69,9 +69,8 @@ TEST(LayerNormParams, RejectsBadArguments) {
   const Tensor out = Tensor::empty({3, 8}, DType::kF32);
   const Tensor bad_bias = random_tensor({7}, rng);
   EXPECT_NO_THROW(make_layer_norm_params(nullptr, residual, weight, &weight, 1e-5f, out));
-  EXPECT_EQ(error_code_of([&] {
-              make_layer_norm_params(nullptr, residual, weight, &bad_bias, 1e-5f, out);
-            }),
+  EXPECT_EQ(error_code_of(
+                [&] { make_layer_norm_params(nullptr, residual, weight, &bad_bias, 1e-5f, out); }),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(error_code_of([&] {
               make_layer_norm_params(nullptr, residual, weight, nullptr, 1e-5f, residual);

@@ -63,8 +63,8 @@ struct AttnCase {
 // fp8: the op reads an e4m3 cache (random non-NaN bytes, a random scale per slot and kv head)
 // and the reference its exact dequantized values. alibi: random slopes per head, the reference
 // adding slope * (key position - query position) to each scaled score.
-void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rng,
-              bool fp8 = false, bool alibi = false) {
+void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rng, bool fp8 = false,
+              bool alibi = false) {
   const int64_t h = ac.heads, kh = ac.kv_heads, d = ac.head_dim, group = h / kh;
   const int32_t bs = ac.block_size;
   const Batch b = make_batch(seqs, bs, rng);
@@ -147,8 +147,8 @@ void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rn
           const float* kv = k_cache.data<float>() + slot_of(s, j) * kh * d + kvh * d;
           double dotp = 0.0;
           for (int64_t e = 0; e < d; ++e) dotp += static_cast<double>(qv[e]) * kv[e];
-          const double bias = alibi ? static_cast<double>(slopes.data<float>()[hh]) * (j - pos)
-                                    : 0.0;
+          const double bias =
+              alibi ? static_cast<double>(slopes.data<float>()[hh]) * (j - pos) : 0.0;
           score.push_back(dotp * scale + bias);
         }
         const double mx = *std::max_element(score.begin(), score.end());
@@ -252,15 +252,18 @@ TEST(PagedAttentionParams, RejectsInconsistentShapes) {
               make_paged_attention_params(q, bad_cache, tables, qs, ctx, 3, 0, 1.0f, nullptr, out);
             }),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(error_code_of(
-                [&] { make_paged_attention_params(q, cache, tables, ctx, ctx, 3, 0, 1.0f, nullptr, out); }),
+  EXPECT_EQ(error_code_of([&] {
+              make_paged_attention_params(q, cache, tables, ctx, ctx, 3, 0, 1.0f, nullptr, out);
+            }),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(error_code_of(
-                [&] { make_paged_attention_params(q, cache, tables, qs, ctx, 5, 0, 1.0f, nullptr, out); }),
+  EXPECT_EQ(error_code_of([&] {
+              make_paged_attention_params(q, cache, tables, qs, ctx, 5, 0, 1.0f, nullptr, out);
+            }),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(
-      error_code_of([&] { make_paged_attention_params(q, cache, tables, qs, ctx, 3, 0, 1.0f, nullptr, q); }),
-      ErrorCode::kInvalidArgument);
+  EXPECT_EQ(error_code_of([&] {
+              make_paged_attention_params(q, cache, tables, qs, ctx, 3, 0, 1.0f, nullptr, q);
+            }),
+            ErrorCode::kInvalidArgument);
   const Tensor bad_slopes = random_tensor({3}, rng);  // not one per query head
   EXPECT_EQ(error_code_of([&] {
               make_paged_attention_params(q, cache, tables, qs, ctx, 3, 0, 1.0f, &bad_slopes, out);
@@ -271,8 +274,9 @@ TEST(PagedAttentionParams, RejectsInconsistentShapes) {
   KvCacheLayer scaled = cache;  // scales on an f32 cache
   scaled.key_scales = Tensor::empty({4, 2, 2}, DType::kF32);
   for (const KvCacheLayer* bad : std::initializer_list<const KvCacheLayer*>{&mixed, &scaled}) {
-    EXPECT_EQ(error_code_of(
-                  [&] { make_paged_attention_params(q, *bad, tables, qs, ctx, 3, 0, 1.0f, nullptr, out); }),
+    EXPECT_EQ(error_code_of([&] {
+                make_paged_attention_params(q, *bad, tables, qs, ctx, 3, 0, 1.0f, nullptr, out);
+              }),
               ErrorCode::kInvalidArgument);
   }
 }

@@ -141,7 +141,7 @@ ModelConfig splittable(const std::string& arch, int64_t vocab) {
   if (arch == "qwen3_moe") c.moe_intermediate_size = 36;
   c.num_layers = 4;      // up to 4 pipeline stages
   c.vocab_size = vocab;  // 96: split by every rank count here; 97: replicated
-  if (world().size() == 3) c.num_kv_heads = 3;  // 3 ranks: one KV head each
+  if (world().size() == 3) c.num_kv_heads = 3;      // 3 ranks: one KV head each
   if (arch == "mpt") c.num_kv_heads = c.num_heads;  // multi-head; ALiBi slopes of global heads
   return c;
 }
@@ -173,9 +173,9 @@ INSTANTIATE_TEST_SUITE_P(Cpu, TensorParallelFamilies,
 TEST(TensorParallelFiles, GoldenFixturesAndSmolLM2) {
   std::vector<fs::path> paths;
   const fs::path fixtures = fs::path(INFLIGHT_SOURCE_DIR) / "tests" / "golden" / "fixtures";
-  for (const char* name : {"tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3.gguf",
-                           "tiny-mixtral", "tiny-mixtral.gguf", "tiny-qwen3-moe.gguf", "tiny-mpt",
-                           "tiny-mpt.gguf", "tiny-mpt-bias"}) {
+  for (const char* name :
+       {"tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3.gguf", "tiny-mixtral",
+        "tiny-mixtral.gguf", "tiny-qwen3-moe.gguf", "tiny-mpt", "tiny-mpt.gguf", "tiny-mpt-bias"}) {
     paths.push_back(fixtures / name);
   }
   if (fs::exists(INFLIGHT_TEST_MODEL)) paths.emplace_back(INFLIGHT_TEST_MODEL);

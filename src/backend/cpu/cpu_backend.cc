@@ -127,8 +127,8 @@ void CpuBackend::rope_kv_write(const Tensor& qkv, const StepInputs& in, const Te
 }
 
 void CpuBackend::paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in,
-                                 float scale, int32_t sliding_window,
-                                 const Tensor* alibi_slopes, const Tensor& out) {
+                                 float scale, int32_t sliding_window, const Tensor* alibi_slopes,
+                                 const Tensor& out) {
   paged_attention_cpu(make_paged_attention_params(q, kv, in.block_tables, in.query_start,
                                                   in.context_lens, in.max_context_len,
                                                   sliding_window, scale, alibi_slopes, out));
