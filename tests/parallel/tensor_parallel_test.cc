@@ -169,6 +169,24 @@ INSTANTIATE_TEST_SUITE_P(Cpu, TensorParallelFamilies,
                          ::testing::Values("llama", "qwen2", "qwen3", "mixtral", "qwen3_moe",
                                            "mpt"));
 
+// Dummy weights: each rank fills its slices with the values the whole model has there
+// (model/llama.h), so the shards give the whole model's logits; MPT's biases are column- and
+// row-parallel (the latter on rank 0 only) and its ALiBi slopes those of the global heads.
+TEST(TensorParallelDummy, ShardsOfDummyWeightsGiveTheLogitsOfTheWholeModel) {
+  for (const char* arch : {"llama", "mpt"}) {
+    const ModelConfig c = splittable(arch, 96);
+    for (const Layout& layout : layouts()) {
+      if (!splits(c, layout)) continue;
+      Pair p;
+      p.whole = make_runner(make_backend("cpu"), c, nullptr, /*seed=*/5);
+      std::shared_ptr<Backend> backend = make_backend("cpu");
+      const World::Groups groups = world().make_groups(*backend, layout.tp);
+      p.shard = make_runner(backend, c, nullptr, /*seed=*/5, {}, groups.tp, groups.pp);
+      expect_same_steps(p, std::string(arch) + " dummy " + layout.name(), 5);
+    }
+  }
+}
+
 // Models from files: each rank loads slices of the stored tensors.
 TEST(TensorParallelFiles, GoldenFixturesAndSmolLM2) {
   std::vector<fs::path> paths;
