@@ -45,6 +45,7 @@ TEST(ArchPresets, PublishedShapes) {
   EXPECT_EQ(mpt.positions, ModelConfig::Positions::kAlibi);
   EXPECT_EQ(mpt.max_position_embeddings, 2048);
   EXPECT_EQ(dummy_model_config("mpt-7b", "").architecture, "mpt");
+  EXPECT_NEAR(static_cast<double>(parameters(*arch_preset("mpt-30b"))), 29.96e9, 0.01e9);
   EXPECT_FALSE(arch_preset("llama-9").has_value());
 }
 
