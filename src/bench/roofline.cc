@@ -39,13 +39,15 @@ double median_seconds(Backend& backend, int32_t repeats, Op op) {
 ModelCost model_cost(const ModelConfig& c, int64_t elem_bytes, int64_t tokens) {
   const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
   const int64_t attention = c.hidden_size * (q + 2 * kv) + q * c.hidden_size;
-  // A dense MLP; or the router and the experts, of which a token uses (and a batch-1 decode
-  // step reads) num_experts_per_token.
+  // A dense MLP (gate, up, down; MPT's GELU MLP: up, down); or the router and the experts, of
+  // which a token uses (and a batch-1 decode step reads) num_experts_per_token.
   const int64_t expert = 3 * c.hidden_size * c.expert_intermediate_size();
   const int64_t router = c.num_experts * c.hidden_size;
   const bool moe = c.num_experts > 0;
+  const int64_t mlp_mats = c.mlp == ModelConfig::Mlp::kGelu ? 2 : 3;
   const int64_t linear_per_layer =
-      attention + (moe ? router + c.num_experts * expert : 3 * c.hidden_size * c.intermediate_size);
+      attention +
+      (moe ? router + c.num_experts * expert : mlp_mats * c.hidden_size * c.intermediate_size);
   const int64_t active_per_layer =
       moe ? attention + router + c.num_experts_per_token * expert : linear_per_layer;
   const int64_t norms =

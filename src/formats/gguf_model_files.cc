@@ -14,8 +14,9 @@ namespace {
 // The experts of a mixture-of-experts layer are stacked, [experts, rows, cols], under names of
 // their own (no Hugging Face checkpoint has them): the model takes expert e as slice e
 // (model/weight_source.h with_stacked_experts).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 15> kLayerNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kLayerNames = {{
     {"attn_norm", "input_layernorm"},
+    {"attn_qkv", "self_attn.qkv_proj"},  // fused [q; k; v] (MPT)
     {"attn_q", "self_attn.q_proj"},
     {"attn_k", "self_attn.k_proj"},
     {"attn_v", "self_attn.v_proj"},
@@ -62,6 +63,30 @@ RopeScaling read_rope_scaling(const GgufFile& f, const std::string& p) {
   rs.type = RopeScaling::Type::kLinear;
   rs.factor = static_cast<float>(factor);
   return rs;
+}
+
+// MPT (llama.cpp's `mpt`): LayerNorm, the GELU MLP, ALiBi, and biases where the file has them.
+void read_mpt(const GgufFile& f, const std::string& p, ModelConfig& c) {
+  c.rms_norm_eps = static_cast<float>(f.get_float(p + "attention.layer_norm_epsilon"));
+  c.norm = ModelConfig::Norm::kLayer;
+  c.mlp = ModelConfig::Mlp::kGelu;
+  c.positions = ModelConfig::Positions::kAlibi;
+  const double bias_max = f.get_float_or(p + "attention.max_alibi_bias", 8.0);
+  INFLIGHT_CHECK_CODE(bias_max > 0, ErrorCode::kUnsupported,
+                      "{}: {}attention.max_alibi_bias {}: MPT without ALiBi (learned position "
+                      "embeddings) is not supported",
+                      f.what(), p, bias_max);
+  c.alibi_bias_max = static_cast<float>(bias_max);
+  c.clip_qkv = static_cast<float>(f.get_float_or(p + "attention.clamp_kqv", 0.0));
+  for (const char* t :
+       {"position_embd.weight", "blk.0.attn_q_norm.weight", "blk.0.ffn_act.scales"}) {
+    INFLIGHT_CHECK_CODE(f.find_tensor(t) == nullptr, ErrorCode::kUnsupported,
+                        "{}: MPT with tensor '{}' (learned positions, q/k LayerNorm or "
+                        "activation scales) is not supported",
+                        f.what(), t);
+  }
+  c.mlp_bias = f.find_tensor("blk.0.ffn_up.bias") != nullptr;
+  c.norm_bias = f.find_tensor("blk.0.attn_norm.bias") != nullptr;
 }
 
 }  // namespace
@@ -149,7 +174,11 @@ ModelConfig GgufModelFiles::read_config(const GgufFile& f) {
                         "{}: {}rope.dimension_count {} != head dim {} (partial RoPE)", f.what(), p,
                         rope_dims, c.head_dim);
     c.max_position_embeddings = f.get_int(p + "context_length");
-    c.rms_norm_eps = static_cast<float>(f.get_float(p + "attention.layer_norm_rms_epsilon"));
+    if (arch == "mpt") {
+      read_mpt(f, p, c);
+    } else {
+      c.rms_norm_eps = static_cast<float>(f.get_float(p + "attention.layer_norm_rms_epsilon"));
+    }
     c.rope_theta = static_cast<float>(f.get_float_or(p + "rope.freq_base", 10000.0));
     c.rope_scaling = read_rope_scaling(f, p);
     if (f.has(p + "vocab_size")) {
@@ -160,7 +189,8 @@ ModelConfig GgufModelFiles::read_config(const GgufFile& f) {
       c.vocab_size = embd->shape[0];
     }
     c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
-    c.attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+    c.attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr ||
+                       f.find_tensor("blk.0.attn_qkv.bias") != nullptr;
     c.o_proj_bias = f.find_tensor("blk.0.attn_output.bias") != nullptr;
     c.sliding_window = f.get_int_or(p + "attention.sliding_window", 0);
     c.bos_token_id = f.get_int_or("tokenizer.ggml.bos_token_id", -1);

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/mpt_config.h"
 #include "formats/weight_scales.h"
 
 namespace inflight {
@@ -89,10 +90,12 @@ std::unique_ptr<HfModelFiles> HfModelFiles::open(const std::string& dir_str) {
 void HfModelFiles::add_shard(const fs::path& path) {
   auto shard = SafetensorsFile::open(path.string());
   for (const SafetensorsTensor& t : shard->tensors()) {
-    const bool inserted = by_name_.emplace(t.name, Located{shard.get(), &t, shard}).second;
+    std::string name = canonical_name(t.name);
+    const bool inserted = by_name_.emplace(name, Located{shard.get(), &t, shard}).second;
     INFLIGHT_CHECK_CODE(inserted, ErrorCode::kInvalidFile,
-                        "{}: tensor '{}' is also in another shard", path.string(), t.name);
-    names_.push_back(t.name);
+                        "{}: tensor '{}' (as '{}') is also in another shard", path.string(), t.name,
+                        name);
+    names_.push_back(std::move(name));
   }
   shards_.push_back(std::move(shard));
 }
@@ -128,12 +131,16 @@ void HfModelFiles::load_weights(const fs::path& dir) {
   std::sort(files.begin(), files.end());  // model-00001-of-0000N first
   for (const std::string& f : files) add_shard(dir / f);
   for (const auto& [tensor, file] : map.items()) {
-    const auto it = by_name_.find(tensor);
+    const auto it = by_name_.find(canonical_name(tensor));
     INFLIGHT_CHECK_CODE(it != by_name_.end() &&
                             fs::path(it->second.file->what()).filename() == file.get<std::string>(),
                         ErrorCode::kInvalidFile, "{}: tensor '{}' is not in shard '{}'",
                         index_path.string(), tensor, file.get<std::string>());
   }
+}
+
+std::string HfModelFiles::canonical_name(const std::string& stored) const {
+  return config_.architecture == "mpt" ? mpt_canonical_name(stored) : stored;
 }
 
 bool HfModelFiles::has_tensor(const std::string& name) const {

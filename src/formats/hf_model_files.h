@@ -43,6 +43,8 @@ class HfModelFiles : public ModelFiles {
   HfModelFiles() = default;
   void load_weights(const std::filesystem::path& dir);
   void add_shard(const std::filesystem::path& path);
+  // The canonical name of a stored tensor (MPT's are mapped: formats/mpt_config.h).
+  std::string canonical_name(const std::string& stored) const;
   const Located& locate(const std::string& name) const;  // throws kNotFound
 
   std::string dir_;

@@ -62,6 +62,11 @@ class JsonKey {
                         "{} must be an integer, found {}", where(), shown());
     return value_->get<int64_t>();
   }
+  double number() const {
+    INFLIGHT_CHECK_CODE(!absent() && value_->is_number(), ErrorCode::kInvalidFile,
+                        "{} must be a number, found {}", where(), shown());
+    return value_->get<double>();
+  }
   bool boolean() const {
     INFLIGHT_CHECK_CODE(!absent() && value_->is_boolean(), ErrorCode::kInvalidFile,
                         "{} must be true or false, found {}", where(), shown());

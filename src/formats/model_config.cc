@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "formats/mpt_config.h"
 
 namespace inflight {
 namespace {
@@ -124,6 +125,8 @@ ModelConfig ModelConfig::from_hf_json(const nlohmann::json& j) {
   }
   INFLIGHT_CHECK_CODE(!hf_arch.empty(), ErrorCode::kInvalidFile,
                       "config.json: needs 'architectures' (or 'model_type')");
+  // MPT names its sizes (d_model, n_heads, ...) and attention options its own way.
+  if (is_mpt_config(j)) return mpt_config_from_hf_json(j);
   // Which architectures exist is the model registry's business (model/registry.h).
   c.architecture = hf_arch;
   const std::string act = r.get_string_or("hidden_act", "silu");
@@ -249,6 +252,15 @@ void ModelConfig::validate() const {
                       num_experts, num_experts_per_token, moe_intermediate_size);
   INFLIGHT_CHECK_CODE(sliding_window >= 0, ErrorCode::kInvalidFile,
                       "model config: sliding_window must be >= 0, is {}", sliding_window);
+  INFLIGHT_CHECK_CODE(std::isfinite(clip_qkv) && clip_qkv >= 0, ErrorCode::kInvalidFile,
+                      "model config: clip_qkv must be positive (or unset), is {}", clip_qkv);
+  INFLIGHT_CHECK_CODE(
+      std::isfinite(attention_scale) && attention_scale >= 0, ErrorCode::kInvalidFile,
+      "model config: softmax_scale must be positive (or unset), is {}", attention_scale);
+  INFLIGHT_CHECK_CODE(std::isfinite(logit_scale) && logit_scale > 0, ErrorCode::kInvalidFile,
+                      "model config: logit_scale must be positive, is {}", logit_scale);
+  INFLIGHT_CHECK_CODE(std::isfinite(alibi_bias_max) && alibi_bias_max > 0, ErrorCode::kInvalidFile,
+                      "model config: alibi_bias_max must be positive, is {}", alibi_bias_max);
   INFLIGHT_CHECK_CODE(bos_token_id >= -1 && bos_token_id < vocab_size, ErrorCode::kInvalidFile,
                       "model config: bos_token_id {} is outside the vocabulary [0, {})",
                       bos_token_id, vocab_size);

@@ -38,7 +38,7 @@ struct ModelConfig {
   int64_t head_dim = 0;              // usually hidden_size / num_heads
   int64_t max_position_embeddings = 0;  // context length the model was trained for
 
-  float rms_norm_eps = 1e-5f;
+  float rms_norm_eps = 1e-5f;  // the norms' epsilon, RMSNorm or LayerNorm (MPT)
   float rope_theta = 10000.0f;
   RopeScaling rope_scaling;
 
@@ -61,11 +61,23 @@ struct ModelConfig {
   // Position information: rotary (RoPE) or attention biases (ALiBi, MPT).
   enum class Positions { kRope, kAlibi };
   Positions positions = Positions::kRope;
+  // ALiBi: head h of H (H' = H rounded up to a power of two) has the slope
+  // 2^(-alibi_bias_max (i + 1) / H') for i = h when H is a power of two, else for the h-th of
+  // the odd-indexed then the even-indexed ones (model/alibi.h).
+  float alibi_bias_max = 8.0f;
   // Normalisation: RMSNorm, or LayerNorm with or without a bias (MPT).
   enum class Norm { kRms, kLayer };
   Norm norm = Norm::kRms;
   bool norm_bias = false;
   bool qk_norm = false;  // per-head RMSNorm of q and k before RoPE (Qwen3)
+  // The dense MLP: down(silu(gate(x)) * up(x)) (Llama), or down(gelu(up(x))) with the exact erf
+  // GELU and no gate (MPT).
+  enum class Mlp { kSwiGlu, kGelu };
+  Mlp mlp = Mlp::kSwiGlu;
+  bool mlp_bias = false;         // up and down projections have biases (MPT with no_bias false)
+  float clip_qkv = 0.0f;         // > 0: the fused q/k/v output clamped to [-clip, clip] (MPT)
+  float attention_scale = 0.0f;  // > 0: the scores' scale (MPT softmax_scale); 0: 1 / sqrt(D)
+  float logit_scale = 1.0f;      // logits multiplied by it (MPT logit_scale)
 
   // How the checkpoint's linear layers are quantized (config.json quantization_config, or
   // hf_quant_config.json: formats/quantization.h); kNone for GGUF files and plain checkpoints;

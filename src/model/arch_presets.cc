@@ -52,6 +52,30 @@ ModelConfig qwen3(int64_t hidden, int64_t inter, int64_t layers, int64_t heads, 
   return c;
 }
 
+// MPT: LayerNorm without biases, ALiBi (bias max 8), the GELU MLP of 4 d_model, heads of 128,
+// tied embeddings, GPT-NeoX's vocabulary padded to 50432.
+ModelConfig mpt(int64_t d_model, int64_t layers, int64_t heads, int64_t max_seq_len) {
+  ModelConfig c;
+  c.architecture = "mpt";
+  c.vocab_size = 50432;
+  c.hidden_size = d_model;
+  c.intermediate_size = 4 * d_model;  // expansion_ratio 4
+  c.num_layers = layers;
+  c.num_heads = heads;
+  c.num_kv_heads = heads;
+  c.head_dim = d_model / heads;
+  c.max_position_embeddings = max_seq_len;
+  c.rms_norm_eps = 1e-5f;  // layer_norm_epsilon
+  c.norm = ModelConfig::Norm::kLayer;
+  c.positions = ModelConfig::Positions::kAlibi;
+  c.alibi_bias_max = 8.0f;
+  c.mlp = ModelConfig::Mlp::kGelu;
+  c.tie_word_embeddings = true;
+  c.bos_token_id = 0;  // GPT-NeoX's <|endoftext|>
+  c.eos_token_ids = {0};
+  return c;
+}
+
 struct Preset {
   const char* name;
   ModelConfig (*make)();
@@ -147,6 +171,18 @@ const Preset kPresets[] = {
        c.num_experts_per_token = 2;
        c.bos_token_id = 1;
        c.eos_token_ids = {2};
+       return c;
+     }},
+    {"mpt-7b",
+     [] {
+       ModelConfig c = mpt(4096, 32, 32, 2048);
+       c.name = "MPT-7B (dummy weights)";
+       return c;
+     }},
+    {"mpt-30b",
+     [] {
+       ModelConfig c = mpt(7168, 48, 64, 8192);
+       c.name = "MPT-30B (dummy weights)";
        return c;
      }},
     {"smollm2-135m",

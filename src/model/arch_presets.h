@@ -9,6 +9,8 @@
 //   qwen3-8b       36 layers, 4096 wide, GQA 32/8, q/k norms, 152k vocab
 //   qwen3-30b-a3b  48 layers, 2048 wide, GQA 32/4, q/k norms, 128 experts of 768, top-8
 //   mixtral-8x7b   32 layers, 4096 wide, GQA 32/8, 8 experts of 14336, top-2, 32k vocab
+//   mpt-7b         32 layers, 4096 wide, 32 heads, LayerNorm, ALiBi, GELU MLP 16384, tied, 50k
+//   mpt-30b        48 layers, 7168 wide, 64 heads, as mpt-7b, 8k context
 //   smollm2-135m   30 layers, 576 wide, GQA 9/3, tied embeddings, 49k vocab
 #pragma once
 

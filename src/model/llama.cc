@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "formats/stored_slice.h"
+#include "model/alibi.h"
 #include "model/linear_loader.h"
 #include "model/weight_plan.h"
 
@@ -125,14 +126,54 @@ void LlamaModel::check_config() const {
   }
 }
 
-void LlamaModel::set_inv_freq(const Tensor* divisors) {
+namespace {
+
+Tensor host_f32(const std::vector<float>& values) {
+  Tensor host = Tensor::empty({static_cast<int64_t>(values.size())}, DType::kF32);
+  std::memcpy(host.raw(), values.data(), values.size() * sizeof(float));
+  return host;
+}
+
+}  // namespace
+
+void LlamaModel::set_positions(const Tensor* divisors) {
+  if (config_.positions == ModelConfig::Positions::kAlibi) {
+    inv_freq_ =
+        backend_.upload(host_f32(std::vector<float>(config_.head_dim / 2, 0.0f)), DType::kF32);
+    // The slopes of this rank's global heads.
+    const std::vector<float> all = alibi_slopes(config_.num_heads, config_.alibi_bias_max);
+    const auto first = all.begin() + shard_.heads.begin;
+    alibi_slopes_ = backend_.upload(host_f32({first, first + shard_.heads.size}), DType::kF32);
+    return;
+  }
   std::vector<float> inv_freq = rope_inv_freq(config_);
   if (divisors != nullptr) {
     for (size_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] /= divisors->data<float>()[i];
   }
-  Tensor host = Tensor::empty({config_.head_dim / 2}, DType::kF32);
-  std::memcpy(host.raw(), inv_freq.data(), inv_freq.size() * sizeof(float));
-  inv_freq_ = backend_.upload(host, DType::kF32);
+  inv_freq_ = backend_.upload(host_f32(inv_freq), DType::kF32);
+}
+
+void LlamaModel::fold_logit_scale() {
+  if (config_.logit_scale == 1.0f || !stage_.last()) return;
+  // logits = (s w * x_hat + s b) E^T: exact but for the rounding of s w and s b.
+  for (Tensor* t : {&final_norm_, &final_norm_bias_}) {
+    if (!t->defined()) continue;
+    Tensor host = Tensor::empty(t->shape(), DType::kF32);
+    backend_.download_f32(*t, host);
+    backend_.synchronize();
+    for (int64_t i = 0; i < host.numel(); ++i) host.data<float>()[i] *= config_.logit_scale;
+    *t = backend_.upload(host, t->dtype());
+  }
+}
+
+void LlamaModel::norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
+                      const Tensor& bias, const Tensor& out) {
+  if (config_.norm == ModelConfig::Norm::kLayer) {
+    backend_.layer_norm(add, residual, weight, bias.defined() ? &bias : nullptr,
+                        config_.rms_norm_eps, out);
+  } else {
+    backend_.rms_norm(add, residual, weight, config_.rms_norm_eps, out);
+  }
 }
 
 void LlamaModel::load_weights(const WeightSource& source) {
@@ -228,6 +269,9 @@ void LlamaModel::load_weights(const WeightSource& source) {
   }
   if (stage_.last()) {
     one([this]() -> Tensor& { return final_norm_; }, "model.norm.weight", {hidden});
+    if (c.norm_bias) {
+      one([this]() -> Tensor& { return final_norm_bias_; }, "model.norm.bias", {hidden});
+    }
     // Tied: the LM head is the embedding itself, one device copy.
     if (!c.tie_word_embeddings) {
       add([this]() -> Tensor& { return lm_head_.weight; },
@@ -244,6 +288,8 @@ void LlamaModel::load_weights(const WeightSource& source) {
   }
   const MoeLayout& m =
       weights("model.layers.0.block_sparse_moe.gate.weight") ? kMixtralLayout : kQwenMoeLayout;
+  // MPT stores q/k/v as one tensor (HF Wqkv, GGUF attn_qkv).
+  const bool fused_qkv = c.architecture == "mpt";
   for (int64_t l = stage_.layer_begin; l < stage_.layer_end; ++l) {
     auto name = [l](const char* suffix) { return layer_name(l, suffix); };
     // A layer without its first tensor is one the config counts and the files do not hold
@@ -258,17 +304,37 @@ void LlamaModel::load_weights(const WeightSource& source) {
         name("input_layernorm.weight"), {hidden});
     one(in_layer(l, [](Layer& x) -> Tensor& { return x.post_norm; }),
         name("post_attention_layernorm.weight"), {hidden});
+    if (c.norm_bias) {
+      one(in_layer(l, [](Layer& x) -> Tensor& { return x.input_norm_bias; }),
+          name("input_layernorm.bias"), {hidden});
+      one(in_layer(l, [](Layer& x) -> Tensor& { return x.post_norm_bias; }),
+          name("post_attention_layernorm.bias"), {hidden});
+    }
     // Column-parallel q/k/v (this rank's heads), row-parallel o.
     const SliceRange q_rows = heads(s.heads), kv_rows = heads(s.kv_heads);
-    linear(in_layer(l, [](Layer& x) -> Linear& { return x.qkv; }),
-           {{name("self_attn.q_proj.weight"), {q_dim, hidden}, Cut::kRows, q_rows},
-            {name("self_attn.k_proj.weight"), {kv_dim, hidden}, Cut::kRows, kv_rows},
-            {name("self_attn.v_proj.weight"), {kv_dim, hidden}, Cut::kRows, kv_rows}});
+    // This rank's q, k, v rows of the weight (bias: false) or of the bias: three tensors, or
+    // MPT's fused [q; k; v] cut three times.
+    auto qkv_parts = [&](bool weight) {
+      const char* kind = weight ? "weight" : "bias";
+      const auto shape = [&](int64_t rows) { return weight ? Shape{rows, hidden} : Shape{rows}; };
+      const auto proj = [&](const char* p) {
+        return layer_name(l, fmt::format("self_attn.{}.{}", p, kind).c_str());
+      };
+      if (!fused_qkv) {
+        return std::vector<Part>{{proj("q_proj"), shape(q_dim), Cut::kRows, q_rows},
+                                 {proj("k_proj"), shape(kv_dim), Cut::kRows, kv_rows},
+                                 {proj("v_proj"), shape(kv_dim), Cut::kRows, kv_rows}};
+      }
+      const std::string fused = proj("qkv_proj");
+      const Shape whole = shape(q_dim + 2 * kv_dim);
+      return std::vector<Part>{
+          {fused, whole, Cut::kRows, q_rows},
+          {fused, whole, Cut::kRows, {q_dim + kv_rows.begin, kv_rows.size}},
+          {fused, whole, Cut::kRows, {q_dim + kv_dim + kv_rows.begin, kv_rows.size}}};
+    };
+    linear(in_layer(l, [](Layer& x) -> Linear& { return x.qkv; }), qkv_parts(/*weight=*/true));
     if (has_qkv_bias()) {
-      add(in_layer(l, [](Layer& x) -> Tensor& { return x.qkv.bias; }),
-          {{name("self_attn.q_proj.bias"), {q_dim}, Cut::kRows, q_rows},
-           {name("self_attn.k_proj.bias"), {kv_dim}, Cut::kRows, kv_rows},
-           {name("self_attn.v_proj.bias"), {kv_dim}, Cut::kRows, kv_rows}},
+      add(in_layer(l, [](Layer& x) -> Tensor& { return x.qkv.bias; }), qkv_parts(/*weight=*/false),
           true);
     }
     linear(in_layer(l, [](Layer& x) -> Linear& { return x.o; }),
@@ -284,11 +350,23 @@ void LlamaModel::load_weights(const WeightSource& source) {
           name("self_attn.k_norm.weight"), {c.head_dim});
     }
     if (!has_experts()) {
-      linear(in_layer(l, [](Layer& x) -> Linear& { return x.gate_up; }),
-             {{name("mlp.gate_proj.weight"), {inter, hidden}, Cut::kRows, s.intermediate},
-              {name("mlp.up_proj.weight"), {inter, hidden}, Cut::kRows, s.intermediate}});
+      std::vector<Part> gate_up;
+      if (!gelu_mlp()) {
+        gate_up.push_back(
+            {name("mlp.gate_proj.weight"), {inter, hidden}, Cut::kRows, s.intermediate});
+      }
+      gate_up.push_back({name("mlp.up_proj.weight"), {inter, hidden}, Cut::kRows, s.intermediate});
+      linear(in_layer(l, [](Layer& x) -> Linear& { return x.gate_up; }), gate_up);
       linear(in_layer(l, [](Layer& x) -> Linear& { return x.down; }),
              {{name("mlp.down_proj.weight"), {hidden, inter}, Cut::kCols, s.intermediate}});
+      if (c.mlp_bias) {  // up column-parallel; down row-parallel, added by rank 0
+        add(in_layer(l, [](Layer& x) -> Tensor& { return x.gate_up.bias; }),
+            {{name("mlp.up_proj.bias"), {inter}, Cut::kRows, s.intermediate}}, true);
+        if (s.rank == 0) {
+          add(in_layer(l, [](Layer& x) -> Tensor& { return x.down.bias; }),
+              {{name("mlp.down_proj.bias"), {hidden}}}, true);
+        }
+      }
       continue;
     }
     // Experts, stacked along the first dimension: [gate_0; up_0; gate_1; up_1; ...] and
@@ -326,10 +404,11 @@ void LlamaModel::load_weights(const WeightSource& source) {
   });
   if (divisors) {
     const Tensor host = to_host_f32(*divisors);
-    set_inv_freq(&host);
+    set_positions(&host);
   } else {
-    set_inv_freq(nullptr);
+    set_positions(nullptr);
   }
+  fold_logit_scale();
 }
 
 bool LlamaModel::quantizes_dummy_linears() const {
@@ -359,10 +438,15 @@ int64_t LlamaModel::dummy_weight_bytes(const ModelConfig& c, DType dtype, bool f
   // stay unquantized.
   const bool experts = c.num_experts > 0;
   const int64_t mlp_inter = experts ? 0 : c.intermediate_size;
-  const int64_t linear_rows = qkv_rows + hidden + 3 * mlp_inter;
-  const int64_t linear = qkv_rows * hidden + hidden * q_dim + 3 * mlp_inter * hidden;
+  // Up and down (GELU), or gate, up and down: MLP matrices of I x hidden.
+  const int64_t mlp_mats = c.mlp == ModelConfig::Mlp::kGelu ? 2 : 3;
+  const int64_t linear_rows = qkv_rows + hidden + mlp_mats * mlp_inter;
+  const int64_t linear = qkv_rows * hidden + hidden * q_dim + mlp_mats * mlp_inter * hidden;
   int64_t layer = 2 * hidden * dt + (fp8 ? linear + 4 * linear_rows : linear * dt);
   if (c.attention_bias) layer += qkv_rows * dt;
+  if (c.o_proj_bias) layer += hidden * dt;
+  if (c.mlp_bias) layer += (mlp_inter + hidden) * dt;
+  if (c.norm_bias) layer += 2 * hidden * dt;
   if (c.qk_norm) layer += 2 * c.head_dim * dt;
   if (experts) {
     layer += c.num_experts * (hidden + 3 * c.expert_intermediate_size() * hidden) * dt;
@@ -374,7 +458,7 @@ int64_t LlamaModel::dummy_weight_bytes(const ModelConfig& c, DType dtype, bool f
   // head on the last.
   const bool tied = c.tie_word_embeddings;
   int64_t ends = first_stage || (last_stage && tied) ? embed : 0;
-  if (last_stage) ends += (tied ? 0 : embed) + hidden;
+  if (last_stage) ends += (tied ? 0 : embed) + (c.norm_bias ? 2 : 1) * hidden;
   return c.num_layers * layer + ends * dt + staging;
 }
 
@@ -456,9 +540,10 @@ void LlamaModel::init_random_weights(uint64_t seed) {
   fill(keep ? vocab_rows(embed_) : std::vector<Block>{}, 1.0f, 0.0f);
   keep = stage_.last();
   final_norm_ = norm();
+  if (c.norm_bias) final_norm_bias_ = make({hidden}, 0.1f, 0.0f);
   lm_head_.weight = c.tie_word_embeddings ? (keep ? embed_ : Tensor())
                                           : weight(vocab, hidden, hidden, vocab_rows);
-  set_inv_freq(nullptr);
+  set_positions(nullptr);
 
   // This rank's q, k, v rows of the fused [q; k; v] (rows of the whole from those offsets).
   const int64_t q0 = s.heads.begin * d, kv0 = s.kv_heads.begin * d;
@@ -475,6 +560,10 @@ void LlamaModel::init_random_weights(uint64_t seed) {
     Layer& layer = keep ? layers_[static_cast<size_t>(l - stage_.layer_begin)] : skipped;
     layer.input_norm = norm();
     layer.post_norm = norm();
+    if (c.norm_bias) {
+      layer.input_norm_bias = make({hidden}, 0.1f, 0.0f);
+      layer.post_norm_bias = make({hidden}, 0.1f, 0.0f);
+    }
     layer.qkv = linear(weight(q_dim + 2 * kv_dim, hidden, hidden, qkv_rows));
     if (has_qkv_bias()) {
       if (keep) layer.qkv.bias = backend_.alloc({q_dim + 2 * kv_dim}, dt);
@@ -484,18 +573,40 @@ void LlamaModel::init_random_weights(uint64_t seed) {
     layer.o = linear(weight(hidden, q_dim, whole_q, [&](const Tensor& t) {
       return std::vector<Block>{{t, 0, q0, whole_q}};
     }));
+    // A row-parallel layer's bias on rank 0 only (every rank draws its stream alike).
+    auto row_parallel_bias = [&](Linear& l) {
+      const bool held = keep;
+      keep = keep && s.rank == 0;
+      const Tensor b = make({hidden}, 0.1f, 0.0f);
+      if (keep) l.bias = b;
+      keep = held;
+    };
+    if (c.o_proj_bias) row_parallel_bias(layer.o);
     if (c.qk_norm) {
       layer.q_norm = make({d}, 0.1f, 1.0f);
       layer.k_norm = make({d}, 0.1f, 1.0f);
     }
     if (!has_experts()) {
-      layer.gate_up = linear(weight(2 * inter, hidden, hidden, [&](const Tensor& t) {
-        return std::vector<Block>{rows(t, 0, inter, i0),
-                                  rows(t, inter, 2 * inter, w.intermediate_size + i0)};
-      }));
+      if (gelu_mlp()) {  // up alone
+        layer.gate_up = linear(weight(inter, hidden, hidden, [&](const Tensor& t) {
+          return std::vector<Block>{rows(t, 0, inter, i0)};
+        }));
+      } else {
+        layer.gate_up = linear(weight(2 * inter, hidden, hidden, [&](const Tensor& t) {
+          return std::vector<Block>{rows(t, 0, inter, i0),
+                                    rows(t, inter, 2 * inter, w.intermediate_size + i0)};
+        }));
+      }
       layer.down = linear(weight(hidden, inter, w.intermediate_size, [&](const Tensor& t) {
         return std::vector<Block>{{t, 0, i0, w.intermediate_size}};
       }));
+      if (c.mlp_bias) {
+        if (keep) layer.gate_up.bias = backend_.alloc({inter}, dt);
+        fill(keep ? std::vector<Block>{rows(layer.gate_up.bias.reshape({inter, 1}), 0, inter, i0)}
+                  : std::vector<Block>{},
+             0.1f, 0.0f);
+        row_parallel_bias(layer.down);
+      }
       continue;
     }
     const int64_t e = c.num_experts, ie = c.expert_intermediate_size();
@@ -523,10 +634,13 @@ void LlamaModel::init_random_weights(uint64_t seed) {
 }
 
 int64_t LlamaModel::weight_bytes() const {
-  int64_t bytes = static_cast<int64_t>(embed_.nbytes() + final_norm_.nbytes() + inv_freq_.nbytes());
+  int64_t bytes =
+      static_cast<int64_t>(embed_.nbytes() + final_norm_.nbytes() + final_norm_bias_.nbytes() +
+                           inv_freq_.nbytes() + alibi_slopes_.nbytes());
   if (lm_head_.weight.raw() != embed_.raw()) bytes += lm_head_.nbytes();
   for (const Layer& l : layers_) {
-    bytes += static_cast<int64_t>(l.input_norm.nbytes() + l.post_norm.nbytes());
+    bytes += static_cast<int64_t>(l.input_norm.nbytes() + l.post_norm.nbytes() +
+                                  l.input_norm_bias.nbytes() + l.post_norm_bias.nbytes());
     bytes += l.qkv.nbytes() + l.o.nbytes() + l.gate_up.nbytes() + l.down.nbytes();
     bytes += static_cast<int64_t>(l.q_norm.nbytes() + l.k_norm.nbytes());
     bytes += l.router.nbytes() +
@@ -541,6 +655,8 @@ std::vector<LlamaModel::Buffer> LlamaModel::token_buffers(int64_t cap) const {
   const int64_t qkv_cols = (c.num_heads + 2 * c.num_kv_heads) * c.head_dim;
   // The dense MLP's buffers, or the router's (the experts' scratch: moe_buffers).
   const int64_t dense = has_experts() ? 1 : cap, moe = has_experts() ? cap : 1;
+  // The GELU MLP projects into `act` and activates it in place.
+  const int64_t gate_up_rows = gelu_mlp() ? 1 : dense;
   const int64_t k = std::max<int64_t>(c.num_experts_per_token, 1);
   return {{&Workspace::residual, {cap, c.hidden_size}, dt},
           {&Workspace::normed, {cap, c.hidden_size}, dt},
@@ -548,7 +664,7 @@ std::vector<LlamaModel::Buffer> LlamaModel::token_buffers(int64_t cap) const {
           {&Workspace::q, {cap, c.num_heads, c.head_dim}, dt},
           {&Workspace::attn, {cap, c.num_heads, c.head_dim}, dt},
           {&Workspace::sublayer_out, {cap, c.hidden_size}, dt},
-          {&Workspace::gate_up, {dense, 2 * c.intermediate_size}, dt},
+          {&Workspace::gate_up, {gate_up_rows, 2 * c.intermediate_size}, dt},
           {&Workspace::act, {dense, c.intermediate_size}, dt},
           {&Workspace::router_logits, {moe, std::max<int64_t>(c.num_experts, 1)}, DType::kF32},
           {&Workspace::expert_ids, {moe, k}, DType::kI32},
@@ -663,8 +779,10 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
   const Tensor attn = ws_.attn.rows(0, t);
   const Tensor attn_2d = attn.reshape({t, c.num_heads * c.head_dim});
   const Tensor sublayer_out = ws_.sublayer_out.rows(0, t);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const float scale = c.attention_scale > 0.0f ? c.attention_scale
+                                               : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const auto window = static_cast<int32_t>(c.sliding_window);
+  const Tensor* alibi = alibi_slopes_.defined() ? &alibi_slopes_ : nullptr;
 
   if (stage_.first()) {
     backend_.gather_rows(embed_, in.token_ids, residual, shard_.vocab.begin);
@@ -679,18 +797,19 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
     const Layer& layer = layers_[static_cast<size_t>(l)];
     // Layer 0 normalises the embeddings; later layers first add the previous MLP output.
     const bool model_first = stage_.layer_begin + l == 0;
-    backend_.rms_norm(model_first ? nullptr : &sublayer_out, residual, layer.input_norm,
-                      c.rms_norm_eps, normed);
+    norm(model_first ? nullptr : &sublayer_out, residual, layer.input_norm, layer.input_norm_bias,
+         normed);
     project(normed, layer.qkv, qkv);
+    if (c.clip_qkv > 0.0f) backend_.clamp(qkv, c.clip_qkv);
     if (c.qk_norm) {
       backend_.qk_norm(qkv, c.num_heads, c.num_kv_heads, layer.q_norm, layer.k_norm,
                        c.rms_norm_eps);
     }
     backend_.rope_kv_write(qkv, in, inv_freq_, q, cache.layer(l));  // this stage's cache
-    backend_.paged_attention(q, cache.layer(l), in, scale, window, attn);
+    backend_.paged_attention(q, cache.layer(l), in, scale, window, alibi, attn);
     project(attn_2d, layer.o, sublayer_out);
     all_reduce(sublayer_out);
-    backend_.rms_norm(&sublayer_out, residual, layer.post_norm, c.rms_norm_eps, normed);
+    norm(&sublayer_out, residual, layer.post_norm, layer.post_norm_bias, normed);
     mlp(layer, normed, sublayer_out);
     all_reduce(sublayer_out);
   }
@@ -701,7 +820,7 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
     return logits;
   }
   if (num_logits > 0) {
-    backend_.rms_norm(&sublayer_out, residual, final_norm_, c.rms_norm_eps, normed);
+    norm(&sublayer_out, residual, final_norm_, final_norm_bias_, normed);
     const Tensor picked = ws_.picked.rows(0, num_logits);
     backend_.gather_rows(normed, in.logits_indices, picked);
     backend_.gemm(picked, lm_head_, logits);  // f32 out
@@ -711,6 +830,13 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
 
 void LlamaModel::mlp(const Layer& layer, const Tensor& x, const Tensor& out) {
   const int64_t t = x.size(0);
+  if (gelu_mlp()) {
+    const Tensor act = ws_.act.rows(0, t);
+    project(x, layer.gate_up, act);  // up
+    backend_.gelu(act, act);
+    project(act, layer.down, out);
+    return;
+  }
   if (!has_experts()) {
     const Tensor gate_up = ws_.gate_up.rows(0, t);
     const Tensor act = ws_.act.rows(0, t);

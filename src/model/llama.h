@@ -1,5 +1,5 @@
 // LlamaModel: the decoder-only transformer of the Llama family (Llama 2/3/3.1, SmolLM2,
-// Mistral, Qwen2, Qwen3, and the mixture-of-experts Mixtral and Qwen3-MoE: one graph with
+// Mistral, Qwen2, Qwen3, the mixture-of-experts Mixtral and Qwen3-MoE, and MPT: one graph with
 // switches), written against the abstract Backend.
 //
 // One step over a ragged batch (T tokens, see runtime/forward_batch.h), per layer:
@@ -18,6 +18,13 @@
 //            [E, hidden, I_e]
 // then residual += m, the final norm, the rows in logits_indices, and the LM head (the token
 // embedding itself when tied) into f32 logits.
+//
+// MPT's switches (config.norm, config.positions, config.mlp): LayerNorm (+ bias) in place of
+// RMSNorm; qkv clamped to [-clip_qkv, clip_qkv] when set; no rotation (inv_freq of zeros: the
+// fused kernel's rotation is then the identity, cos 0 = 1 and sin 0 = 0 exactly, so it only
+// writes k/v) and ALiBi slopes in the attention, scaled by softmax_scale when set; the MLP
+// m = down(gelu(x Wup^T)) with biases unless no_bias; logit_scale folded into the final norm's
+// weight and bias at load.
 //
 // Tensor parallelism (model/tensor_parallel.h): built with a communicator of T ranks, the model
 // holds rank r's shard (loaded from slices of the stored tensors, so no rank holds the whole
@@ -77,14 +84,16 @@ class LlamaModel final : public Model {
 
  private:
   struct Layer {
-    Tensor input_norm;  // [hidden]
-    Linear qkv;         // [(H + 2 KH) D, hidden] (+ bias)
-    Linear o;           // [hidden, H D] (+ bias)
-    Tensor post_norm;   // [hidden]
-    Linear gate_up;     // [2 I, hidden] (dense MLP)
-    Linear down;        // [hidden, I]
-    Tensor q_norm;      // [D] (config.qk_norm)
-    Tensor k_norm;      // [D]
+    Tensor input_norm;       // [hidden]
+    Linear qkv;              // [(H + 2 KH) D, hidden] (+ bias)
+    Linear o;                // [hidden, H D] (+ bias)
+    Tensor post_norm;        // [hidden]
+    Linear gate_up;          // [2 I, hidden] (dense MLP); the GELU MLP's up alone, [I, hidden]
+    Linear down;             // [hidden, I]
+    Tensor input_norm_bias;  // [hidden] (LayerNorm with config.norm_bias)
+    Tensor post_norm_bias;   // [hidden]
+    Tensor q_norm;           // [D] (config.qk_norm)
+    Tensor k_norm;           // [D]
     // Mixture of experts instead of gate_up / down (config.num_experts E > 0), I_e wide:
     Linear router;           // [E, hidden], the compute dtype (never FP8), f32 logits out
     Tensor experts_gate_up;  // [E, 2 I_e, hidden]: each expert's [gate; up]
@@ -135,8 +144,15 @@ class LlamaModel final : public Model {
   bool quantizes_dummy_linears() const;
   int64_t dummy_weight_bytes() const;
   void init_random_weights(uint64_t seed);
-  // inv_freq [D / 2] f32 on the device, each divided by `divisors[i]` when given.
-  void set_inv_freq(const Tensor* divisors);
+  // inv_freq [D / 2] f32 on the device, each divided by `divisors[i]` when given; for ALiBi
+  // models zeros, and the slopes of this rank's heads.
+  void set_positions(const Tensor* divisors);
+  // residual += add (may be null); out = the config's norm (RMSNorm, or LayerNorm with `bias`).
+  void norm(const Tensor* add, const Tensor& residual, const Tensor& weight, const Tensor& bias,
+            const Tensor& out);
+  // MPT's logit_scale, folded into the final norm's weight and bias.
+  void fold_logit_scale();
+  bool gelu_mlp() const { return config_.mlp == ModelConfig::Mlp::kGelu; }
   bool has_qkv_bias() const { return config_.attention_bias; }
   bool has_experts() const { return config_.num_experts > 0; }
   std::vector<MoeWorkspaceBuffer> moe_buffers(int64_t capacity) const;
@@ -157,7 +173,9 @@ class LlamaModel final : public Model {
   Tensor embed_;               // [shard vocab, hidden]
   Linear lm_head_;             // [shard vocab, hidden]; shares embed_ when tied
   Tensor final_norm_;          // [hidden]
-  Tensor inv_freq_;            // [D / 2] f32
+  Tensor final_norm_bias_;     // [hidden] (LayerNorm with config.norm_bias)
+  Tensor inv_freq_;            // [D / 2] f32 (zeros for ALiBi: the identity rotation)
+  Tensor alibi_slopes_;        // [this rank's H] f32 (config.positions kAlibi)
   std::vector<Layer> layers_;  // the stage's, from stage_.layer_begin
   bool fp8_ = false;           // some linear layer is FP8
   Workspace ws_;

@@ -20,10 +20,13 @@ std::unique_ptr<Model> build_llama(const ModelConfig& config, const WeightSource
 void require_llama_graph(const ModelConfig& c, bool experts, bool qk_norm) {
   INFLIGHT_CHECK_CODE((c.num_experts > 0) == experts && c.qk_norm == qk_norm &&
                           c.positions == ModelConfig::Positions::kRope &&
-                          c.norm == ModelConfig::Norm::kRms,
+                          c.norm == ModelConfig::Norm::kRms && c.mlp == ModelConfig::Mlp::kSwiGlu &&
+                          !c.mlp_bias && c.clip_qkv == 0.0f && c.attention_scale == 0.0f &&
+                          c.logit_scale == 1.0f,
                       ErrorCode::kUnsupported,
-                      "model config: {} with {} experts, ALiBi, LayerNorm or q/k norms is not "
-                      "supported by the Llama graph",
+                      "model config: {} with {} experts, ALiBi, LayerNorm, a GELU MLP, MLP biases, "
+                      "clip_qkv, softmax_scale, logit_scale or q/k norms is not supported by the "
+                      "Llama graph",
                       c.architecture, c.num_experts);
 }
 
@@ -80,6 +83,25 @@ void configure_qwen3_moe(ModelConfig& c) {
                       "model config: use_sliding_window=true is not supported for Qwen3-MoE");
 }
 
+// MPT: LayerNorm, the GELU MLP and ALiBi (formats/mpt_config.h reads them from config.json,
+// formats/gguf_model_files.cc from GGUF), multi-head attention, one dense MLP per layer.
+void configure_mpt(ModelConfig& c) {
+  INFLIGHT_CHECK_CODE(c.norm == ModelConfig::Norm::kLayer &&
+                          c.positions == ModelConfig::Positions::kAlibi &&
+                          c.mlp == ModelConfig::Mlp::kGelu,
+                      ErrorCode::kUnsupported,
+                      "model config: MPT needs LayerNorm, ALiBi and the GELU MLP (its config keys "
+                      "were not read as MPT's)");
+  INFLIGHT_CHECK_CODE(c.num_kv_heads == c.num_heads, ErrorCode::kUnsupported,
+                      "model config: MPT with {} kv heads for {} heads (multi-query or "
+                      "grouped-query attention) is not supported",
+                      c.num_kv_heads, c.num_heads);
+  INFLIGHT_CHECK_CODE(c.num_experts == 0 && !c.qk_norm && c.sliding_window == 0,
+                      ErrorCode::kUnsupported,
+                      "model config: MPT with experts, q/k norms or a sliding window is not "
+                      "supported");
+}
+
 }  // namespace
 
 const std::vector<Architecture>& architectures() {
@@ -95,6 +117,7 @@ const std::vector<Architecture>& architectures() {
        {"qwen3moe"},
        configure_qwen3_moe,
        build_llama},
+      {"mpt", {"MPTForCausalLM", "MptForCausalLM", "mpt"}, {"mpt"}, configure_mpt, build_llama},
   };
   return kArchitectures;
 }

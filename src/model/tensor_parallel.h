@@ -12,7 +12,7 @@
 //                       and an all-reduce sums the shards; its logits are those columns (the
 //                       runner gathers candidates, runtime/device_runner.h). Otherwise both are
 //                       replicated.
-//   norms, RoPE         replicated
+//   norms, RoPE         replicated; ALiBi slopes: those of the rank's global heads (model/alibi.h)
 #pragma once
 
 #include <cstdint>

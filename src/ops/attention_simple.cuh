@@ -6,12 +6,13 @@
 // One block of kWarps warps per (query token, query head). Token t finds its sequence s by
 // binary search over query_start and its context position p = context_lens[s] -
 // (query_start[s + 1] - t); it attends to keys [lo, p] of s, lo = max(0, p - window + 1) with a
-// window, else 0. Warp w takes keys lo + w, lo + w + kWarps, ...; for each key the warp's lanes
-// split the head dimension in bf16 pairs (lane l holds pairs l, l + 32, ...), reduce the dot
-// product with shuffles, and fold the key into the warp's online softmax state (running max m,
-// sum l, accumulator acc[D]). The kWarps states are then merged through shared memory by
-// rescaling each with exp(m_w - max_w m_w). An e4m3 cache's pairs are widened and scaled by
-// their row's scale as they are read.
+// window, else 0; an ALiBi slope adds slope * (j - p) to the score of key j. Warp w takes keys
+// lo + w, lo + w + kWarps, ...; for each key the warp's lanes split the head dimension in bf16
+// pairs (lane l holds pairs l, l + 32, ...), reduce the dot product with shuffles, and fold the
+// key into the warp's online softmax state (running max m, sum l, accumulator acc[D]). The
+// kWarps states are then merged through shared memory by rescaling each with
+// exp(m_w - max_w m_w). An e4m3 cache's pairs are widened and scaled by their row's scale as
+// they are read.
 #pragma once
 
 #include <cuda_fp8.h>
@@ -85,6 +86,9 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
   }
 
+  // ALiBi: the score of key j gains slope * (j - pos) (q is pre-scaled, the bias is not).
+  const float alibi_slope = p.alibi_slopes != nullptr ? p.alibi_slopes[h] : 0.0f;
+
   float m = -INFINITY, l = 0.0f;
   float2 acc[kPairsPerLane];
 #pragma unroll
@@ -104,7 +108,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         score += q[i].x * k.x + q[i].y * k.y;
       }
     }
-    score = cuda::warp_sum(score);
+    score = cuda::warp_sum(score) + alibi_slope * static_cast<float>(j - pos);
     const float m_new = fmaxf(m, score);
     const float correction = expf(m - m_new);  // 0 for the first key (m = -inf)
     const float weight = expf(score - m_new);

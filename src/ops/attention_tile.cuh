@@ -6,7 +6,8 @@
 // tokens form the row space R = i * g + j (token i, query head kh * g + j), 0 <= R < n * g. A
 // tile is a range of rows of one (sequence, kv head): every row reads the same K/V, so one K/V
 // tile in shared memory serves the whole GQA group. Row R attends to keys [lo(p), p] of its
-// sequence, p = context_len - n + i its position (paged_attention.h).
+// sequence, p = context_len - n + i its position (paged_attention.h). With ALiBi slopes, row R's
+// raw scores gain slopes[h] / scale * (key - p) before the mask and the softmax.
 //
 // Two kinds of tile, one kernel template (kWarpsM row warps x kWarpsN key warps, 16 rows each):
 //  - prefill tiles, kWarpsM x 1: 16 * kWarpsM rows; each warp takes 16 rows against all the
@@ -486,13 +487,18 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>:
 
   // This thread's two fragment rows (g, g + 8 of its row warp), clamped to the last valid row,
   // and the keys each may read within this tile's range.
-  int32_t row_lo[2], row_hi[2];
+  // With ALiBi, each row's slope over the scale (the bias in raw score units) and position.
+  int32_t row_lo[2], row_hi[2], row_pos[2];
+  float row_slope[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = min(warp_m * 16 + lane / 4 + 8 * h, rows - 1);
     const int32_t pos = ctx - n + (r0 + r) / g;
     row_lo[h] = p.sliding_window > 0 ? max(0, pos - p.sliding_window + 1) : 0;
     row_hi[h] = min(pos, keys.hi);
+    row_pos[h] = pos;
+    row_slope[h] =
+        p.alibi_slopes != nullptr ? p.alibi_slopes[kh * g + (r0 + r) % g] / p.scale : 0.0f;
   }
   // Stage keys [kb, kb + kKeys) need no mask when kb >= the last row's lo and kb + kKeys - 1
   // <= the first row's hi (lo and hi grow with the row): all blocks but those at the diagonal,
@@ -565,6 +571,18 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>:
       }
     }
 
+    // ALiBi: + slope / scale * (key - pos), so that the scaled score gains slope * (key - pos).
+    if (p.alibi_slopes != nullptr) {
+#pragma unroll
+      for (int nt = 0; nt < kNt; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int32_t key = kb + nt * 8 + 2 * (lane % 4) + (e % 2);
+          const int h = e / 2;
+          s[4 * nt + e] += row_slope[h] * static_cast<float>(key - row_pos[h]);
+        }
+      }
+    }
     if constexpr (kMasked) {
 #pragma unroll
       for (int nt = 0; nt < kNt; ++nt) {

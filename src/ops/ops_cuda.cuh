@@ -5,22 +5,25 @@
 // Error(kUnsupported) for another dtype and Error(kInternal) when the launch fails.
 // Zero-sized problems enqueue nothing.
 //
-// The kernels of a layer's chain (rms_norm, the GEMV, qk_norm, rope_kv_write, the attention
-// tiles, swiglu) are launched with programmatic dependent launch (cuda_common.cuh): each lets
-// the next one launch early and waits for its predecessor before touching activations, and the
-// GEMV issues its first weight loads before that wait, so a decode step's weight streaming goes
-// on across the small kernels between the GEMVs. The simple attention kernel, top-k,
-// gather_rows, fill_random, the MoE kernels (but swiglu) and cuBLASLt launch as usual (they
-// wait for everything before them).
+// The kernels of a layer's chain (rms_norm or layer_norm, the GEMV, clamp, qk_norm,
+// rope_kv_write, the attention tiles, swiglu or gelu) are launched with programmatic dependent
+// launch (cuda_common.cuh): each lets the next one launch early and waits for its predecessor
+// before touching activations, and the GEMV issues its first weight loads before that wait, so a
+// decode step's weight streaming goes on across the small kernels between the GEMVs. The simple
+// attention kernel, top-k, gather_rows, fill_random, the MoE kernels (but swiglu) and cuBLASLt
+// launch as usual (they wait for everything before them).
 //
 // Plain C++ (no kernels) may include this header: it needs only the CUDA runtime API types.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include "ops/clamp.h"
 #include "ops/fill_random.h"
 #include "ops/gather_rows.h"
+#include "ops/gelu.h"
 #include "ops/gemm.h"
+#include "ops/layer_norm.h"
 #include "ops/moe_experts.h"
 #include "ops/moe_route.h"
 #include "ops/paged_attention.h"
@@ -41,6 +44,11 @@ void gather_rows_cuda(const GatherRowsParams& p, cudaStream_t stream);
 void rms_norm_cuda(const RmsNormParams& p, cudaStream_t stream);
 
 void swiglu_cuda(const SwigluParams& p, cudaStream_t stream);
+
+// MPT: LayerNorm (fused with the residual add, optional bias), exact GELU, clip_qkv.
+void layer_norm_cuda(const LayerNormParams& p, cudaStream_t stream);
+void gelu_cuda(const GeluParams& p, cudaStream_t stream);
+void clamp_cuda(const ClampParams& p, cudaStream_t stream);
 
 // head_dim <= kQkNormMaxHeadDim.
 constexpr int64_t kQkNormMaxHeadDim = 512;

@@ -4,12 +4,10 @@
 
 namespace inflight {
 
-PagedAttentionParams make_paged_attention_params(const Tensor& q, const KvCacheLayer& kv,
-                                                 const Tensor& block_tables,
-                                                 const Tensor& query_start,
-                                                 const Tensor& context_lens,
-                                                 int32_t max_context_len, int32_t sliding_window,
-                                                 float scale, const Tensor& out) {
+PagedAttentionParams make_paged_attention_params(
+    const Tensor& q, const KvCacheLayer& kv, const Tensor& block_tables, const Tensor& query_start,
+    const Tensor& context_lens, int32_t max_context_len, int32_t sliding_window, float scale,
+    const Tensor* alibi_slopes, const Tensor& out) {
   constexpr const char* kOp = "paged_attention";
   INFLIGHT_CHECK_CODE(q.defined() && is_float_dtype(q.dtype()), ErrorCode::kInvalidArgument,
                       "{}: q must be a float tensor", kOp);
@@ -39,6 +37,10 @@ PagedAttentionParams make_paged_attention_params(const Tensor& q, const KvCacheL
                       max_context_len, max_blocks, block_size);
   INFLIGHT_CHECK_CODE(sliding_window >= 0, ErrorCode::kInvalidArgument,
                       "{}: sliding_window must be >= 0, got {}", kOp, sliding_window);
+  if (alibi_slopes != nullptr) {
+    check_tensor(kOp, "alibi_slopes", *alibi_slopes, DType::kF32, dev, {num_heads});
+    p.alibi_slopes = alibi_slopes->data<float>();
+  }
   p.q = q.raw();
   p.out = out.raw();
   p.kv.block_tables = block_tables.data<int32_t>();

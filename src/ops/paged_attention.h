@@ -9,6 +9,10 @@
 // set and 0 otherwise. Query head h reads kv head h / (H / KH) (GQA).
 //
 //   q   [T, H, D]   out [T, H, D]   scores scaled by `scale` (1 / sqrt(D) for Llama)
+//
+// ALiBi (MPT): with slopes [H], the score of query head h at position p for the key at
+// position j is q.k * scale + slopes[h] * (j - p). Positions are absolute context positions, so
+// a prefix-cache hit or a chunk of a prompt gives the scores the whole prompt would.
 #pragma once
 
 #include <cstdint>
@@ -31,20 +35,20 @@ struct PagedAttentionParams {
   int32_t max_context_len = 0;  // host-side bound on context_lens (sizes scratch / launches)
   int32_t sliding_window = 0;   // 0: unlimited
   float scale = 1.0f;
-  DType dtype = DType::kF32;  // of q and out
+  const float* alibi_slopes = nullptr;  // [H] f32 (ALiBi), or null: no position bias
+  DType dtype = DType::kF32;            // of q and out
 };
 
 // Validates q [T, H, D], out like q, the layer's cache [NB, BS, KH, D] of q's dtype or e4m3
 // (runtime/kv_cache_layer.h), block_tables [S, max_blocks] i32, query_start [S + 1] and
-// context_lens [S] i32, H % KH == 0, max_context_len <= max_blocks * BS, sliding_window >= 0.
+// context_lens [S] i32, H % KH == 0, max_context_len <= max_blocks * BS, sliding_window >= 0,
+// alibi_slopes (optional) [H] f32 on q's device.
 // NOTE: the device-side index arrays are not read here; ForwardBatch::validate checks them on
 // the host before upload.
-PagedAttentionParams make_paged_attention_params(const Tensor& q, const KvCacheLayer& kv,
-                                                 const Tensor& block_tables,
-                                                 const Tensor& query_start,
-                                                 const Tensor& context_lens,
-                                                 int32_t max_context_len, int32_t sliding_window,
-                                                 float scale, const Tensor& out);
+PagedAttentionParams make_paged_attention_params(
+    const Tensor& q, const KvCacheLayer& kv, const Tensor& block_tables, const Tensor& query_start,
+    const Tensor& context_lens, int32_t max_context_len, int32_t sliding_window, float scale,
+    const Tensor* alibi_slopes, const Tensor& out);
 
 // f32 q (an f32 or e4m3 cache, e4m3 rows dequantized as read); two-pass softmax per (token,
 // head), multithreaded over (token, kv head).

@@ -70,6 +70,13 @@ void attend(const PagedAttentionParams& p, int64_t t, int32_t kv_head, std::vect
       }
     }
   });
+  if (p.alibi_slopes != nullptr) {  // + slope * (key - query), key = lo + j
+    for (int32_t g = 0; g < group; ++g) {
+      const float slope = p.alibi_slopes[h0 + g];
+      float* row = probs.data() + static_cast<size_t>(g) * n;
+      for (int32_t j = 0; j < n; ++j) row[j] += slope * static_cast<float>(lo + j - pos);
+    }
+  }
   for (int32_t g = 0; g < group; ++g) {
     float* row = probs.data() + static_cast<size_t>(g) * n;
     const float max_score = *std::max_element(row, row + n);

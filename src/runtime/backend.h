@@ -175,11 +175,21 @@ class Backend {
   virtual void rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
                              const Tensor& q_out, const KvCacheLayer& kv) = 0;
   // Causal attention of q [T, H, D] over each sequence's cached context -> out [T, H, D].
-  // sliding_window 0: unlimited.
+  // sliding_window 0: unlimited. alibi_slopes [H] f32 (ALiBi: + slope_h * (key position - query
+  // position) on the scaled scores) or null.
   virtual void paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in,
-                               float scale, int32_t sliding_window, const Tensor& out) = 0;
+                               float scale, int32_t sliding_window, const Tensor* alibi_slopes,
+                               const Tensor& out) = 0;
   // out = silu(gate) * up for gate_up [R, 2I] = [gate | up], out [R, I].
   virtual void swiglu(const Tensor& gate_up, const Tensor& out) = 0;
+  // residual += add (add may be null); out = layer_norm(residual) * weight (+ bias, may be null).
+  // [R, C], weight and bias [C] (MPT; ops/layer_norm.h).
+  virtual void layer_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
+                          const Tensor* bias, float eps, const Tensor& out) = 0;
+  // out = gelu(x), the exact (erf) GELU: x and out [R, C] (MPT's MLP; ops/gelu.h).
+  virtual void gelu(const Tensor& x, const Tensor& out) = 0;
+  // x = clamp(x, -limit, limit) in place (MPT's clip_qkv; ops/clamp.h).
+  virtual void clamp(const Tensor& x, float limit) = 0;
   // Per-head RMSNorm of the q and k heads of qkv [T, (H + 2 KH) D], in place, with q_weight and
   // k_weight [D] (Qwen3, before RoPE; ops/qk_norm.h).
   virtual void qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,

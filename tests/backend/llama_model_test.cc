@@ -94,6 +94,27 @@ TEST(LlamaModel, RejectsUnsupportedArchitecture) {
   EXPECT_EQ(code_of([&] { make_model(c, weights_of(weights), backend); }), ErrorCode::kUnsupported);
 }
 
+// MPT's logit_scale multiplies the logits (folded into the final LayerNorm at load).
+TEST(LlamaModel, MptLogitScaleScalesTheLogits) {
+  CpuBackend backend;
+  ModelConfig c = testing::tiny_config("mpt");
+  const WeightMap weights = testing::random_weights(c, 5);
+  const auto logits = [&](float logit_scale) {
+    c.logit_scale = logit_scale;
+    LlamaModel model(c, weights_of(weights), backend);
+    KvCache cache = model.make_kv_cache(4, 16);
+    testing::RandomBlocks pool(4, 1);
+    testing::SeqState seq{testing::random_tokens(9, c.vocab_size, 2), {}, 0};
+    const Tensor out = model.forward(testing::make_step({{&seq, 9}}, 16, pool), cache);
+    return std::vector<float>(out.data<float>(), out.data<float>() + out.numel());
+  };
+  const std::vector<float> plain = logits(1.0f), scaled = logits(0.125f);
+  ASSERT_EQ(plain.size(), scaled.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_NEAR(scaled[i], 0.125f * plain[i], 1e-5f * std::max(1.0f, std::abs(plain[i]))) << i;
+  }
+}
+
 TEST(LlamaModel, ForwardRejectsBadTokensAndForeignCaches) {
   CpuBackend backend;
   const ModelConfig c = testing::tiny_config("qwen2");

@@ -173,7 +173,7 @@ TEST_P(PagedConsistency, BatchedSequencesMatchEachAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ArchAndPageSize, PagedConsistency,
-                         ::testing::Combine(::testing::Values("llama", "mistral", "qwen2"),
+                         ::testing::Combine(::testing::Values("llama", "mistral", "qwen2", "mpt"),
                                             ::testing::Values(1, 3, 16)),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_page" +

@@ -17,7 +17,9 @@ namespace inflight::testing {
 // A tiny config with awkward sizes (GQA 3:1, head_dim 8, vocab 97) for `arch`: llama with llama3
 // RoPE scaling, mistral with a sliding window of 9, qwen2 with q/k/v biases and tied embeddings,
 // qwen3 with q/k norms and head_dim 16 (q wider than hidden), mixtral with 5 experts of 32
-// (top-2) and a window of 9, qwen3_moe with q/k norms and 7 experts of 24 (top-3).
+// (top-2) and a window of 9, qwen3_moe with q/k norms and 7 experts of 24 (top-3), mpt
+// (multi-head: 6 kv heads) with ALiBi, LayerNorm, the GELU MLP, every bias (no_bias false),
+// clip_qkv 1.5 and tied embeddings.
 inline ModelConfig tiny_config(const std::string& arch) {
   ModelConfig c;
   c.architecture = arch;
@@ -49,6 +51,14 @@ inline ModelConfig tiny_config(const std::string& arch) {
     c.num_experts = 7;
     c.num_experts_per_token = 3;
     c.moe_intermediate_size = 24;
+  } else if (arch == "mpt") {
+    c.num_kv_heads = c.num_heads;
+    c.norm = ModelConfig::Norm::kLayer;
+    c.positions = ModelConfig::Positions::kAlibi;
+    c.mlp = ModelConfig::Mlp::kGelu;
+    c.attention_bias = c.o_proj_bias = c.mlp_bias = c.norm_bias = true;
+    c.clip_qkv = 1.5f;
+    c.tie_word_embeddings = true;
   } else {
     c.rope_scaling.type = RopeScaling::Type::kLlama3;
     c.rope_scaling.factor = 8.0f;
@@ -71,10 +81,24 @@ inline WeightMap random_weights(const ModelConfig& c, uint32_t seed) {
   add("model.embed_tokens.weight", {c.vocab_size, h}, 0.0f, 1.0f);
   add("model.norm.weight", {h}, 1.0f, 0.2f);
   if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, h}, 0.0f, 0.3f);
+  if (c.norm_bias) add("model.norm.bias", {h}, 0.0f, 0.2f);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     add(p + "input_layernorm.weight", {h}, 1.0f, 0.2f);
     add(p + "post_attention_layernorm.weight", {h}, 1.0f, 0.2f);
+    if (c.architecture == "mpt") {  // fused [q; k; v], the GELU MLP, biases
+      add(p + "input_layernorm.bias", {h}, 0.0f, 0.2f);
+      add(p + "post_attention_layernorm.bias", {h}, 0.0f, 0.2f);
+      add(p + "self_attn.qkv_proj.weight", {q + 2 * kv, h}, 0.0f, 0.4f);
+      add(p + "self_attn.qkv_proj.bias", {q + 2 * kv}, 0.0f, 0.3f);
+      add(p + "self_attn.o_proj.weight", {h, q}, 0.0f, 0.2f);
+      add(p + "self_attn.o_proj.bias", {h}, 0.0f, 0.2f);
+      add(p + "mlp.up_proj.weight", {c.intermediate_size, h}, 0.0f, 0.3f);
+      add(p + "mlp.up_proj.bias", {c.intermediate_size}, 0.0f, 0.3f);
+      add(p + "mlp.down_proj.weight", {h, c.intermediate_size}, 0.0f, 0.2f);
+      add(p + "mlp.down_proj.bias", {h}, 0.0f, 0.2f);
+      continue;
+    }
     add(p + "self_attn.q_proj.weight", {q, h}, 0.0f, 0.4f);
     add(p + "self_attn.k_proj.weight", {kv, h}, 0.0f, 0.4f);
     add(p + "self_attn.v_proj.weight", {kv, h}, 0.0f, 0.3f);

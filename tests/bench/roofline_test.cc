@@ -16,6 +16,13 @@ TEST(ModelCost, DenseReadsEveryWeightButTheEmbedding) {
   EXPECT_EQ(cost.weight_bytes - cost.decode_read_bytes, c.vocab_size * c.hidden_size * 2);
 }
 
+// MPT-7B: 6.65B parameters, the MLP two matrices (up, down) of 4 d_model, the LM head tied.
+TEST(ModelCost, MptHasTheGeluMlpAndATiedHead) {
+  const ModelCost cost = model_cost(*arch_preset("mpt-7b"), 2, 1);
+  EXPECT_NEAR(static_cast<double>(cost.weight_bytes) / 2, 6.649e9, 0.001e9);
+  EXPECT_EQ(cost.decode_read_bytes, cost.weight_bytes);  // tied: the head is the embedding
+}
+
 TEST(ModelCost, MixtureOfExpertsReadsOnlyTheChosenExperts) {
   // Mixtral-8x7B: 46.7B parameters, 12.9B active per token (embedding and LM head included).
   const ModelConfig mixtral = *arch_preset("mixtral-8x7b");

@@ -253,6 +253,18 @@ def test_offline_on_dummy_weights_validates(tmp_path):
     assert result["total_output_tokens"] == 8
 
 
+def test_offline_on_dummy_mpt_validates(tmp_path):
+    # MPT's config.json (ALiBi, LayerNorm, GELU MLP, every bias, clip_qkv) on random weights.
+    config = ROOT / "tests" / "golden" / "fixtures" / "tiny-mpt-bias" / "config.json"
+    out_json = tmp_path / "offline_mpt.json"
+    bench("offline", "--dummy-weights", "--config", str(config), "--device", "cpu",
+          "--input-len", "8", "--output-len", "4", "--num-prompts", "3", "--kv-cache-memory", "8MiB",
+          "--result-json", str(out_json))
+    result = json.loads(out_json.read_text())
+    validate(result)
+    assert result["total_output_tokens"] == 12
+
+
 def test_schema_rejects_a_broken_result():
     bad = {"mode": "serve", "completed": -1}
     assert schema_check.errors(bad, SCHEMA)

@@ -285,11 +285,12 @@ std::vector<SeqSpec> random_decode(int n, std::mt19937& rng) {
   return seqs;
 }
 
-// Heads, head_dim and sliding window of one attention case.
+// Heads, head_dim and sliding window of one attention case; alibi: random ALiBi slopes.
 struct AttentionConfig {
   Gqa gqa;
   int64_t head_dim;
   int32_t window;
+  bool alibi = false;
 };
 
 // One batch of `seqs` in caches of `block_size`-token blocks through the CUDA and the CPU paged
@@ -318,16 +319,22 @@ void expect_attention_matches_cpu(const std::vector<SeqSpec>& seqs, int32_t bloc
   }
   const Tensor q = random_host({tokens, heads, d}, rng, -q_range, q_range);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  // MPT-like slopes, from 2^-8 to 1.
+  const Tensor slopes = random_host({heads}, rng, 1.0f / 256, 1.0f);
+  const Tensor slopes_gpu = gpu.upload(slopes, DType::kF32);
+  const Tensor slopes_cpu = cpu.upload(slopes, DType::kF32);
 
   const StepInputs in_gpu = gpu.upload_batch(c.batch);
   const Tensor out_gpu = gpu.alloc({tokens, heads, d}, DType::kBF16);
   poison(out_gpu);
-  gpu.paged_attention(to_backend(gpu, q), kv_gpu, in_gpu, scale, cfg.window, out_gpu);
+  gpu.paged_attention(to_backend(gpu, q), kv_gpu, in_gpu, scale, cfg.window,
+                      cfg.alibi ? &slopes_gpu : nullptr, out_gpu);
 
   const StepInputs in_cpu = cpu.upload_batch(c.batch);
   const Tensor out_cpu = cpu.alloc({tokens, heads, d}, DType::kF32);
-  cpu.paged_attention(to_backend(cpu, q), kv_cpu, in_cpu, scale, cfg.window, out_cpu);
-  expect_close(metric + (fp8 ? ".fp8" : ""),
+  cpu.paged_attention(to_backend(cpu, q), kv_cpu, in_cpu, scale, cfg.window,
+                      cfg.alibi ? &slopes_cpu : nullptr, out_cpu);
+  expect_close(metric + (fp8 ? ".fp8" : "") + (cfg.alibi ? ".alibi" : ""),
                fmt::format("{} bs={} H={} KH={} D={} window={}", name, block_size, heads,
                            cfg.gqa.kv_heads, d, cfg.window),
                to_host(gpu, out_gpu), out_cpu);
@@ -463,6 +470,36 @@ TEST(CudaOpsTest, PagedAttentionTallPrefillTiles) {
       expect_attention_matches_cpu({{700, 600}, {40, 1}, {1, 1}}, t.block_size,
                                    {{64, 64}, t.head_dim, t.window}, 6.0f, rng,
                                    "paged_attention.tiles", "tall600", fp8);
+    }
+  }
+}
+
+// ALiBi (MPT) through every kernel path against the CPU reference, bf16 and e4m3 caches: the
+// simple kernel (head_dim 80, 8), decode tiles with split-KV parts over long contexts, prefill
+// tiles (64 and 128 rows, wgmma on sm_90a) and chunks whose prefix is cached (chunked prefill,
+// prefix-cache hits: positions are absolute). Heads not a power of two, as in the golden MPT.
+TEST(CudaOpsTest, PagedAttentionAlibi) {
+  INFLIGHT_REQUIRE_CUDA();
+  std::mt19937 rng(19);
+  const std::vector<std::pair<std::string, std::vector<SeqSpec>>> scenarios = {
+      {"decode1", {{1, 1}}},
+      {"decode3_long", {{8000, 1}, {1, 1}, {4097, 1}}},
+      {"prefill3", {{5, 5}, {33, 33}, {300, 300}}},
+      {"chunk2", {{2000, 129}, {7, 3}}},
+      {"mixed6", {{1, 1}, {129, 129}, {5000, 7}, {777, 1}, {300, 64}, {700, 600}}},
+  };
+  const AttentionConfig configs[] = {
+      {{32, 32}, 128, 0, true}, {{6, 6}, 64, 0, true},  {{48, 48}, 128, 0, true},
+      {{6, 6}, 80, 0, true},    {{12, 12}, 8, 0, true}, {{64, 64}, 64, 0, true},
+  };
+  int case_index = 0;
+  for (const bool fp8 : {false, true}) {
+    for (const auto& [name, seqs] : scenarios) {
+      for (const int32_t block_size : {1, 3, 16}) {
+        const AttentionConfig& cfg = configs[case_index++ % std::size(configs)];
+        expect_attention_matches_cpu(seqs, block_size, cfg, 2.0f, rng, "paged_attention", name,
+                                     fp8);
+      }
     }
   }
 }

@@ -288,6 +288,29 @@ TinyConfig tiny_qwen3_moe() {
   return {"tiny_qwen3_moe", c};
 }
 
+// MPT: 3 heads of 64 (the attention tiles, ALiBi slopes of a head count that is not a power of
+// two), LayerNorm, the GELU MLP, every bias, clip_qkv, logit_scale.
+TinyConfig tiny_mpt() {
+  ModelConfig c;
+  c.architecture = "mpt";
+  c.vocab_size = 97;
+  c.hidden_size = 192;
+  c.intermediate_size = 4 * 192;
+  c.num_layers = 2;
+  c.num_heads = 3;
+  c.num_kv_heads = 3;
+  c.head_dim = 64;
+  c.max_position_embeddings = 512;
+  c.norm = ModelConfig::Norm::kLayer;
+  c.positions = ModelConfig::Positions::kAlibi;
+  c.mlp = ModelConfig::Mlp::kGelu;
+  c.attention_bias = c.o_proj_bias = c.mlp_bias = c.norm_bias = true;
+  c.clip_qkv = 1.5f;
+  c.logit_scale = 0.5f;
+  c.tie_word_embeddings = true;
+  return {"tiny_mpt", c};
+}
+
 WeightMap random_weights(const ModelConfig& c, std::mt19937& rng) {
   WeightMap w;
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
@@ -298,10 +321,25 @@ WeightMap random_weights(const ModelConfig& c, std::mt19937& rng) {
   w["model.embed_tokens.weight"] = random_host({c.vocab_size, h}, rng);
   w["model.norm.weight"] = random_host({h}, rng, 0.8f, 1.2f);
   if (!c.tie_word_embeddings) linear("lm_head.weight", c.vocab_size, h);
+  if (c.norm_bias) w["model.norm.bias"] = random_host({h}, rng, -0.2f, 0.2f);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     w[p + "input_layernorm.weight"] = random_host({h}, rng, 0.8f, 1.2f);
     w[p + "post_attention_layernorm.weight"] = random_host({h}, rng, 0.8f, 1.2f);
+    if (c.architecture == "mpt") {  // fused [q; k; v], the GELU MLP, biases everywhere
+      const int64_t i = c.intermediate_size;
+      w[p + "input_layernorm.bias"] = random_host({h}, rng, -0.2f, 0.2f);
+      w[p + "post_attention_layernorm.bias"] = random_host({h}, rng, -0.2f, 0.2f);
+      linear(p + "self_attn.qkv_proj.weight", q + 2 * kv, h);
+      w[p + "self_attn.qkv_proj.bias"] = random_host({q + 2 * kv}, rng, -0.2f, 0.2f);
+      linear(p + "self_attn.o_proj.weight", h, q);
+      w[p + "self_attn.o_proj.bias"] = random_host({h}, rng, -0.2f, 0.2f);
+      linear(p + "mlp.up_proj.weight", i, h);
+      w[p + "mlp.up_proj.bias"] = random_host({i}, rng, -0.2f, 0.2f);
+      linear(p + "mlp.down_proj.weight", h, i);
+      w[p + "mlp.down_proj.bias"] = random_host({h}, rng, -0.2f, 0.2f);
+      continue;
+    }
     linear(p + "self_attn.q_proj.weight", q, h);
     linear(p + "self_attn.k_proj.weight", kv, h);
     linear(p + "self_attn.v_proj.weight", kv, h);
@@ -407,10 +445,17 @@ class CoreGemmBackend final : public Backend {
     inner_.rope_kv_write(qkv, in, inv_freq, q_out, kv);
   }
   void paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in, float scale,
-                       int32_t sliding_window, const Tensor& out) override {
-    inner_.paged_attention(q, kv, in, scale, sliding_window, out);
+                       int32_t sliding_window, const Tensor* alibi_slopes,
+                       const Tensor& out) override {
+    inner_.paged_attention(q, kv, in, scale, sliding_window, alibi_slopes, out);
   }
   void swiglu(const Tensor& gate_up, const Tensor& out) override { inner_.swiglu(gate_up, out); }
+  void layer_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
+                  const Tensor* bias, float eps, const Tensor& out) override {
+    inner_.layer_norm(add, residual, weight, bias, eps, out);
+  }
+  void gelu(const Tensor& x, const Tensor& out) override { inner_.gelu(x, out); }
+  void clamp(const Tensor& x, float limit) override { inner_.clamp(x, limit); }
   void qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads, const Tensor& q_weight,
                const Tensor& k_weight, float eps) override {
     inner_.qk_norm(qkv, num_heads, num_kv_heads, q_weight, k_weight, eps);
@@ -445,8 +490,8 @@ class CoreGemmBackend final : public Backend {
 // bf16 on the GPU, hence the looser bar).
 void run_tiny_configs(Backend& gpu_backend, const std::string& suffix,
                       const Quantization& quantization = {}, double tolerance = kBf16Tolerance) {
-  for (TinyConfig tc :
-       {tiny_llama(), tiny_qwen2(), tiny_qwen3(), tiny_mixtral_window(), tiny_qwen3_moe()}) {
+  for (TinyConfig tc : {tiny_llama(), tiny_qwen2(), tiny_qwen3(), tiny_mixtral_window(),
+                        tiny_qwen3_moe(), tiny_mpt()}) {
     SCOPED_TRACE(tc.label);
     tc.config.quantization = quantization;
     std::mt19937 rng(21);

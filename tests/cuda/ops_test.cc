@@ -180,6 +180,66 @@ TEST(CudaOpsTest, Swiglu) {
   }
 }
 
+// MPT's LayerNorm: rows with a large mean (the variance must be taken around it), the
+// residual add and the bias each on and off, row lengths on and off the 8-element grid.
+TEST(CudaOpsTest, LayerNormFusedResidual) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = cuda_backend();
+  Backend& cpu = cpu_backend();
+  std::mt19937 rng(31);
+  for (const int64_t rows : {1, 3, 91}) {
+    for (const int64_t dim : {1, 7, 769, 4096}) {
+      for (const bool with_add : {false, true}) {
+        for (const bool with_bias : {false, true}) {
+          const Tensor residual = random_host({rows, dim}, rng, 12.0f, 20.0f);
+          const Tensor add = random_host({rows, dim}, rng, -2.0f, 2.0f);
+          const Tensor weight = random_host({dim}, rng, 0.5f, 1.5f);
+          const Tensor bias = random_host({dim}, rng, -0.5f, 0.5f);
+          const float eps = 1e-5f;
+          const Tensor res_gpu = to_backend(gpu, residual), add_gpu = to_backend(gpu, add);
+          const Tensor w_gpu = to_backend(gpu, weight), b_gpu = to_backend(gpu, bias);
+          const Tensor out_gpu = gpu.alloc({rows, dim}, DType::kBF16);
+          poison(out_gpu);
+          gpu.layer_norm(with_add ? &add_gpu : nullptr, res_gpu, w_gpu,
+                         with_bias ? &b_gpu : nullptr, eps, out_gpu);
+          const Tensor res_cpu = to_backend(cpu, residual), add_cpu = to_backend(cpu, add);
+          const Tensor w_cpu = to_backend(cpu, weight), b_cpu = to_backend(cpu, bias);
+          const Tensor out_cpu = cpu.alloc({rows, dim}, DType::kF32);
+          cpu.layer_norm(with_add ? &add_cpu : nullptr, res_cpu, w_cpu,
+                         with_bias ? &b_cpu : nullptr, eps, out_cpu);
+          const std::string what =
+              fmt::format("{}x{} add={} bias={}", rows, dim, with_add, with_bias);
+          expect_close("layer_norm.out", what, to_host(gpu, out_gpu), out_cpu);
+          expect_close("layer_norm.residual", what, to_host(gpu, res_gpu), res_cpu);
+        }
+      }
+    }
+  }
+}
+
+// MPT's MLP activation (in place, as the model runs it) and clip_qkv.
+TEST(CudaOpsTest, GeluAndClamp) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = cuda_backend();
+  Backend& cpu = cpu_backend();
+  std::mt19937 rng(32);
+  for (const int64_t rows : {1, 3, 7}) {
+    for (const int64_t cols : {1, 13, 769, 16384}) {
+      const Tensor x = random_host({rows, cols}, rng, -6.0f, 6.0f);
+      const Tensor x_gpu = to_backend(gpu, x), x_cpu = to_backend(cpu, x);
+      gpu.gelu(x_gpu, x_gpu);
+      cpu.gelu(x_cpu, x_cpu);
+      const std::string what = fmt::format("{}x{}", rows, cols);
+      expect_close("gelu", what, to_host(gpu, x_gpu), x_cpu);
+      const Tensor y_gpu = to_backend(gpu, x), y_cpu = to_backend(cpu, x);
+      gpu.clamp(y_gpu, 1.5f);
+      cpu.clamp(y_cpu, 1.5f);
+      const ErrorStats s = expect_close("clamp", what, to_host(gpu, y_gpu), y_cpu);
+      EXPECT_EQ(s.max_abs, 0.0) << "clamping bf16-exact values to a bf16-exact limit is exact";
+    }
+  }
+}
+
 struct GemmCase {
   int64_t m, n, k;
   bool bias;

@@ -135,13 +135,15 @@ TEST_P(SmolLmBatchInvariance, ChunkedPrefillWithForcedPreemption) {
   EXPECT_EQ(s.num_free_kv_blocks, s.num_kv_blocks);
 }
 
-// Mixture-of-experts models (tiny random Mixtral and Qwen3-MoE weights): each of 48 concurrent
-// greedy requests produces exactly the tokens it produces alone; routing, the grouping by expert
-// and the weighted sum of a token do not depend on which other tokens share its step.
-class TinyMoeBatchInvariance
+// Tiny random models of the families whose steps depend most on their neighbours: each of 48
+// concurrent greedy requests (sharing prefixes: prefix-cache hits) produces exactly the tokens
+// it produces alone. Mixtral and Qwen3-MoE: routing, the grouping by expert and the weighted sum
+// of a token do not depend on which other tokens share its step; MPT: ALiBi scores from absolute
+// positions over cached prefixes and chunks.
+class TinyFamilyBatchInvariance
     : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
-TEST_P(TinyMoeBatchInvariance, ConcurrentMatchesAlone) {
+TEST_P(TinyFamilyBatchInvariance, ConcurrentMatchesAlone) {
   const auto& [device, family] = GetParam();
   INFLIGHT_REQUIRE_DEVICE(device);
   const ModelConfig config = tiny_config(family);
@@ -157,11 +159,12 @@ TEST_P(TinyMoeBatchInvariance, ConcurrentMatchesAlone) {
   const std::vector<Completion> alone = run_alone(*alone_engine, requests);
   auto engine = start(small_config());
   expect_same_tokens(run_all(*engine, requests), alone, family + " on " + device);
+  EXPECT_GT(engine->stats().num_prefix_cache_hits, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, TinyMoeBatchInvariance,
+INSTANTIATE_TEST_SUITE_P(Devices, TinyFamilyBatchInvariance,
                          ::testing::Combine(::testing::Values("cpu", "cuda"),
-                                            ::testing::Values("mixtral", "qwen3_moe")),
+                                            ::testing::Values("mixtral", "qwen3_moe", "mpt")),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param);
                          });

@@ -1,7 +1,8 @@
 // Logits and greedy continuations against Hugging Face transformers (fp32), from the fixtures
-// that make_golden.py wrote: tiny random Llama / Qwen2 / Mistral / Qwen3 / Mixtral / Qwen3-MoE
-// models loaded from their safetensors directories, the Qwen3 / Mixtral / Qwen3-MoE ones also
-// from GGUF files named as llama.cpp names them (same weights, same golden logits), and
+// that make_golden.py wrote: tiny random Llama / Qwen2 / Mistral / Qwen3 / Mixtral / Qwen3-MoE /
+// MPT models loaded from their safetensors directories (MPT also with every bias, clip_qkv and
+// softmax_scale), the Qwen3 / Mixtral / Qwen3-MoE / MPT ones also from GGUF files named as
+// llama.cpp names them (same weights, same golden logits), and
 // SmolLM2-135M loaded from the GGUF (the reference used the same dequantised weights).
 #include <gtest/gtest.h>
 
@@ -140,7 +141,8 @@ TEST_P(TinyGolden, LogitsAndGreedyMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TinyGolden,
                          ::testing::Values("tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-qwen3",
-                                           "tiny-mixtral", "tiny-qwen3-moe"),
+                                           "tiny-mixtral", "tiny-qwen3-moe", "tiny-mpt",
+                                           "tiny-mpt-bias"),
                          test_name);
 
 // The same weights written as GGUF (f32) the way llama.cpp's converter writes them: per-head
@@ -153,7 +155,8 @@ TEST_P(TinyGgufGolden, LogitsAndGreedyMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TinyGgufGolden,
-                         ::testing::Values("tiny-qwen3", "tiny-mixtral", "tiny-qwen3-moe"),
+                         ::testing::Values("tiny-qwen3", "tiny-mixtral", "tiny-qwen3-moe",
+                                           "tiny-mpt"),
                          test_name);
 
 TEST(SmolLM2Golden, LogitsAndGreedyMatchTransformersOnDequantisedWeights) {

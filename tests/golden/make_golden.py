@@ -2,11 +2,12 @@
 """Generates the golden-logit fixtures under tests/golden/fixtures/ with Hugging Face
 transformers + PyTorch in fp32 (the reference implementation of the model math).
 
-  (a) tiny random-weight Llama, Qwen2, Mistral, Qwen3, Mixtral and Qwen3-MoE models, saved as
-      HF directories (config.json + model.safetensors) together with golden.json; the Qwen3,
-      Mixtral and Qwen3-MoE ones also as <name>.gguf (f32), written with the `gguf` package under
-      the names and metadata keys llama.cpp's convert_hf_to_gguf.py uses, with the same golden
-      logits;
+  (a) tiny random-weight Llama, Qwen2, Mistral, Qwen3, Mixtral, Qwen3-MoE and MPT models, saved
+      as HF directories (config.json + model.safetensors) together with golden.json; the Qwen3,
+      Mixtral, Qwen3-MoE and MPT ones also as <name>.gguf (f32), written with the `gguf` package
+      under the names and metadata keys llama.cpp's convert_hf_to_gguf.py uses, with the same
+      golden logits. tiny-mpt-bias is MosaicML's MPT with no_bias false (transformers' MPT
+      builds no biases: they are added to its modules here, as MosaicML's own code has them);
   (b) SmolLM2-135M-Instruct from the project's GGUF file: the HF model is built from the
       GGUF's dequantised tensors (the `gguf` package), so both sides use the same weights.
 
@@ -23,6 +24,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -35,9 +37,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig,  # noqa: E402
-                          MistralForCausalLM, MixtralConfig, MixtralForCausalLM, Qwen2Config,
-                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig,
-                          Qwen3MoeForCausalLM)
+                          MistralForCausalLM, MixtralConfig, MixtralForCausalLM, MptConfig,
+                          MptForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
+                          Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 FIXTURES = os.path.join(ROOT, "tests", "golden", "fixtures")
 NUM_GREEDY = 32
@@ -108,11 +110,41 @@ def tiny_models():
         **TINY, head_dim=8, rope_theta=1000000.0, tie_word_embeddings=False,
         use_sliding_window=False, num_experts=7, num_experts_per_tok=3,
         moe_intermediate_size=24, norm_topk_prob=True))
+    # MPT-7B's layout: 6 heads (not a power of two: the interleaved ALiBi slopes), tied.
+    yield "tiny-mpt", MptForCausalLM(MptConfig(**TINY_MPT))
+    # no_bias false, clip_qkv and softmax_scale: 4 heads of 12.
+    yield "tiny-mpt-bias", with_mpt_biases(MptForCausalLM(MptConfig(
+        **{**TINY_MPT, "n_heads": 4, "no_bias": False},
+        attn_config={"alibi": True, "alibi_bias_max": 8, "clip_qkv": 1.5,
+                     "softmax_scale": 0.25})))
+
+
+TINY_MPT = dict(vocab_size=TINY["vocab_size"], d_model=TINY["hidden_size"], n_heads=6,
+                n_layers=2, expansion_ratio=4, max_seq_len=256, layer_norm_epsilon=1e-5,
+                no_bias=True, bos_token_id=1, eos_token_id=2)
+
+
+def with_mpt_biases(model):
+    """The biases MosaicML's MPT has with no_bias false, which transformers' MPT leaves out:
+    Wqkv, out_proj, up_proj, down_proj and every LayerNorm."""
+    def add_bias(module, n):
+        module.bias = torch.nn.Parameter(torch.zeros(n))
+    d = model.config.d_model
+    for block in model.transformer.blocks:
+        add_bias(block.attn.Wqkv, 3 * d)
+        add_bias(block.attn.out_proj, d)
+        add_bias(block.ffn.up_proj, 4 * d)
+        add_bias(block.ffn.down_proj, d)
+        add_bias(block.norm_1, d)
+        add_bias(block.norm_2, d)
+    add_bias(model.transformer.norm_f, d)
+    return model
 
 
 # The GGUF architecture of each tiny model that is also written as GGUF (llama.cpp writes
 # Mixtral as `llama` with experts).
-GGUF_ARCH = {"tiny-qwen3": "qwen3", "tiny-mixtral": "llama", "tiny-qwen3-moe": "qwen3moe"}
+GGUF_ARCH = {"tiny-qwen3": "qwen3", "tiny-mixtral": "llama", "tiny-qwen3-moe": "qwen3moe",
+             "tiny-mpt": "mpt"}
 
 
 def randomise(model, seed):
@@ -121,11 +153,11 @@ def randomise(model, seed):
     with torch.no_grad():
         for name, p in model.named_parameters():
             noise = torch.randn(p.shape, generator=g)
-            if name.endswith("norm.weight"):
+            if name.endswith("norm.weight") or re.search(r"\.norm_(\d|f)\.weight$", name):
                 p.copy_(1.0 + 0.2 * noise)
             elif name.endswith(".bias"):
                 p.copy_(0.3 * noise)
-            elif "embed_tokens" in name:
+            elif "embed_tokens" in name or "wte" in name:
                 p.copy_(noise)
             else:  # [out, in] or stacked experts [E, out, in]
                 p.copy_(noise / p.shape[-1] ** 0.5)
@@ -158,7 +190,8 @@ def make_tiny(only):
         for extra in ("generation_config.json",):
             if os.path.exists(os.path.join(out, extra)):
                 os.remove(os.path.join(out, extra))
-        legacy_rope_keys(os.path.join(out, "config.json"), model)
+        if not name.startswith("tiny-mpt"):
+            legacy_rope_keys(os.path.join(out, "config.json"), model)
         rng = np.random.default_rng(index)
         cases = []
         for length in (1, 5, 19):
@@ -173,7 +206,8 @@ def make_tiny(only):
         golden["cases"] = cases
         write_json(os.path.join(out, "golden.json"), golden)
         if name in GGUF_ARCH:
-            write_gguf(model, out, GGUF_ARCH[name], os.path.join(FIXTURES, name + ".gguf"))
+            writer = write_gguf_mpt if GGUF_ARCH[name] == "mpt" else write_gguf
+            writer(model, out, GGUF_ARCH[name], os.path.join(FIXTURES, name + ".gguf"))
 
 
 # ---- the tiny models as GGUF, the way llama.cpp's convert_hf_to_gguf.py writes them ---------
@@ -251,6 +285,44 @@ def write_gguf(model, hf_dir, arch, path):
         for gg, hf in zip(("ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"), proj):
             tensor(f"blk.{i}.{gg}.weight", np.stack(
                 [state[p + f"{moe_block}.experts.{e}.{hf}.weight"] for e in range(n_experts)]))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print(f"wrote {os.path.relpath(path, ROOT)} ({os.path.getsize(path)} bytes)")
+
+
+def write_gguf_mpt(model, hf_dir, arch, path):
+    """MPT as convert_hf_to_gguf.py's MPTModel writes it (f32): the fused attn_qkv, LayerNorm
+    epsilon, max_alibi_bias (and clamp_kqv when clip_qkv is set), the LM head tied."""
+    from safetensors.numpy import load_file
+    state = load_file(os.path.join(hf_dir, "model.safetensors"))
+    cfg = model.config
+    w = gguf.GGUFWriter(path, arch)
+    w.add_name(os.path.basename(path)[:-len(".gguf")])
+    w.add_vocab_size(cfg.vocab_size)
+    w.add_context_length(cfg.max_seq_len)
+    w.add_embedding_length(cfg.d_model)
+    w.add_block_count(cfg.n_layers)
+    w.add_feed_forward_length(4 * cfg.d_model)
+    w.add_head_count(cfg.n_heads)
+    w.add_layer_norm_eps(cfg.layer_norm_epsilon)
+    if cfg.attn_config.clip_qkv is not None:
+        w.add_clamp_kqv(cfg.attn_config.clip_qkv)
+    w.add_max_alibi_bias(cfg.attn_config.alibi_bias_max)
+    w.add_bos_token_id(cfg.bos_token_id)
+    w.add_eos_token_id(cfg.eos_token_id)
+
+    def tensor(name, value):
+        w.add_tensor(name, np.ascontiguousarray(value.astype(np.float32)))
+
+    tensor("token_embd.weight", state["transformer.wte.weight"])
+    tensor("output_norm.weight", state["transformer.norm_f.weight"])
+    names = {"norm_1": "attn_norm", "attn.Wqkv": "attn_qkv", "attn.out_proj": "attn_output",
+             "norm_2": "ffn_norm", "ffn.up_proj": "ffn_up", "ffn.down_proj": "ffn_down"}
+    for i in range(cfg.n_layers):
+        for hf, gg in names.items():
+            tensor(f"blk.{i}.{gg}.weight", state[f"transformer.blocks.{i}.{hf}.weight"])
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

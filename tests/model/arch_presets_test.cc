@@ -15,9 +15,10 @@ namespace {
 int64_t parameters(const ModelConfig& c) {
   const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
   // A dense MLP, or the experts and their router.
-  const int64_t mlp = c.num_experts > 0
-                          ? c.num_experts * c.hidden_size * (3 * c.expert_intermediate_size() + 1)
-                          : 3 * c.hidden_size * c.intermediate_size;
+  const int64_t mlp =
+      c.num_experts > 0
+          ? c.num_experts * c.hidden_size * (3 * c.expert_intermediate_size() + 1)
+          : (c.mlp == ModelConfig::Mlp::kGelu ? 2 : 3) * c.hidden_size * c.intermediate_size;
   const int64_t layer = c.hidden_size * (q + 2 * kv) + q * c.hidden_size + mlp + 2 * c.hidden_size +
                         (c.qk_norm ? 2 * c.head_dim : 0);
   return c.num_layers * layer + c.vocab_size * c.hidden_size * (c.tie_word_embeddings ? 1 : 2);
@@ -38,6 +39,13 @@ TEST(ArchPresets, PublishedShapes) {
   EXPECT_NEAR(static_cast<double>(parameters(*arch_preset("qwen3-8b"))), 8.19e9, 0.01e9);
   EXPECT_NEAR(static_cast<double>(parameters(*arch_preset("mixtral-8x7b"))), 46.70e9, 0.01e9);
   EXPECT_NEAR(static_cast<double>(parameters(*arch_preset("qwen3-30b-a3b"))), 30.53e9, 0.02e9);
+  // MPT-7B: 6.65B (tied embeddings, the GELU MLP of 4 d_model, no biases).
+  const ModelConfig mpt = *arch_preset("mpt-7b");
+  EXPECT_NEAR(static_cast<double>(parameters(mpt)), 6.649e9, 0.001e9);
+  EXPECT_EQ(mpt.positions, ModelConfig::Positions::kAlibi);
+  EXPECT_EQ(mpt.max_position_embeddings, 2048);
+  EXPECT_EQ(dummy_model_config("mpt-7b", "").architecture, "mpt");
+  EXPECT_NEAR(static_cast<double>(parameters(*arch_preset("mpt-30b"))), 29.96e9, 0.01e9);
   EXPECT_FALSE(arch_preset("llama-9").has_value());
 }
 

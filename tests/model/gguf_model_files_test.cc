@@ -95,6 +95,8 @@ TEST(GgufModelFiles, CanonicalNames) {
             "model.layers.3.input_layernorm.weight");
   EXPECT_EQ(GgufModelFiles::canonical_name("blk.29.ffn_gate.weight"),
             "model.layers.29.mlp.gate_proj.weight");
+  EXPECT_EQ(GgufModelFiles::canonical_name("blk.5.attn_qkv.bias"),  // MPT's fused q/k/v
+            "model.layers.5.self_attn.qkv_proj.bias");
   // Qwen3 q/k norms; mixture-of-experts router and stacked experts.
   EXPECT_EQ(GgufModelFiles::canonical_name("blk.4.attn_q_norm.weight"),
             "model.layers.4.self_attn.q_norm.weight");
@@ -152,6 +154,25 @@ TEST(GgufModelFiles, TinyLlamaConfigAndUnpermutedQK) {
     EXPECT_NE(std::string(e.what()).find("tiny.gguf: no tensor 'blk.0.attn_q.weight'"),
               std::string::npos);
   }
+}
+
+// The MPT fixture as llama.cpp's convert writes it (tests/golden/make_golden.py).
+TEST(GgufModelFiles, MptConfigAndFusedQkv) {
+  const auto files = GgufModelFiles::open(std::string(INFLIGHT_SOURCE_DIR) +
+                                          "/tests/golden/fixtures/tiny-mpt.gguf");
+  const ModelConfig& c = files->config();
+  EXPECT_EQ(c.architecture, "mpt");
+  EXPECT_EQ(c.norm, ModelConfig::Norm::kLayer);
+  EXPECT_EQ(c.positions, ModelConfig::Positions::kAlibi);
+  EXPECT_EQ(c.mlp, ModelConfig::Mlp::kGelu);
+  EXPECT_FLOAT_EQ(c.alibi_bias_max, 8.0f);
+  EXPECT_FLOAT_EQ(c.rms_norm_eps, 1e-5f);
+  EXPECT_EQ(c.num_kv_heads, 6);
+  EXPECT_EQ(c.intermediate_size, 4 * 48);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.attention_bias || c.mlp_bias || c.norm_bias);
+  EXPECT_EQ(files->tensor_shape("model.layers.1.self_attn.qkv_proj.weight"), (Shape{144, 48}));
+  EXPECT_FALSE(files->has_tensor("model.layers.0.mlp.gate_proj.weight"));
 }
 
 TEST(GgufModelFiles, Qwen2IsNotPermuted) {

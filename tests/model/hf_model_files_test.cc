@@ -2,6 +2,8 @@
 // the `safetensors` package, a single-file model written here, and broken directories.
 #include "formats/hf_model_files.h"
 
+#include "formats/mpt_config.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -101,6 +103,25 @@ TEST(HfModelFiles, SingleFileWithBf16AndTemplateFile) {
 }
 
 // The real Llama 3.1 tokenizer_config.json: its chat template is a plain string.
+// MPT's "transformer.*" tensors come out under the canonical names (formats/mpt_config.h).
+TEST(HfModelFiles, MptTensorsUnderCanonicalNames) {
+  const auto files = HfModelFiles::open(
+      (fs::path(INFLIGHT_SOURCE_DIR) / "tests/golden/fixtures/tiny-mpt-bias").string());
+  EXPECT_EQ(files->config().architecture, "mpt");
+  EXPECT_EQ(files->tensor_shape("model.embed_tokens.weight"), (Shape{151, 48}));
+  EXPECT_EQ(files->tensor_shape("model.layers.0.self_attn.qkv_proj.weight"), (Shape{144, 48}));
+  EXPECT_EQ(files->tensor_shape("model.layers.1.self_attn.qkv_proj.bias"), (Shape{144}));
+  EXPECT_EQ(files->tensor_shape("model.layers.1.mlp.up_proj.bias"), (Shape{192}));
+  EXPECT_EQ(files->tensor_shape("model.layers.0.input_layernorm.bias"), (Shape{48}));
+  EXPECT_EQ(files->tensor_shape("model.norm.bias"), (Shape{48}));
+  EXPECT_FALSE(files->has_tensor("transformer.wte.weight"));
+  EXPECT_EQ(mpt_canonical_name("transformer.blocks.12.ffn.down_proj.weight"),
+            "model.layers.12.mlp.down_proj.weight");
+  EXPECT_EQ(mpt_canonical_name("transformer.blocks.x.norm_1.weight"),
+            "transformer.blocks.x.norm_1.weight");
+  EXPECT_EQ(mpt_canonical_name("lm_head.weight"), "lm_head.weight");
+}
+
 TEST(HfModelFiles, ChatTemplateFromRealTokenizerConfig) {
   INFLIGHT_REQUIRE_DATA(tok_dir, "tokenizers/hf/llama3_1");
   const fs::path dir = tiny_copy("hf_real_template");

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
@@ -88,6 +90,19 @@ const char* kQwen3Moe = R"({
   "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001, "sliding_window": null,
   "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
   "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})";
+
+// mosaicml/mpt-7b config.json (init_config and auto_map left out)
+const char* kMpt7b = R"({
+  "architectures": ["MPTForCausalLM"],
+  "attn_config": {"alibi": true, "alibi_bias_max": 8, "attn_impl": "torch", "attn_pdrop": 0,
+                  "attn_type": "multihead_attention", "attn_uses_sequence_id": false,
+                  "clip_qkv": null, "prefix_lm": false, "qk_ln": false, "softmax_scale": null},
+  "d_model": 4096, "emb_pdrop": 0, "embedding_fraction": 1.0, "expansion_ratio": 4,
+  "init_device": "cpu", "learned_pos_emb": true, "logit_scale": null, "max_seq_len": 2048,
+  "model_type": "mpt", "n_heads": 32, "n_layers": 32, "no_bias": true,
+  "norm_type": "low_precision_layernorm", "resid_pdrop": 0,
+  "tokenizer_name": "EleutherAI/gpt-neox-20b", "torch_dtype": "bfloat16",
+  "transformers_version": "4.28.1", "use_cache": false, "verbose": 0, "vocab_size": 50432})";
 
 // Throws with `code` and a message containing `needle`.
 void expect_hf_error(const json& j, ErrorCode code, const std::string& needle) {
@@ -199,6 +214,77 @@ TEST(ModelConfig, Qwen3MoeExperts) {
   json sparse_step = json::parse(kQwen3Moe);
   sparse_step["decoder_sparse_step"] = 2;
   expect_hf_error(sparse_step, ErrorCode::kUnsupported, "decoder_sparse_step");
+}
+
+TEST(ModelConfig, MptKeysAndDefaults) {
+  const ModelConfig c = parse(json::parse(kMpt7b));
+  EXPECT_EQ(c.architecture, "mpt");
+  EXPECT_EQ(c.hidden_size, 4096);
+  EXPECT_EQ(c.num_heads, 32);
+  EXPECT_EQ(c.num_kv_heads, 32);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.num_layers, 32);
+  EXPECT_EQ(c.intermediate_size, 16384);
+  EXPECT_EQ(c.max_position_embeddings, 2048);
+  EXPECT_EQ(c.vocab_size, 50432);
+  EXPECT_FLOAT_EQ(c.rms_norm_eps, 1e-5f);
+  EXPECT_EQ(c.norm, ModelConfig::Norm::kLayer);
+  EXPECT_EQ(c.positions, ModelConfig::Positions::kAlibi);
+  EXPECT_EQ(c.mlp, ModelConfig::Mlp::kGelu);
+  EXPECT_FLOAT_EQ(c.alibi_bias_max, 8.0f);
+  EXPECT_FALSE(c.attention_bias || c.o_proj_bias || c.mlp_bias || c.norm_bias);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.clip_qkv, 0.0f);
+  EXPECT_EQ(c.attention_scale, 0.0f);
+  EXPECT_EQ(c.logit_scale, 1.0f);
+
+  json v = json::parse(kMpt7b);
+  v["no_bias"] = false;
+  v["attn_config"]["clip_qkv"] = 6;
+  v["attn_config"]["softmax_scale"] = 0.1;
+  v["logit_scale"] = "inv_sqrt_d_model";
+  v["expansion_ratio"] = 2;
+  const ModelConfig b = parse(v);
+  EXPECT_TRUE(b.attention_bias && b.o_proj_bias && b.mlp_bias && b.norm_bias);
+  EXPECT_FLOAT_EQ(b.clip_qkv, 6.0f);
+  EXPECT_FLOAT_EQ(b.attention_scale, 0.1f);
+  EXPECT_FLOAT_EQ(b.logit_scale, 1.0f / 64);
+  EXPECT_EQ(b.intermediate_size, 8192);
+  json scaled = json::parse(kMpt7b);
+  scaled["logit_scale"] = 0.5;
+  EXPECT_FLOAT_EQ(parse(scaled).logit_scale, 0.5f);
+}
+
+TEST(ModelConfig, MptVariantsRefusedByKeyAndValue) {
+  const auto with = [](const std::function<void(json&)>& change) {
+    json j = json::parse(kMpt7b);
+    change(j);
+    return j;
+  };
+  const auto attn = [&](const char* key, json value) {
+    return with([&](json& j) { j["attn_config"][key] = value; });
+  };
+  expect_hf_error(attn("attn_type", "multiquery_attention"), ErrorCode::kUnsupported,
+                  "attn_config.attn_type = \"multiquery_attention\"");
+  expect_hf_error(attn("prefix_lm", true), ErrorCode::kUnsupported, "attn_config.prefix_lm = true");
+  expect_hf_error(attn("qk_ln", true), ErrorCode::kUnsupported, "attn_config.qk_ln = true");
+  expect_hf_error(attn("alibi", false), ErrorCode::kUnsupported, "attn_config.alibi = false");
+  expect_hf_error(attn("rope", true), ErrorCode::kUnsupported, "attn_config.rope = true");
+  expect_hf_error(attn("sliding_window_size", 1024), ErrorCode::kUnsupported,
+                  "attn_config.sliding_window_size = 1024");
+  expect_hf_error(attn("clip_qkv", "6"), ErrorCode::kInvalidFile, "attn_config.clip_qkv");
+  expect_hf_error(attn("softmax_scale", -1.0), ErrorCode::kInvalidFile,
+                  "attn_config.softmax_scale");
+  expect_hf_error(with([](json& j) { j["norm_type"] = "rmsnorm"; }), ErrorCode::kUnsupported,
+                  "norm_type = \"rmsnorm\"");
+  expect_hf_error(with([](json& j) {
+                    j["ffn_config"] = {{"ffn_type", "mptglu"}};
+                  }),
+                  ErrorCode::kUnsupported, "ffn_config.ffn_type = \"mptglu\"");
+  expect_hf_error(with([](json& j) { j["logit_scale"] = "one"; }), ErrorCode::kInvalidFile,
+                  "logit_scale");
+  expect_hf_error(with([](json& j) { j.erase("d_model"); }), ErrorCode::kInvalidFile, "d_model");
+  expect_hf_error(with([](json& j) { j["n_heads"] = 5; }), ErrorCode::kInvalidFile, "n_heads 5");
 }
 
 TEST(ModelConfig, ExplicitHeadDimAndDefaults) {

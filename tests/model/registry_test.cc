@@ -91,6 +91,18 @@ TEST(Registry, RefusesUnknownArchitecturesAndMissingFeatures) {
   ModelConfig alibi = testing::tiny_config("llama");
   alibi.positions = ModelConfig::Positions::kAlibi;
   EXPECT_EQ(resolve_error(alibi, &message), ErrorCode::kUnsupported);
+  ModelConfig gelu = testing::tiny_config("llama");
+  gelu.mlp = ModelConfig::Mlp::kGelu;
+  EXPECT_EQ(resolve_error(gelu, &message), ErrorCode::kUnsupported);
+  EXPECT_NE(message.find("GELU"), std::string::npos) << message;
+  // MPT needs its own graph's features, and multi-head attention.
+  ModelConfig rope_mpt = testing::tiny_config("llama");
+  rope_mpt.architecture = "mpt";
+  EXPECT_EQ(resolve_error(rope_mpt, &message), ErrorCode::kUnsupported);
+  ModelConfig mqa_mpt = testing::tiny_config("mpt");
+  mqa_mpt.num_kv_heads = 1;
+  EXPECT_EQ(resolve_error(mqa_mpt, &message), ErrorCode::kUnsupported);
+  EXPECT_NE(message.find("1 kv heads"), std::string::npos) << message;
   ModelConfig qwen_window = testing::tiny_config("qwen2");
   qwen_window.sliding_window = 64;
   EXPECT_EQ(resolve_error(qwen_window, &message), ErrorCode::kUnsupported);
@@ -248,7 +260,7 @@ TEST(Registry, E4m3ExpertsAreDequantizedAtLoad) {
 
 TEST(Registry, EachFamilyBuildsAModelThatRunsAStep) {
   CpuBackend backend;
-  for (const char* family : {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe"}) {
+  for (const char* family : {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe", "mpt"}) {
     const ModelConfig c = testing::tiny_config(family);
     const std::unique_ptr<Model> dummy = make_dummy_model(c, backend, 3);
     const std::unique_ptr<Model> loaded =

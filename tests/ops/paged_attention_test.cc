@@ -61,9 +61,10 @@ struct AttnCase {
 };
 
 // fp8: the op reads an e4m3 cache (random non-NaN bytes, a random scale per slot and kv head)
-// and the reference its exact dequantized values.
-void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rng,
-              bool fp8 = false) {
+// and the reference its exact dequantized values. alibi: random slopes per head, the reference
+// adding slope * (key position - query position) to each scaled score.
+void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rng, bool fp8 = false,
+              bool alibi = false) {
   const int64_t h = ac.heads, kh = ac.kv_heads, d = ac.head_dim, group = h / kh;
   const int32_t bs = ac.block_size;
   const Batch b = make_batch(seqs, bs, rng);
@@ -122,11 +123,13 @@ void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rn
     }
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const Tensor slopes = random_tensor({h}, rng, 0.5f);
+  for (int64_t hh = 0; hh < h; ++hh) slopes.data<float>()[hh] += 0.5f;  // (0, 1]
   const Tensor out = Tensor::empty({t, h, d}, DType::kF32);
   poison(out);
   paged_attention_cpu(make_paged_attention_params(
       q, cache, i32_tensor(b.block_tables, {num_seqs, b.max_blocks}), i32_tensor(b.query_start),
-      i32_tensor(b.context_lens), max_context, ac.window, scale, out));
+      i32_tensor(b.context_lens), max_context, ac.window, scale, alibi ? &slopes : nullptr, out));
 
   std::vector<double> expect(static_cast<size_t>(t * h * d));
   for (int32_t s = 0; s < num_seqs; ++s) {
@@ -144,7 +147,9 @@ void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rn
           const float* kv = k_cache.data<float>() + slot_of(s, j) * kh * d + kvh * d;
           double dotp = 0.0;
           for (int64_t e = 0; e < d; ++e) dotp += static_cast<double>(qv[e]) * kv[e];
-          score.push_back(dotp * scale);
+          const double bias =
+              alibi ? static_cast<double>(slopes.data<float>()[hh]) * (j - pos) : 0.0;
+          score.push_back(dotp * scale + bias);
         }
         const double mx = *std::max_element(score.begin(), score.end());
         double sum = 0.0;
@@ -161,7 +166,7 @@ void run_case(const AttnCase& ac, const std::vector<Seq>& seqs, std::mt19937& rn
                "attention h=" + std::to_string(h) + " kh=" + std::to_string(kh) +
                    " d=" + std::to_string(d) + " bs=" + std::to_string(bs) +
                    " window=" + std::to_string(ac.window) + " seqs=" + std::to_string(num_seqs) +
-                   (fp8 ? " fp8" : ""));
+                   (fp8 ? " fp8" : "") + (alibi ? " alibi" : ""));
 }
 
 // Mixed prefill, chunked prefill and decode sequences of random lengths.
@@ -207,6 +212,23 @@ TEST(PagedAttentionCpu, ReadsAnFp8CacheAsItsDequantizedValues) {
   }
 }
 
+// ALiBi (MPT): prompts, decodes and chunks whose prefix is cached (a chunked prefill or a
+// prefix-cache hit): positions are absolute, so every case matches the dense reference.
+TEST(PagedAttentionCpu, AlibiMatchesDenseReference) {
+  std::mt19937 rng(43);
+  for (auto [h, kh] : {std::pair<int64_t, int64_t>{1, 1}, {6, 6}, {8, 2}}) {
+    for (int64_t d : {2, 13, 64}) {
+      for (int32_t bs : {1, 3, 16}) {
+        for (int n : {1, 3, 7}) {
+          run_case({h, kh, d, bs, 0}, random_seqs(n, rng), rng, /*fp8=*/false, /*alibi=*/true);
+        }
+        run_case({h, kh, d, bs, 0}, random_seqs(5, rng), rng, /*fp8=*/true, /*alibi=*/true);
+      }
+    }
+  }
+  run_case({6, 6, 64, 16, 0}, {{769, 1}, {700, 13}, {300, 300}}, rng, false, true);
+}
+
 TEST(PagedAttentionCpu, SingleTokenContextAndLongContext) {
   std::mt19937 rng(41);
   run_case({4, 2, 64, 16, 0}, {{1, 1}}, rng);
@@ -225,27 +247,36 @@ TEST(PagedAttentionParams, RejectsInconsistentShapes) {
   const Tensor qs = i32_tensor({0, 2, 3});
   const Tensor ctx = i32_tensor({2, 3});
   const Tensor out = Tensor::empty({3, 4, 8}, DType::kF32);
-  EXPECT_NO_THROW(make_paged_attention_params(q, cache, tables, qs, ctx, 3, 0, 1.0f, out));
+  EXPECT_NO_THROW(make_paged_attention_params(q, cache, tables, qs, ctx, 3, 0, 1.0f, nullptr, out));
   EXPECT_EQ(error_code_of([&] {
-              make_paged_attention_params(q, bad_cache, tables, qs, ctx, 3, 0, 1.0f, out);
+              make_paged_attention_params(q, bad_cache, tables, qs, ctx, 3, 0, 1.0f, nullptr, out);
             }),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(error_code_of(
-                [&] { make_paged_attention_params(q, cache, tables, ctx, ctx, 3, 0, 1.0f, out); }),
+  EXPECT_EQ(error_code_of([&] {
+              make_paged_attention_params(q, cache, tables, ctx, ctx, 3, 0, 1.0f, nullptr, out);
+            }),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(error_code_of(
-                [&] { make_paged_attention_params(q, cache, tables, qs, ctx, 5, 0, 1.0f, out); }),
+  EXPECT_EQ(error_code_of([&] {
+              make_paged_attention_params(q, cache, tables, qs, ctx, 5, 0, 1.0f, nullptr, out);
+            }),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(
-      error_code_of([&] { make_paged_attention_params(q, cache, tables, qs, ctx, 3, 0, 1.0f, q); }),
-      ErrorCode::kInvalidArgument);
+  EXPECT_EQ(error_code_of([&] {
+              make_paged_attention_params(q, cache, tables, qs, ctx, 3, 0, 1.0f, nullptr, q);
+            }),
+            ErrorCode::kInvalidArgument);
+  const Tensor bad_slopes = random_tensor({3}, rng);  // not one per query head
+  EXPECT_EQ(error_code_of([&] {
+              make_paged_attention_params(q, cache, tables, qs, ctx, 3, 0, 1.0f, &bad_slopes, out);
+            }),
+            ErrorCode::kInvalidArgument);
   KvCacheLayer mixed = cache;  // K and V of different dtypes
   mixed.value = Tensor::empty({4, 2, 2, 8}, DType::kF8E4M3);
   KvCacheLayer scaled = cache;  // scales on an f32 cache
   scaled.key_scales = Tensor::empty({4, 2, 2}, DType::kF32);
   for (const KvCacheLayer* bad : std::initializer_list<const KvCacheLayer*>{&mixed, &scaled}) {
-    EXPECT_EQ(error_code_of(
-                  [&] { make_paged_attention_params(q, *bad, tables, qs, ctx, 3, 0, 1.0f, out); }),
+    EXPECT_EQ(error_code_of([&] {
+                make_paged_attention_params(q, *bad, tables, qs, ctx, 3, 0, 1.0f, nullptr, out);
+              }),
               ErrorCode::kInvalidArgument);
   }
 }

@@ -142,7 +142,8 @@ ModelConfig splittable(const std::string& arch, int64_t vocab) {
   if (arch == "qwen3_moe") c.moe_intermediate_size = 36;
   c.num_layers = 4;      // up to 4 pipeline stages
   c.vocab_size = vocab;  // 96: split by every rank count here; 97: replicated
-  if (world().size() == 3) c.num_kv_heads = 3;  // 3 ranks: one KV head each
+  if (world().size() == 3) c.num_kv_heads = 3;      // 3 ranks: one KV head each
+  if (arch == "mpt") c.num_kv_heads = c.num_heads;  // multi-head; ALiBi slopes of global heads
   return c;
 }
 
@@ -166,14 +167,34 @@ TEST_P(TensorParallelFamilies, ShardsGiveTheLogitsOfTheWholeModel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, TensorParallelFamilies,
-                         ::testing::Values("llama", "qwen2", "qwen3", "mixtral", "qwen3_moe"));
+                         ::testing::Values("llama", "qwen2", "qwen3", "mixtral", "qwen3_moe",
+                                           "mpt"));
+
+// Dummy weights: each rank fills its slices with the values the whole model has there
+// (model/llama.h), so the shards give the whole model's logits; MPT's biases are column- and
+// row-parallel (the latter on rank 0 only) and its ALiBi slopes those of the global heads.
+TEST(TensorParallelDummy, ShardsOfDummyWeightsGiveTheLogitsOfTheWholeModel) {
+  for (const char* arch : {"llama", "mpt"}) {
+    const ModelConfig c = splittable(arch, 96);
+    for (const Layout& layout : layouts()) {
+      if (!splits(c, layout)) continue;
+      Pair p;
+      p.whole = make_runner(make_backend("cpu"), c, nullptr, /*seed=*/5);
+      std::shared_ptr<Backend> backend = make_backend("cpu");
+      const World::Groups groups = world().make_groups(*backend, layout.tp);
+      p.shard = make_runner(backend, c, nullptr, /*seed=*/5, {}, groups.tp, groups.pp);
+      expect_same_steps(p, std::string(arch) + " dummy " + layout.name(), 5);
+    }
+  }
+}
 
 // Models from files: each rank loads slices of the stored tensors.
 TEST(TensorParallelFiles, GoldenFixturesAndSmolLM2) {
   std::vector<fs::path> paths;
   const fs::path fixtures = fs::path(INFLIGHT_SOURCE_DIR) / "tests" / "golden" / "fixtures";
-  for (const char* name : {"tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3.gguf",
-                           "tiny-mixtral", "tiny-mixtral.gguf", "tiny-qwen3-moe.gguf"}) {
+  for (const char* name :
+       {"tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3.gguf", "tiny-mixtral",
+        "tiny-mixtral.gguf", "tiny-qwen3-moe.gguf", "tiny-mpt", "tiny-mpt.gguf", "tiny-mpt-bias"}) {
     paths.push_back(fixtures / name);
   }
   if (fs::exists(INFLIGHT_TEST_MODEL)) paths.emplace_back(INFLIGHT_TEST_MODEL);

@@ -6,9 +6,12 @@
 #include <fstream>
 #include <string>
 
+#include "ops/clamp.h"
 #include "ops/fill_random.h"
 #include "ops/gather_rows.h"
+#include "ops/gelu.h"
 #include "ops/gemm.h"
+#include "ops/layer_norm.h"
 #include "ops/moe_experts.h"
 #include "ops/moe_route.h"
 #include "ops/paged_attention.h"
@@ -124,14 +127,28 @@ void CpuBackend::rope_kv_write(const Tensor& qkv, const StepInputs& in, const Te
 }
 
 void CpuBackend::paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in,
-                                 float scale, int32_t sliding_window, const Tensor& out) {
+                                 float scale, int32_t sliding_window, const Tensor* alibi_slopes,
+                                 const Tensor& out) {
   paged_attention_cpu(make_paged_attention_params(q, kv, in.block_tables, in.query_start,
                                                   in.context_lens, in.max_context_len,
-                                                  sliding_window, scale, out));
+                                                  sliding_window, scale, alibi_slopes, out));
 }
 
 void CpuBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
   swiglu_cpu(make_swiglu_params(gate_up, out));
+}
+
+void CpuBackend::layer_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
+                            const Tensor* bias, float eps, const Tensor& out) {
+  layer_norm_cpu(make_layer_norm_params(add, residual, weight, bias, eps, out));
+}
+
+void CpuBackend::gelu(const Tensor& x, const Tensor& out) {
+  gelu_cpu(make_gelu_params(x, out));
+}
+
+void CpuBackend::clamp(const Tensor& x, float limit) {
+  clamp_cpu(make_clamp_params(x, limit));
 }
 
 void CpuBackend::qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,

@@ -37,8 +37,13 @@ class CpuBackend final : public Backend {
   void rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
                      const Tensor& q_out, const KvCacheLayer& kv) override;
   void paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in, float scale,
-                       int32_t sliding_window, const Tensor& out) override;
+                       int32_t sliding_window, const Tensor* alibi_slopes,
+                       const Tensor& out) override;
   void swiglu(const Tensor& gate_up, const Tensor& out) override;
+  void layer_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
+                  const Tensor* bias, float eps, const Tensor& out) override;
+  void gelu(const Tensor& x, const Tensor& out) override;
+  void clamp(const Tensor& x, float limit) override;
   void qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads, const Tensor& q_weight,
                const Tensor& k_weight, float eps) override;
   void moe_route(const Tensor& logits, int32_t k, bool renormalize, const Tensor& ids,

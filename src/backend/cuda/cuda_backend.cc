@@ -149,8 +149,13 @@ class CudaBackend final : public Backend {
   void rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
                      const Tensor& q_out, const KvCacheLayer& kv) override;
   void paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in, float scale,
-                       int32_t sliding_window, const Tensor& out) override;
+                       int32_t sliding_window, const Tensor* alibi_slopes,
+                       const Tensor& out) override;
   void swiglu(const Tensor& gate_up, const Tensor& out) override;
+  void layer_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
+                  const Tensor* bias, float eps, const Tensor& out) override;
+  void gelu(const Tensor& x, const Tensor& out) override;
+  void clamp(const Tensor& x, float limit) override;
   void qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads, const Tensor& q_weight,
                const Tensor& k_weight, float eps) override;
   void moe_route(const Tensor& logits, int32_t k, bool renormalize, const Tensor& ids,
@@ -555,15 +560,29 @@ void CudaBackend::rope_kv_write(const Tensor& qkv, const StepInputs& in, const T
 }
 
 void CudaBackend::paged_attention(const Tensor& q, const KvCacheLayer& kv, const StepInputs& in,
-                                  float scale, int32_t sliding_window, const Tensor& out) {
+                                  float scale, int32_t sliding_window, const Tensor* alibi_slopes,
+                                  const Tensor& out) {
   paged_attention_cuda(
       make_paged_attention_params(q, kv, in.block_tables, in.query_start, in.context_lens,
-                                  in.max_context_len, sliding_window, scale, out),
+                                  in.max_context_len, sliding_window, scale, alibi_slopes, out),
       stream_);
 }
 
 void CudaBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
   swiglu_cuda(make_swiglu_params(gate_up, out), stream_);
+}
+
+void CudaBackend::layer_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
+                             const Tensor* bias, float eps, const Tensor& out) {
+  layer_norm_cuda(make_layer_norm_params(add, residual, weight, bias, eps, out), stream_);
+}
+
+void CudaBackend::gelu(const Tensor& x, const Tensor& out) {
+  gelu_cuda(make_gelu_params(x, out), stream_);
+}
+
+void CudaBackend::clamp(const Tensor& x, float limit) {
+  clamp_cuda(make_clamp_params(x, limit), stream_);
 }
 
 void CudaBackend::qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads,

@@ -1,0 +1,70 @@
+// layer_norm on CUDA (bf16 in/out, fp32 statistics), fused with the residual add:
+//
+//   residual[r] <- bf16(residual[r] + add[r])      (when add is set)
+//   out[r]      <- bf16((residual[r] - mean) * rsqrt(var + eps) * weight (+ bias))
+//
+// One block per row, three passes over it: the add and the sum, the centred squares (two-pass
+// variance, as PyTorch's LayerNorm is exact for rows with a large mean), the output. Each
+// thread re-reads only the elements it wrote, so the barriers inside block_sum are all the
+// passes need. The statistics are taken over the residual as stored (rounded to bf16), so the
+// next layer sees exactly the values that were normalised.
+#include "ops/cuda_common.cuh"
+#include "ops/ops_cuda.cuh"
+
+namespace inflight {
+
+namespace {
+
+using cuda::bf16;
+
+constexpr int kThreads = 256;
+
+__global__ void __launch_bounds__(kThreads) layer_norm_kernel(LayerNormParams lp) {
+  cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
+  cuda::pdl_wait();
+  const RmsNormParams& p = lp.norm;
+  const int64_t row = blockIdx.x;
+  const int64_t dim = p.dim;
+  bf16* residual = static_cast<bf16*>(p.residual) + row * dim;
+  const bf16* add = p.add != nullptr ? static_cast<const bf16*>(p.add) + row * dim : nullptr;
+  const auto* weight = static_cast<const bf16*>(p.weight);
+  const auto* bias = static_cast<const bf16*>(lp.bias);
+  bf16* out = static_cast<bf16*>(p.out) + row * dim;
+
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+    float x = cuda::to_f32(residual[i]);
+    if (add != nullptr) {
+      const bf16 r = cuda::to_bf16(x + cuda::to_f32(add[i]));
+      residual[i] = r;
+      x = cuda::to_f32(r);
+    }
+    sum += x;
+  }
+  const float mean = cuda::block_sum(sum) / static_cast<float>(dim);
+  float sum_sq = 0.0f;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+    const float d = cuda::to_f32(residual[i]) - mean;
+    sum_sq += d * d;
+  }
+  const float inv_std = rsqrtf(cuda::block_sum(sum_sq) / static_cast<float>(dim) + p.eps);
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+    const float b = bias != nullptr ? cuda::to_f32(bias[i]) : 0.0f;
+    out[i] =
+        cuda::to_bf16((cuda::to_f32(residual[i]) - mean) * inv_std * cuda::to_f32(weight[i]) + b);
+  }
+}
+
+}  // namespace
+
+void layer_norm_cuda(const LayerNormParams& p, cudaStream_t stream) {
+  INFLIGHT_CHECK_CODE(p.norm.dtype == DType::kBF16, ErrorCode::kUnsupported,
+                      "layer_norm_cuda: bf16 only, got {}", dtype_name(p.norm.dtype));
+  if (p.norm.rows == 0 || p.norm.dim == 0) return;
+  INFLIGHT_CHECK(p.norm.rows <= cuda::kMaxGridX, "layer_norm_cuda: {} rows exceed the grid",
+                 p.norm.rows);
+  cuda::launch_pdl(layer_norm_kernel, static_cast<unsigned>(p.norm.rows), kThreads, 0, stream, p);
+  INFLIGHT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace inflight
