@@ -19,6 +19,39 @@ ResponseMeta make_meta(const Frontend& frontend, std::string_view prefix) {
                       frontend.system_fingerprint()};
 }
 
+// The format the calls of a chat request come in: none without tools or with tool_choice
+// "none"; the forced JSON list for "required" or a named function (the grammar makes the model
+// write it, whatever the template shows); else --tool-call-parser or the template's own. A
+// request whose calls could not come back as calls is refused rather than answered in prose.
+std::optional<ToolCallParser> tool_call_format(const Frontend& frontend,
+                                               const ChatCompletionRequest& req) {
+  if (req.tools.is_null() || req.tools.empty() || req.tool_choice_none) return std::nullopt;
+  if (req.tool_choice_forced) return ToolCallParser::kJsonList;
+  const LoadedModel& model = frontend.model();
+  if (!model.template_renders_tools) {
+    throw_bad_request(
+        "'tools' cannot be used with tool_choice 'auto': this model's chat template does not "
+        "support tools (it never shows them to the model). Start the server with "
+        "--chat-template FILE, a template that renders tools, and --tool-call-parser NAME for "
+        "the call format it teaches, or send tool_choice 'required' or a named function, which "
+        "constrains the reply to a call",
+        "tools");
+  }
+  const std::optional<ToolCallParser> parser = frontend.options().tool_call_parser
+                                                   ? frontend.options().tool_call_parser
+                                                   : model.tool_call_parser;
+  if (!parser) {
+    throw_bad_request(
+        "'tools' cannot be used with tool_choice 'auto': the call format of this model's chat "
+        "template is not known. Start the server with --tool-call-parser NAME (" +
+            std::string(tool_call_parser_names()) +
+            ") for the format its template teaches, or send tool_choice 'required' or a named "
+            "function",
+        "tools");
+  }
+  return parser;
+}
+
 }  // namespace
 
 StartedGeneration start_completion(Frontend& frontend, std::string_view body) {
@@ -85,11 +118,8 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   format.top_logprobs = req.top_logprobs;
   format.prompt_logprobs = req.options.sampling.prompt_logprobs;
   format.include_usage = req.options.include_usage;
-  if (!req.tools.is_null() && !req.tools.empty() && !req.tool_choice_none) {
-    format.tool_parser = frontend.options().tool_call_parser ? frontend.options().tool_call_parser
-                                                             : model.tool_call_parser;
-  }
-  if (req.tool_choice_forced) format.tool_parser = ToolCallParser::kJsonList;
+  format.tool_parser = tool_call_format(frontend, req);
+  if (format.tool_parser) format.tools = req.tools;
 
   std::vector<Request> requests;
   requests.push_back(std::move(r));
