@@ -62,9 +62,6 @@ StartedGeneration start_completion(Frontend& frontend, std::string_view body) {
   const std::optional<int32_t> prompt_logprobs = req.options.sampling.prompt_logprobs;
   if (req.echo && req.logprobs) {
     // The prompt's tokens come with their logprobs: prompt logprobs of as many alternatives.
-    if (req.options.stream) {
-      throw_bad_request("'echo' together with 'logprobs' is not supported when streaming", "echo");
-    }
     SamplingParams& s = req.options.sampling;
     s.prompt_logprobs = std::max(s.prompt_logprobs.value_or(0), *req.logprobs);
   }
@@ -128,7 +125,10 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   started.n = format.n;
   started.stream = req.options.stream;
   if (started.stream) {
-    started.prologue = chat_stream_prologue(format, static_cast<size_t>(format.n));
+    // With prompt logprobs each choice's role chunk waits for them (its first output).
+    if (!format.prompt_logprobs) {
+      started.prologue = chat_stream_prologue(format, static_cast<size_t>(format.n));
+    }
     started.formatter = chat_stream_formatter(format);
   } else {
     started.render = [format](GenerationResult& result) {

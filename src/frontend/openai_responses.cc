@@ -120,12 +120,12 @@ json completion_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogpr
 }
 
 // echo with logprobs: the prompt's tokens first (the first without a logprob: null), then the
-// choice's, offsets from the start of the echoed text.
+// choice's, offsets from the start of the echoed text; `offset` ends past the last token.
 json echo_logprobs_json(const Tokenizer& tok, int32_t first_token,
                         const std::vector<TokenLogprob>& prompt,
-                        const std::vector<TokenLogprob>& output, int32_t top_n) {
+                        const std::vector<TokenLogprob>& output, int32_t top_n, size_t& offset) {
   std::string first = tok.token_piece(first_token, false, /*first=*/true);
-  size_t offset = first.size();
+  offset = first.size();
   json text_offset = json::array({0}), token_logprobs = json::array({nullptr}),
        tokens = json::array({std::move(first)}), top_logprobs = json::array({nullptr});
   for (const auto* part : {&prompt, &output}) {
@@ -201,8 +201,9 @@ json completion_response(const CompletionFormat& format, GenerationResult& resul
         result.choices[prompt * static_cast<size_t>(format.n)].prompt_logprobs;
     json logprobs = nullptr;
     if (format.logprobs && echo) {
+      size_t end = 0;
       logprobs = echo_logprobs_json(*format.tokenizer, format.prompt_tokens[prompt].front(),
-                                    prompt_lps, c.logprobs, *format.logprobs);
+                                    prompt_lps, c.logprobs, *format.logprobs, end);
     } else if (format.logprobs) {
       size_t offset = 0;
       logprobs = completion_logprobs_json(*format.tokenizer, c.logprobs, *format.logprobs, offset);
@@ -344,33 +345,58 @@ class CompletionStream final : public OpenAiStream {
  private:
   json make_choices(size_t index, const RequestOutput& o) override {
     if (index >= offsets_.size()) offsets_.resize(index + 1, kNotStarted);
-    std::string text;
-    if (offsets_[index] == kNotStarted) {
-      size_t prompt = index / static_cast<size_t>(n_);
-      if (prompt < format_.echo.size()) text = format_.echo[prompt];
-      offsets_[index] = 0;
+    const size_t prompt = index / static_cast<size_t>(n_);
+    if (!o.prompt_logprobs.empty()) {  // on choice 0 of the prompt, before its first token
+      if (prompt >= prompt_logprobs_.size()) prompt_logprobs_.resize(prompt + 1);
+      prompt_logprobs_[prompt] = o.prompt_logprobs;
     }
+    const bool first = offsets_[index] == kNotStarted;
+    const bool echo = first && prompt < format_.echo.size();
+    std::string text = echo ? format_.echo[prompt] : std::string();
     text += o.text;
     // Tokens whose text is held back (a partial character, a possible stop string) send
     // nothing unless their logprobs are wanted.
     if (text.empty() && !o.finish_reason && !(format_.logprobs && !o.logprobs.empty())) {
       return json::array();
     }
+    if (first) offsets_[index] = 0;
+    static const std::vector<TokenLogprob> kNone;
+    const std::vector<TokenLogprob>& prompt_lps =
+        prompt < prompt_logprobs_.size() ? prompt_logprobs_[prompt] : kNone;
     json logprobs = nullptr;
     if (format_.logprobs) {
       size_t& offset = offsets_[index];
-      offset += text.size() - o.text.size();  // the echoed prompt, on the first chunk
       logprobs =
-          completion_logprobs_json(*format_.tokenizer, o.logprobs, *format_.logprobs, offset);
+          echo && !format_.prompt_tokens[prompt].empty()
+              ? echo_logprobs_json(*format_.tokenizer, format_.prompt_tokens[prompt].front(),
+                                   prompt_lps, o.logprobs, *format_.logprobs, offset)
+              : completion_logprobs_json(*format_.tokenizer, o.logprobs, *format_.logprobs, offset);
     }
-    return json::array(
-        {{{"index", index}, {"text", std::move(text)}, {"logprobs", std::move(logprobs)}}});
+    json choice = {{"index", index}, {"text", std::move(text)}, {"logprobs", std::move(logprobs)}};
+    // vLLM's prompt_logprobs ride on each choice's first chunk.
+    if (first && format_.prompt_logprobs) {
+      choice["prompt_logprobs"] =
+          prompt_logprobs_json(*format_.tokenizer, prompt_lps, *format_.prompt_logprobs);
+    }
+    return json::array({std::move(choice)});
   }
 
   static constexpr size_t kNotStarted = static_cast<size_t>(-1);
   CompletionFormat format_;
   std::vector<size_t> offsets_;  // per choice: text offset of the next token (logprobs)
+  std::vector<std::vector<TokenLogprob>> prompt_logprobs_;  // per prompt, once they came
 };
+
+// A chat stream's opening chunk of one choice: {"role": "assistant", "content": ""}.
+json role_chunk(const ChatFormat& format, size_t index) {
+  json chunk = envelope(format.meta, "chat.completion.chunk");
+  chunk["choices"] = json::array({{{"index", index},
+                                   {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                   {"logprobs", nullptr},
+                                   {"finish_reason", nullptr}}});
+  if (format.include_usage) chunk["usage"] = nullptr;
+  return chunk;
+}
 
 class ChatStream final : public OpenAiStream {
  public:
@@ -378,6 +404,25 @@ class ChatStream final : public OpenAiStream {
       : OpenAiStream(format.meta, "chat.completion.chunk", format.n, format.include_usage,
                      *format.tokenizer),
         format_(std::move(format)) {}
+
+  void on_output(const TaggedOutput& tagged, std::vector<std::string>& events) override {
+    // With prompt logprobs there is no prologue: each choice's role chunk goes out with its
+    // first output, choice 0's carrying vLLM's prompt_logprobs (computed before any token).
+    const auto index = static_cast<size_t>(tagged.output.index);
+    if (format_.prompt_logprobs && tagged.output.finish_reason != FinishReason::kError) {
+      if (index >= role_sent_.size()) role_sent_.resize(index + 1, false);
+      if (!role_sent_[index]) {
+        role_sent_[index] = true;
+        json chunk = role_chunk(format_, index);
+        if (index == 0) {
+          chunk["prompt_logprobs"] = prompt_logprobs_json(
+              *format_.tokenizer, tagged.output.prompt_logprobs, *format_.prompt_logprobs);
+        }
+        events.push_back(dump_json(chunk));
+      }
+    }
+    OpenAiStream::on_output(tagged, events);
+  }
 
  private:
   json make_choices(size_t index, const RequestOutput& o) override {
@@ -426,6 +471,7 @@ class ChatStream final : public OpenAiStream {
 
   ChatFormat format_;
   std::vector<std::optional<ToolCallStream>> tool_streams_;  // per choice, with a tool parser
+  std::vector<bool> role_sent_;  // per choice, when the role chunk waits for prompt logprobs
 };
 
 }  // namespace
@@ -440,15 +486,7 @@ std::unique_ptr<StreamFormatter> chat_stream_formatter(ChatFormat format) {
 
 std::vector<std::string> chat_stream_prologue(const ChatFormat& format, size_t num_choices) {
   std::vector<std::string> events;
-  for (size_t i = 0; i < num_choices; ++i) {
-    json chunk = envelope(format.meta, "chat.completion.chunk");
-    chunk["choices"] = json::array({{{"index", i},
-                                     {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                     {"logprobs", nullptr},
-                                     {"finish_reason", nullptr}}});
-    if (format.include_usage) chunk["usage"] = nullptr;
-    events.push_back(dump_json(chunk));
-  }
+  for (size_t i = 0; i < num_choices; ++i) events.push_back(dump_json(role_chunk(format, i)));
   return events;
 }
 

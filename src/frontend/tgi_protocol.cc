@@ -113,6 +113,22 @@ json seed_json(const SamplingParams& s) {
   return *s.seed;
 }
 
+// details.prefill: the prompt's tokens, the first without a logprob (null), as TGI sends them;
+// empty unless decoder_input_details.
+json prefill_json(const TgiFormat& format, const std::vector<TokenLogprob>& prompt) {
+  json prefill = json::array();
+  if (!format.request.decoder_input_details || format.prompt_tokens.empty()) return prefill;
+  const Tokenizer& tok = *format.tokenizer;
+  const int32_t first = format.prompt_tokens.front();
+  prefill.push_back({{"id", first}, {"text", tok.token_piece(first, false)}, {"logprob", nullptr}});
+  for (const TokenLogprob& lp : prompt) {
+    prefill.push_back({{"id", lp.token_id},
+                       {"text", tok.token_piece(lp.token_id, false)},
+                       {"logprob", finite(lp.logprob)}});
+  }
+  return prefill;
+}
+
 class TgiStream final : public StreamFormatter {
  public:
   explicit TgiStream(TgiFormat format) : format_(std::move(format)) {}
@@ -139,6 +155,9 @@ class TgiStream final : public StreamFormatter {
                     {"details", nullptr}};
       if (format_.request.top_n_tokens > 0 && i < o.logprobs.size()) {
         event["top_tokens"] = top_tokens_json(tok, o.logprobs[i], format_.request.top_n_tokens);
+      }
+      if (count_ == 1 && format_.request.decoder_input_details) {
+        event["prefill"] = prefill_json(format_, o.prompt_logprobs);
       }
       if (last && o.finish_reason) finish(event, o);
       events.push_back(dump_json(event));
@@ -182,22 +201,6 @@ double total_logprob(const ChoiceResult& c) {
   double sum = 0.0;
   for (const TokenLogprob& lp : c.logprobs) sum += lp.logprob;
   return sum;
-}
-
-// details.prefill: the prompt's tokens, the first without a logprob (null), as TGI sends them;
-// empty unless decoder_input_details.
-json prefill_json(const TgiFormat& format, const std::vector<TokenLogprob>& prompt) {
-  json prefill = json::array();
-  if (!format.request.decoder_input_details || format.prompt_tokens.empty()) return prefill;
-  const Tokenizer& tok = *format.tokenizer;
-  const int32_t first = format.prompt_tokens.front();
-  prefill.push_back({{"id", first}, {"text", tok.token_piece(first, false)}, {"logprob", nullptr}});
-  for (const TokenLogprob& lp : prompt) {
-    prefill.push_back({{"id", lp.token_id},
-                       {"text", tok.token_piece(lp.token_id, false)},
-                       {"logprob", finite(lp.logprob)}});
-  }
-  return prefill;
 }
 
 // One sequence's details: its text, why it ended and its tokens (`prompt`: the prompt's logprobs,
