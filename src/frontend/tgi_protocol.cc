@@ -64,6 +64,11 @@ TgiRequest parse_tgi_request(const json& body, const ProtocolLimits& limits) {
   if (r.boolean("watermark").value_or(false)) {
     throw_bad_request("'watermark' is not supported", "watermark");
   }
+  if (const json* adapter = r.get("adapter_id"); adapter != nullptr && !adapter->is_null()) {
+    throw_bad_request("'adapter_id' is not supported: this server serves one model, without LoRA "
+                      "adapters",
+                      "adapter_id");
+  }
   req.constraint = parse_tgi_constraint(params ? *params : kEmpty);
   if (req.constraint) s.structured_output = req.constraint->constraint;
   req.details = r.boolean("details").value_or(false);

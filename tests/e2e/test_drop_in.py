@@ -116,6 +116,17 @@ def test_tgi_truncate_keeps_the_last_tokens(base_url):
     assert truncated.json()["generated_text"] == same.json()["choices"][0]["text"]
 
 
+def test_features_without_support_are_refused_naming_the_field(base_url):
+    msg = [{"role": "user", "content": "Hi"}]
+    r = post_json(base_url + "/v1/chat/completions", {
+        "messages": msg, "max_tokens": 2, "functions": [{"name": "f", "parameters": {}}]})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "functions"
+    assert "'tools'" in r.json()["error"]["message"]
+    r = post_json(base_url + "/generate", {"inputs": "Hi", "parameters": {
+        "max_new_tokens": 2, "adapter_id": "my-lora"}})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "adapter_id"
+
+
 # ---- logs and unknown fields ------------------------------------------------------------------
 
 def test_access_log_line_per_request(server, base_url):
