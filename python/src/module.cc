@@ -318,7 +318,7 @@ NB_MODULE(_inflight, m) {
         const frontend::ParsedOutput parsed = frontend::parse_tool_calls(*p, text);
         std::vector<std::pair<std::string, std::string>> calls;
         for (const auto& c : parsed.calls) calls.emplace_back(c.name, c.arguments);
-        return std::make_pair(parsed.content, calls);
+        return std::make_pair(frontend::message_content(parsed), calls);
       },
       "parser"_a, "text"_a);
 }

@@ -102,6 +102,7 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   ChatCompletionRequest req = parse_chat_completion_request(parse_json_object(body), model.limits);
   frontend.check_model(req.options.model);
   if (req.options.constraint) check_structured_output(*model.engine, *req.options.constraint);
+  const std::optional<ToolCallParser> tool_parser = tool_call_format(frontend, req);
   ChatPromptOptions options{req.add_generation_prompt, req.continue_final_message, req.tools,
                             req.chat_template_kwargs};
   const PromptInput prompt{{}, tokenize_chat(model, req.messages, options, req.add_special_tokens)};
@@ -115,8 +116,8 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   format.top_logprobs = req.top_logprobs;
   format.prompt_logprobs = req.options.sampling.prompt_logprobs;
   format.include_usage = req.options.include_usage;
-  format.tool_parser = tool_call_format(frontend, req);
-  if (format.tool_parser) format.tools = req.tools;
+  format.tool_parser = tool_parser;
+  if (tool_parser) format.tools = req.tools;
 
   std::vector<Request> requests;
   requests.push_back(std::move(r));

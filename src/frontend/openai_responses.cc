@@ -8,7 +8,6 @@
 
 #include "frontend/api_error.h"
 #include "frontend/error_mapping.h"
-#include "frontend/tool_call_formats.h"
 #include "frontend/tool_call_stream.h"
 #include "tokenizer/tokenizer.h"
 
@@ -242,8 +241,8 @@ json chat_completion_response(const ChatFormat& format, GenerationResult& result
           parse_tool_calls(*format.tool_parser, content.get<std::string>(), format.tools);
       if (!parsed.calls.empty()) {
         calls = tool_calls_json(parsed.calls);
-        const std::string_view rest = tool_call_formats::trim(parsed.content);
-        content = rest.empty() ? json(nullptr) : json(std::string(rest));
+        std::string rest = message_content(parsed);
+        content = rest.empty() ? json(nullptr) : json(std::move(rest));
         finish_reason = "tool_calls";
       }
     }

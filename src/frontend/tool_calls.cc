@@ -85,4 +85,9 @@ ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text) {
   return parse_tool_calls(parser, text, json(), /*at_end=*/true);
 }
 
+std::string message_content(const ParsedOutput& parsed) {
+  if (parsed.calls.empty()) return parsed.content;
+  return std::string(tool_call_formats::trim(parsed.content));
+}
+
 }  // namespace inflight::frontend

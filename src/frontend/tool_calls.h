@@ -73,4 +73,8 @@ ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text,
 // The same without tools (every qwen3_coder value is then a string).
 ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text);
 
+// The content of a whole message (not streamed): without surrounding whitespace when it comes
+// with calls (the newlines around <tool_call> blocks), as written otherwise.
+std::string message_content(const ParsedOutput& parsed);
+
 }  // namespace inflight::frontend
