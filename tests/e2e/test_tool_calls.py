@@ -1,5 +1,5 @@
 """Tool calls with tool_choice "auto", as OpenAI clients receive them: parsed out of the reply in
-the chat template's format, streamed as deltas (a first delta with id, type, name and empty
+the chat template's format (hermes, qwen3_coder, mistral, pythonic), streamed as deltas (a first delta with id, type, name and empty
 arguments, then argument fragments as tokens arrive, an index per call) that the `openai`
 client reassembles, and a clear 400 when the template cannot show the model its tools.
 
@@ -148,6 +148,32 @@ def test_qwen3_coder_values_take_the_schema_types():
         assert deltas[0].function.name == "get_weather"
         streamed = "".join(tc.function.arguments for tc in deltas)
         assert json.loads(streamed) == args
+    finally:
+        assert s.stop() == 0
+
+
+@pytest.mark.parametrize("name, regex", [
+    # Mistral Small 3.2: [TOOL_CALLS]name[ARGS]{...}, found from the template.
+    ("Mistral-Small-3.2-24B-Instruct-2506",
+     r'\[TOOL_CALLS\]get_weather\[ARGS\]\{"city": "Paris", "days": [1-3]\}'),
+    # LFM2: a pythonic list inside <|tool_call_start|> ... <|tool_call_end|>.
+    ("LFM2.5-8B-A1B",
+     r'<\|tool_call_start\|>\[get_weather\(city="Paris", days=[1-3]\)\]<\|tool_call_end\|>'),
+])
+def test_format_found_from_the_template(name, regex):
+    s = serve("--chat-template", template(name))
+    try:
+        from openai import OpenAI
+        client = OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+        whole = client.chat.completions.create(**request(regex)).choices[0]
+        assert whole.finish_reason == "tool_calls", whole
+        args = json.loads(whole.message.tool_calls[0].function.arguments)
+        assert args["city"] == "Paris" and args["days"] in (1, 2, 3)
+        chunks = [ch for ch in client.chat.completions.create(stream=True, **request(regex))
+                  if ch.choices]
+        deltas = [tc for ch in chunks for tc in (ch.choices[0].delta.tool_calls or [])]
+        assert [tc.function.name for tc in deltas if tc.id] == ["get_weather"]
+        assert json.loads("".join(tc.function.arguments for tc in deltas)) == args
     finally:
         assert s.stop() == 0
 
