@@ -106,9 +106,10 @@ size_t read_function(std::string_view text, size_t i, const json& tools, bool at
       j += kFunctionEnd.size();
       break;
     }
+    if (rest.starts_with(kClose)) break;  // </function> omitted: the block's end ends the call
     if (!rest.starts_with(kParameter)) {
-      if (!at_end &&
-          (rest.empty() || may_become(rest, kParameter) || may_become(rest, kFunctionEnd))) {
+      if (!at_end && (rest.empty() || may_become(rest, kParameter) ||
+                      may_become(rest, kFunctionEnd) || may_become(rest, kClose))) {
         open = true;
         break;
       }
@@ -125,12 +126,15 @@ size_t read_function(std::string_view text, size_t i, const json& tools, bool at
     const std::string param(
         trim(text.substr(j + kParameter.size(), p_name_end - j - kParameter.size())));
     const size_t v = p_name_end + 1;
-    // A value ends at </parameter>, or (a model may omit it) at the next tag.
+    // A value ends at </parameter>, or (a model may omit it) at the next tag: the first of them,
+    // so that a stream decides as the whole text does.
     size_t v_end = text.find(kParameterEnd, v);
-    size_t next = v_end == std::string_view::npos ? v_end : v_end + kParameterEnd.size();
-    if (v_end == std::string_view::npos) {
-      v_end = std::min(text.find(kParameter, v), text.find(kFunctionEnd, v));
-      next = v_end;
+    for (const std::string_view tag : {kParameter, kFunctionEnd, kClose}) {
+      v_end = std::min(v_end, text.find(tag, v));
+    }
+    size_t next = v_end;
+    if (v_end != std::string_view::npos && text.substr(v_end).starts_with(kParameterEnd)) {
+      next += kParameterEnd.size();
     }
     if (v_end == std::string_view::npos) {
       if (!at_end) {

@@ -183,6 +183,9 @@ std::vector<StreamCase> stream_cases() {
       {ToolCallParser::kQwen3Coder,
        "Checking.\n<tool_call>\n<function=get_current_weather>\n<parameter=city>\nDallas\n"
        "</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"},
+      {ToolCallParser::kQwen3Coder,  // </function> and one </parameter> omitted
+       "<tool_call>\n<function=get_current_weather>\n<parameter=city>\nOslo\n<parameter=days>"
+       "\n2\n</parameter>\n</tool_call> ok"},
       {ToolCallParser::kPythonic, "[get_current_weather(city='Paris', hours=[6, 12]), get_time()]"},
       {ToolCallParser::kPythonic,
        "Looking.<|tool_call_start|>[get_time(zone=\"UTC\")]<|tool_call_end|>Done."},
