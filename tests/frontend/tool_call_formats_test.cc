@@ -162,6 +162,7 @@ TEST(ToolCallFormats, PythonicMalformedIsContent) {
 struct StreamCase {
   ToolCallParser parser;
   std::string text;
+  size_t num_calls;  // in the whole text
 };
 
 std::vector<StreamCase> stream_cases() {
@@ -169,34 +170,55 @@ std::vector<StreamCase> stream_cases() {
       {ToolCallParser::kHermes,
        "Let me check.\n<tool_call>\n{\"name\": \"get_current_weather\", \"arguments\": "
        "{\"city\": \"San Francisco, CA\", \"days\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": "
-       "\"get_time\", \"arguments\": {}}\n</tool_call>"},
-      {ToolCallParser::kHermes, "a <tool_call>{\"name\": oops}</tool_call> and <b>more</b>"},
+       "\"get_time\", \"arguments\": {}}\n</tool_call>",
+       2},
+      {ToolCallParser::kHermes, "a <tool_call>{\"name\": oops}</tool_call> and <b>more</b>", 0},
       {ToolCallParser::kLlama3Json,
        "<|python_tag|>{\"name\": \"get_current_weather\", \"parameters\": {\"city\": \"Paris\"}}; "
-       "{\"name\": \"get_time\", \"parameters\": {}}"},
-      {ToolCallParser::kLlama3Json, "The capital of France is Paris."},
+       "{\"name\": \"get_time\", \"parameters\": {}}",
+       2},
+      {ToolCallParser::kLlama3Json, "The capital of France is Paris.", 0},
       {ToolCallParser::kMistral,
        "Sure.[TOOL_CALLS]get_current_weather[ARGS]{\"city\": \"Paris\", \"days\": [1, 2]}"
-       "[TOOL_CALLS]get_time[ARGS]{}"},
+       "[TOOL_CALLS]get_time[ARGS]{}",
+       2},
       {ToolCallParser::kMistral,
-       "[TOOL_CALLS] [{\"name\": \"get_current_weather\", \"arguments\": {\"city\": \"Rome\"}}]"},
+       "[TOOL_CALLS] [{\"name\": \"get_current_weather\", \"arguments\": {\"city\": \"Rome\"}}]",
+       1},
       {ToolCallParser::kQwen3Coder,
        "Checking.\n<tool_call>\n<function=get_current_weather>\n<parameter=city>\nDallas\n"
-       "</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"},
+       "</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+       1},
       {ToolCallParser::kQwen3Coder,  // </function> and one </parameter> omitted
        "<tool_call>\n<function=get_current_weather>\n<parameter=city>\nOslo\n<parameter=days>"
-       "\n2\n</parameter>\n</tool_call> ok"},
-      {ToolCallParser::kPythonic, "[get_current_weather(city='Paris', hours=[6, 12]), get_time()]"},
+       "\n2\n</parameter>\n</tool_call> ok",
+       1},
+      {ToolCallParser::kPythonic, "[get_current_weather(city='Paris', hours=[6, 12]), get_time()]",
+       2},
       {ToolCallParser::kPythonic,
-       "Looking.<|tool_call_start|>[get_time(zone=\"UTC\")]<|tool_call_end|>Done."},
+       "Looking.<|tool_call_start|>[get_time(zone=\"UTC\")]<|tool_call_end|>Done.", 1},
+      {ToolCallParser::kHermes,
+       "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call>\n\n"
+       "Done, see above.\n<tool_call>\n{\"arguments\": {\"b\": [1, {\"c\": \"}\"}]}, "
+       "\"name\": \"g\"}\n</tool_call>",
+       2},
+      {ToolCallParser::kMistral, "[TOOL_CALLS]f[ARGS]{\"a\": {\"b\": \"]\"}} and done.", 1},
+      {ToolCallParser::kMistral, "Use [brackets] freely; [TOOL_CALLS is not a marker.", 0},
+      {ToolCallParser::kPythonic,
+       "<|python_start|>[get_time(zone='UTC'), f(s=\"a, b) c\", t=(1, 2))]<|python_end|>", 2},
+      {ToolCallParser::kLlama3Json, "  {\"name\": \"f\", \"parameters\": {\"x\": \"{;}\"}} ; ", 1},
       {ToolCallParser::kJsonList,
-       "[{\"name\": \"get_current_weather\", \"parameters\": {\"city\": \"Oslo\"}}]"},
+       "[{\"name\": \"get_current_weather\", \"parameters\": {\"city\": \"Oslo\"}}]", 1},
   };
 }
 
 TEST(ToolCallFormats, StreamedDeltasAddUpToTheWholeParse) {
   for (const StreamCase& c : stream_cases()) {
     const ParsedOutput whole = parse_tool_calls(c.parser, c.text, weather_tools());
+    ASSERT_EQ(whole.calls.size(), c.num_calls) << c.text;
+    for (const ToolCall& call : whole.calls) {
+      EXPECT_TRUE(json::parse(call.arguments).is_object()) << call.arguments;
+    }
     for (size_t piece : {1, 3, 7}) {
       ToolCallStream stream(c.parser, weather_tools());
       std::string content;
