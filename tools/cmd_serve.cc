@@ -54,7 +54,7 @@ struct Options {
   std::string positional_model;  // `inflight serve MODEL`, as `vllm serve MODEL`
   std::string served_model_name;
   std::string chat_template;
-  std::string tool_call_parser;                       // --tool-call-parser: hermes | llama3_json
+  std::string tool_call_parser;                       // --tool-call-parser (tool_calls.h)
   std::string chat_content_special_tokens = "parse";  // parse | text
   std::string kv_cache_memory = "auto";
   std::string device = "auto";
@@ -287,9 +287,11 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--tool-call-parser", opts.tool_call_parser,
                  "Parse tool calls out of chat outputs of requests with tools: hermes "
-                 "(<tool_call> blocks: Qwen2.5/3, Hermes) or llama3_json (Llama 3.1/3.2 JSON); "
-                 "default: the format the model's chat template asks for, if it names one")
-      ->check(CLI::IsMember({"hermes", "llama3_json"}));
+                 "(<tool_call> JSON blocks: Qwen2.5/3, Hermes, Granite), llama3_json (Llama "
+                 "3.x JSON), mistral ([TOOL_CALLS]), qwen3_coder (<function=...> XML: "
+                 "Qwen3-Coder) or pythonic ([f(a=1)]: Llama 3.2/4 pythonic, LFM2); default: the "
+                 "format the model's chat template renders, if it is one of these")
+      ->check(CLI::IsMember({"hermes", "llama3_json", "mistral", "qwen3_coder", "pythonic"}));
   app.add_option("--metrics-prefix", server.metrics_prefix,
                  "Prefix of /metrics names ('inflight:' for vLLM's colon style, which promtool's "
                  "linter rejects)")

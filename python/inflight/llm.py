@@ -22,6 +22,8 @@ from .sampling_params import SamplingParams
 from .tokenizer import Tokenizer
 
 PromptType = Union[str, Sequence[int], Dict[str, Any]]
+# The tool-call formats chat() parses (the server's --tool-call-parser names).
+TOOL_CALL_PARSERS = ("hermes", "llama3_json", "mistral", "qwen3_coder", "pythonic")
 
 
 def normalize_prompts(prompts) -> List[Union[str, List[int]]]:
@@ -133,14 +135,14 @@ class LLM:
     """An engine for offline generation. Keyword arguments: see inflight.engine_args.start_engine
     (model, tokenizer, load_format, device, max_num_seqs, max_num_batched_tokens, max_model_len,
     block_size, kv_cache_memory, enable_prefix_caching, max_logprobs, quantization,
-    kv_cache_dtype, tensor_parallel_size, chat_template, seed); `tool_call_parser` ("hermes",
-    "llama3_json") makes chat() with tools return parsed tool calls."""
+    kv_cache_dtype, tensor_parallel_size, chat_template, seed); `tool_call_parser` (vLLM's
+    names: TOOL_CALL_PARSERS) makes chat() with tools return parsed tool calls."""
 
     def __init__(self, model: Optional[str] = None, *, tool_call_parser: Optional[str] = None,
                  **kwargs):
-        if tool_call_parser is not None and tool_call_parser not in ("hermes", "llama3_json"):
-            raise ValueError("tool_call_parser must be 'hermes', 'llama3_json' or None, got "
-                             f"{tool_call_parser!r}")
+        if tool_call_parser is not None and tool_call_parser not in TOOL_CALL_PARSERS:
+            raise ValueError("tool_call_parser must be one of " + ", ".join(TOOL_CALL_PARSERS) +
+                             f" or None, got {tool_call_parser!r}")
         self.tool_call_parser = tool_call_parser
         self._core = start_engine(model, **kwargs)
         self._finalizer = register_shutdown(self, self._core)
@@ -189,7 +191,8 @@ class LLM:
         for out, parse_tools in zip(outputs, parse):
             if parse_tools:
                 for c in out.outputs:
-                    content, calls = _inflight.parse_tool_calls(self.tool_call_parser, c.text)
+                    content, calls = _inflight.parse_tool_calls(self.tool_call_parser, c.text,
+                                                                json.dumps(tools))
                     if calls:
                         c.text = content
                         c.tool_calls = [ToolCall(name, args) for name, args in calls]

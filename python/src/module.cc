@@ -332,14 +332,19 @@ NB_MODULE(_inflight, m) {
       "source"_a);
   m.def(
       "parse_tool_calls",
-      [](const std::string& parser, const std::string& text) {
+      [](const std::string& parser, const std::string& text, const std::string& tools_json) {
         const auto p = frontend::tool_call_parser_named(parser);
         if (!p)
           throw nb::value_error(("tool_call_parser: unknown parser '" + parser + "'").c_str());
-        const frontend::ParsedOutput parsed = frontend::parse_tool_calls(*p, text);
+        // The request's tools (JSON text, "" for none): qwen3_coder types values by them.
+        const auto tools = tools_json.empty()
+                               ? nlohmann::ordered_json()
+                               : nlohmann::ordered_json::parse(tools_json, nullptr, false);
+        if (tools.is_discarded()) throw nb::value_error("tools: not JSON");
+        const frontend::ParsedOutput parsed = frontend::parse_tool_calls(*p, text, tools);
         std::vector<std::pair<std::string, std::string>> calls;
         for (const auto& c : parsed.calls) calls.emplace_back(c.name, c.arguments);
-        return std::make_pair(parsed.content, calls);
+        return std::make_pair(frontend::message_content(parsed), calls);
       },
-      "parser"_a, "text"_a);
+      "parser"_a, "text"_a, "tools_json"_a = "");
 }

@@ -204,6 +204,11 @@ Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runn
   std::sort(eos_ids_.begin(), eos_ids_.end());
   eos_ids_.erase(std::unique(eos_ids_.begin(), eos_ids_.end()), eos_ids_.end());
   limits_ = AdmissionLimits{mc.vocab_size, config_.max_model_len, config_.max_logprobs};
+  // An LM head padded past the tokenizer (Qwen2: 151,936 columns for 151,665 tokens): the ids
+  // no text has are masked in every step (LogitsRequest::sampled_vocab).
+  if (tokenizer_ != nullptr && tokenizer_->vocab_size() < mc.vocab_size) {
+    sampled_vocab_ = tokenizer_->vocab_size();
+  }
   runner_->set_abandon_flag(&abandon_step_);
   publish_stats();
 }

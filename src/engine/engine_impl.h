@@ -131,6 +131,8 @@ class Engine::Impl {
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::vector<int32_t> eos_ids_;  // sorted
   AdmissionLimits limits_;
+  // Logits columns a token can have (LogitsRequest::sampled_vocab); 0 = all of them.
+  int64_t sampled_vocab_ = 0;
   StructuredOutputCompiler grammars_;  // thread-safe
   bool back_to_back_ = false;  // the next step follows the last without waiting for requests
   const bool overlap_;  // runner_->asynchronous(): hand over outputs while the next step runs

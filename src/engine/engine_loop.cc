@@ -250,6 +250,7 @@ void Engine::Impl::build_logits_request(InFlightStep& step) {
     };
   }
   request.top_k = 0;
+  request.sampled_vocab = sampled_vocab_;
   request.full_rows.clear();
   request.masked_rows.clear();
   step.mask_matchers.clear();

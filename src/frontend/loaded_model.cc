@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -10,6 +14,30 @@ namespace {
 
 std::string special_text(const Tokenizer& tok, int32_t id) {
   return id == kNoToken ? std::string() : std::string(tok.token_text(id));
+}
+
+// Whether `tmpl` renders the tools of a one-message conversation: the probe function's name
+// must appear. A template that fails on the probe is given the benefit of the doubt (a request's
+// own rendering reports its errors).
+bool renders_tools(const ChatTemplate& tmpl, const LoadedModel& model) {
+  constexpr std::string_view kProbe = "inflight_probe_tool_7d1e";
+  nlohmann::ordered_json context = {
+      {"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+      {"add_generation_prompt", true},
+      {"bos_token", model.bos_token},
+      {"eos_token", model.eos_token},
+      {"tools",
+       {{{"type", "function"},
+         {"function",
+          {{"name", kProbe},
+           {"description", "probe"},
+           {"parameters",
+            {{"type", "object"}, {"properties", nlohmann::ordered_json::object()}}}}}}}}};
+  try {
+    return tmpl.render(context).find(kProbe) != std::string::npos;
+  } catch (const Error&) {
+    return true;
+  }
 }
 
 }  // namespace
@@ -33,6 +61,9 @@ std::shared_ptr<LoadedModel> make_loaded_model(std::shared_ptr<Engine> engine,
     model->eos_token = special_text(*model->tokenizer, model->tokenizer->eos_id());
     model->limits.vocab_size =
         std::min<int64_t>(model->limits.vocab_size, model->tokenizer->vocab_size());
+  }
+  if (model->chat_template) {
+    model->template_renders_tools = renders_tools(*model->chat_template, *model);
   }
   // n choices run side by side: no more than one step holds.
   model->limits.max_n = std::clamp<int32_t>(config.max_num_seqs, 1, model->limits.max_n);

@@ -34,6 +34,9 @@ struct LoadedModel {
   // How tool calls are found in chat outputs when the server names no --tool-call-parser: the
   // format the chat template teaches (tool_call_parser_for_template), if any.
   std::optional<ToolCallParser> tool_call_parser;
+  // Whether the chat template shows a request's `tools` to the model (a probe tool's name
+  // appears in a conversation rendered with it); without, tool_choice "auto" is refused.
+  bool template_renders_tools = false;
 };
 
 // The LoadedModel of a started engine: `chat_template` source text, or the model's own when

@@ -19,6 +19,39 @@ ResponseMeta make_meta(const Frontend& frontend, std::string_view prefix) {
                       frontend.system_fingerprint()};
 }
 
+// The format the calls of a chat request come in: none without tools or with tool_choice
+// "none"; the forced JSON list for "required" or a named function (the grammar makes the model
+// write it, whatever the template shows); else --tool-call-parser or the template's own. A
+// request whose calls could not come back as calls is refused rather than answered in prose.
+std::optional<ToolCallParser> tool_call_format(const Frontend& frontend,
+                                               const ChatCompletionRequest& req) {
+  if (req.tools.is_null() || req.tools.empty() || req.tool_choice_none) return std::nullopt;
+  if (req.tool_choice_forced) return ToolCallParser::kJsonList;
+  const LoadedModel& model = frontend.model();
+  if (!model.template_renders_tools) {
+    throw_bad_request(
+        "'tools' cannot be used with tool_choice 'auto': this model's chat template does not "
+        "support tools (it never shows them to the model). Start the server with "
+        "--chat-template FILE, a template that renders tools, and --tool-call-parser NAME for "
+        "the call format it teaches, or send tool_choice 'required' or a named function, which "
+        "constrains the reply to a call",
+        "tools");
+  }
+  const std::optional<ToolCallParser> parser = frontend.options().tool_call_parser
+                                                   ? frontend.options().tool_call_parser
+                                                   : model.tool_call_parser;
+  if (!parser) {
+    throw_bad_request(
+        "'tools' cannot be used with tool_choice 'auto': the call format of this model's chat "
+        "template is not known. Start the server with --tool-call-parser NAME (" +
+            std::string(tool_call_parser_names()) +
+            ") for the format its template teaches, or send tool_choice 'required' or a named "
+            "function",
+        "tools");
+  }
+  return parser;
+}
+
 }  // namespace
 
 StartedGeneration start_completion(Frontend& frontend, std::string_view body) {
@@ -29,9 +62,6 @@ StartedGeneration start_completion(Frontend& frontend, std::string_view body) {
   const std::optional<int32_t> prompt_logprobs = req.options.sampling.prompt_logprobs;
   if (req.echo && req.logprobs) {
     // The prompt's tokens come with their logprobs: prompt logprobs of as many alternatives.
-    if (req.options.stream) {
-      throw_bad_request("'echo' together with 'logprobs' is not supported when streaming", "echo");
-    }
     SamplingParams& s = req.options.sampling;
     s.prompt_logprobs = std::max(s.prompt_logprobs.value_or(0), *req.logprobs);
   }
@@ -72,6 +102,7 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   ChatCompletionRequest req = parse_chat_completion_request(parse_json_object(body), model.limits);
   frontend.check_model(req.options.model);
   if (req.options.constraint) check_structured_output(*model.engine, *req.options.constraint);
+  const std::optional<ToolCallParser> tool_parser = tool_call_format(frontend, req);
   ChatPromptOptions options{req.add_generation_prompt, req.continue_final_message, req.tools,
                             req.chat_template_kwargs};
   const PromptInput prompt{{}, tokenize_chat(model, req.messages, options, req.add_special_tokens)};
@@ -85,11 +116,8 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   format.top_logprobs = req.top_logprobs;
   format.prompt_logprobs = req.options.sampling.prompt_logprobs;
   format.include_usage = req.options.include_usage;
-  if (!req.tools.is_null() && !req.tools.empty() && !req.tool_choice_none) {
-    format.tool_parser = frontend.options().tool_call_parser ? frontend.options().tool_call_parser
-                                                             : model.tool_call_parser;
-  }
-  if (req.tool_choice_forced) format.tool_parser = ToolCallParser::kJsonList;
+  format.tool_parser = tool_parser;
+  if (tool_parser) format.tools = req.tools;
 
   std::vector<Request> requests;
   requests.push_back(std::move(r));
@@ -98,7 +126,10 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   started.n = format.n;
   started.stream = req.options.stream;
   if (started.stream) {
-    started.prologue = chat_stream_prologue(format, static_cast<size_t>(format.n));
+    // With prompt logprobs each choice's role chunk waits for them (its first output).
+    if (!format.prompt_logprobs) {
+      started.prologue = chat_stream_prologue(format, static_cast<size_t>(format.n));
+    }
     started.formatter = chat_stream_formatter(format);
   } else {
     started.render = [format](GenerationResult& result) {

@@ -58,10 +58,6 @@ GenerationOptions parse_options(const json& body, const ProtocolLimits& limits) 
   s.include_stop_str_in_output = r.boolean("include_stop_str_in_output").value_or(false);
   s.min_tokens = static_cast<int32_t>(r.integer("min_tokens", 0, kMaxTokensCap).value_or(0));
   if (auto n = r.integer("prompt_logprobs", 0, limits.max_logprobs)) {
-    if (o.stream) {
-      throw_bad_request("'prompt_logprobs' is not available when 'stream' is true",
-                        "prompt_logprobs");
-    }
     s.prompt_logprobs = static_cast<int32_t>(*n);
   }
 
@@ -251,6 +247,14 @@ ChatCompletionRequest parse_chat_completion_request(const json& body,
     req.top_logprobs = static_cast<int32_t>(*top);
   }
   if (req.logprobs) req.options.sampling.logprobs = req.top_logprobs;
+  for (const char* legacy : {"functions", "function_call"}) {
+    if (r.get(legacy) != nullptr) {
+      throw_bad_request(fmt::format("'{}' (OpenAI's deprecated function calling) is not "
+                                    "supported: send 'tools' and 'tool_choice'",
+                                    legacy),
+                        legacy);
+    }
+  }
   if (const json* tools = r.get("tools")) {
     if (!tools->is_array()) throw_bad_request("'tools' must be a list", "tools");
     req.tools = *tools;

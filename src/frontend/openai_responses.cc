@@ -8,6 +8,7 @@
 
 #include "frontend/api_error.h"
 #include "frontend/error_mapping.h"
+#include "frontend/tool_call_stream.h"
 #include "tokenizer/tokenizer.h"
 
 namespace inflight::frontend {
@@ -118,12 +119,12 @@ json completion_logprobs_json(const Tokenizer& tok, const std::vector<TokenLogpr
 }
 
 // echo with logprobs: the prompt's tokens first (the first without a logprob: null), then the
-// choice's, offsets from the start of the echoed text.
+// choice's, offsets from the start of the echoed text; `offset` ends past the last token.
 json echo_logprobs_json(const Tokenizer& tok, int32_t first_token,
                         const std::vector<TokenLogprob>& prompt,
-                        const std::vector<TokenLogprob>& output, int32_t top_n) {
+                        const std::vector<TokenLogprob>& output, int32_t top_n, size_t& offset) {
   std::string first = tok.token_piece(first_token, false, /*first=*/true);
-  size_t offset = first.size();
+  offset = first.size();
   json text_offset = json::array({0}), token_logprobs = json::array({nullptr}),
        tokens = json::array({std::move(first)}), top_logprobs = json::array({nullptr});
   for (const auto* part : {&prompt, &output}) {
@@ -170,13 +171,11 @@ std::string dump_json(const json& j) {
 
 namespace {
 
-// OpenAI's tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}], each
-// with its "index" in stream deltas.
-json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index) {
+// OpenAI's tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}].
+json tool_calls_json(const std::vector<ToolCall>& calls) {
   json out = json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
     json call = json::object();
-    if (with_index) call["index"] = i;
     call["id"] = new_response_id("call_");
     call["type"] = "function";
     call["function"] = {{"name", calls[i].name}, {"arguments", calls[i].arguments}};
@@ -201,8 +200,9 @@ json completion_response(const CompletionFormat& format, GenerationResult& resul
         result.choices[prompt * static_cast<size_t>(format.n)].prompt_logprobs;
     json logprobs = nullptr;
     if (format.logprobs && echo) {
+      size_t end = 0;
       logprobs = echo_logprobs_json(*format.tokenizer, format.prompt_tokens[prompt].front(),
-                                    prompt_lps, c.logprobs, *format.logprobs);
+                                    prompt_lps, c.logprobs, *format.logprobs, end);
     } else if (format.logprobs) {
       size_t offset = 0;
       logprobs = completion_logprobs_json(*format.tokenizer, c.logprobs, *format.logprobs, offset);
@@ -237,10 +237,12 @@ json chat_completion_response(const ChatFormat& format, GenerationResult& result
     json calls = json::array();
     json finish_reason = finish_reason_json(c.finish_reason);
     if (format.tool_parser) {
-      ParsedOutput parsed = parse_tool_calls(*format.tool_parser, content.get<std::string>());
+      ParsedOutput parsed =
+          parse_tool_calls(*format.tool_parser, content.get<std::string>(), format.tools);
       if (!parsed.calls.empty()) {
-        calls = tool_calls_json(parsed.calls, /*with_index=*/false);
-        content = parsed.content.empty() ? json(nullptr) : json(std::move(parsed.content));
+        calls = tool_calls_json(parsed.calls);
+        std::string rest = message_content(parsed);
+        content = rest.empty() ? json(nullptr) : json(std::move(rest));
         finish_reason = "tool_calls";
       }
     }
@@ -290,13 +292,16 @@ class OpenAiStream : public StreamFormatter {
       events.push_back(error_body(engine_failure_error(o.error)));
       return;
     }
-    json choice = make_choice(index, o);
-    if (choice.is_null()) return;
-    if (!choice.contains("finish_reason"))
-      choice["finish_reason"] = finish_reason_json(o.finish_reason);
-    if (o.finish_reason)
-      choice["stop_reason"] = stop_reason_json(tokenizer_, o.stop_string, o.stop_token_id);
-    emit(events, json::array({std::move(choice)}));
+    json choices = make_choices(index, o);
+    for (size_t i = 0; i < choices.size(); ++i) {
+      json& choice = choices[i];
+      const bool last = i + 1 == choices.size();
+      if (!choice.contains("finish_reason"))
+        choice["finish_reason"] = last ? finish_reason_json(o.finish_reason) : json(nullptr);
+      if (o.finish_reason && last)
+        choice["stop_reason"] = stop_reason_json(tokenizer_, o.stop_string, o.stop_token_id);
+      emit(events, json::array({std::move(choice)}));
+    }
   }
 
   void on_end(std::vector<std::string>& events) override {
@@ -310,8 +315,9 @@ class OpenAiStream : public StreamFormatter {
   }
 
  protected:
-  // The choice object of one output (finish_reason added unless set), or null to send nothing.
-  virtual json make_choice(size_t index, const RequestOutput& o) = 0;
+  // The choice objects of one output, each sent in a chunk of its own (an array, empty to send
+  // nothing); the last gets the output's finish_reason unless it has one.
+  virtual json make_choices(size_t index, const RequestOutput& o) = 0;
 
   void emit(std::vector<std::string>& events, json choices) {
     json chunk = envelope(meta_, object_);
@@ -336,34 +342,60 @@ class CompletionStream final : public OpenAiStream {
         format_(std::move(format)) {}
 
  private:
-  json make_choice(size_t index, const RequestOutput& o) override {
+  json make_choices(size_t index, const RequestOutput& o) override {
     if (index >= offsets_.size()) offsets_.resize(index + 1, kNotStarted);
-    std::string text;
-    if (offsets_[index] == kNotStarted) {
-      size_t prompt = index / static_cast<size_t>(n_);
-      if (prompt < format_.echo.size()) text = format_.echo[prompt];
-      offsets_[index] = 0;
+    const size_t prompt = index / static_cast<size_t>(n_);
+    if (!o.prompt_logprobs.empty()) {  // on choice 0 of the prompt, before its first token
+      if (prompt >= prompt_logprobs_.size()) prompt_logprobs_.resize(prompt + 1);
+      prompt_logprobs_[prompt] = o.prompt_logprobs;
     }
+    const bool first = offsets_[index] == kNotStarted;
+    const bool echo = first && prompt < format_.echo.size();
+    std::string text = echo ? format_.echo[prompt] : std::string();
     text += o.text;
     // Tokens whose text is held back (a partial character, a possible stop string) send
     // nothing unless their logprobs are wanted.
     if (text.empty() && !o.finish_reason && !(format_.logprobs && !o.logprobs.empty())) {
-      return nullptr;
+      return json::array();
     }
+    if (first) offsets_[index] = 0;
+    static const std::vector<TokenLogprob> kNone;
+    const std::vector<TokenLogprob>& prompt_lps =
+        prompt < prompt_logprobs_.size() ? prompt_logprobs_[prompt] : kNone;
     json logprobs = nullptr;
     if (format_.logprobs) {
       size_t& offset = offsets_[index];
-      offset += text.size() - o.text.size();  // the echoed prompt, on the first chunk
       logprobs =
-          completion_logprobs_json(*format_.tokenizer, o.logprobs, *format_.logprobs, offset);
+          echo && !format_.prompt_tokens[prompt].empty()
+              ? echo_logprobs_json(*format_.tokenizer, format_.prompt_tokens[prompt].front(),
+                                   prompt_lps, o.logprobs, *format_.logprobs, offset)
+              : completion_logprobs_json(*format_.tokenizer, o.logprobs, *format_.logprobs, offset);
     }
-    return {{"index", index}, {"text", std::move(text)}, {"logprobs", std::move(logprobs)}};
+    json choice = {{"index", index}, {"text", std::move(text)}, {"logprobs", std::move(logprobs)}};
+    // vLLM's prompt_logprobs ride on each choice's first chunk.
+    if (first && format_.prompt_logprobs) {
+      choice["prompt_logprobs"] =
+          prompt_logprobs_json(*format_.tokenizer, prompt_lps, *format_.prompt_logprobs);
+    }
+    return json::array({std::move(choice)});
   }
 
   static constexpr size_t kNotStarted = static_cast<size_t>(-1);
   CompletionFormat format_;
   std::vector<size_t> offsets_;  // per choice: text offset of the next token (logprobs)
+  std::vector<std::vector<TokenLogprob>> prompt_logprobs_;  // per prompt, once they came
 };
+
+// A chat stream's opening chunk of one choice: {"role": "assistant", "content": ""}.
+json role_chunk(const ChatFormat& format, size_t index) {
+  json chunk = envelope(format.meta, "chat.completion.chunk");
+  chunk["choices"] = json::array({{{"index", index},
+                                   {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                   {"logprobs", nullptr},
+                                   {"finish_reason", nullptr}}});
+  if (format.include_usage) chunk["usage"] = nullptr;
+  return chunk;
+}
 
 class ChatStream final : public OpenAiStream {
  public:
@@ -372,55 +404,73 @@ class ChatStream final : public OpenAiStream {
                      *format.tokenizer),
         format_(std::move(format)) {}
 
- private:
-  json make_choice(size_t index, const RequestOutput& o) override {
-    std::string text = o.text;
-    json calls;  // the tool calls, on a choice's last output
-    if (format_.tool_parser) text = hold_tool_calls(index, o, calls);
-    if (text.empty() && calls.is_null() && !o.finish_reason &&
-        !(format_.logprobs && !o.logprobs.empty())) {
-      return nullptr;
+  void on_output(const TaggedOutput& tagged, std::vector<std::string>& events) override {
+    // With prompt logprobs there is no prologue: each choice's role chunk goes out with its
+    // first output, choice 0's carrying vLLM's prompt_logprobs (computed before any token).
+    const auto index = static_cast<size_t>(tagged.output.index);
+    if (format_.prompt_logprobs && tagged.output.finish_reason != FinishReason::kError) {
+      if (index >= role_sent_.size()) role_sent_.resize(index + 1, false);
+      if (!role_sent_[index]) {
+        role_sent_[index] = true;
+        json chunk = role_chunk(format_, index);
+        if (index == 0) {
+          chunk["prompt_logprobs"] = prompt_logprobs_json(
+              *format_.tokenizer, tagged.output.prompt_logprobs, *format_.prompt_logprobs);
+        }
+        events.push_back(dump_json(chunk));
+      }
     }
-    json delta = json::object();
-    if (!text.empty() || (!o.finish_reason && calls.is_null())) delta["content"] = text;
-    if (!calls.is_null()) delta["tool_calls"] = std::move(calls);
+    OpenAiStream::on_output(tagged, events);
+  }
+
+ private:
+  json make_choices(size_t index, const RequestOutput& o) override {
     json logprobs = nullptr;
     if (format_.logprobs) {
       logprobs = chat_logprobs_json(*format_.tokenizer, o.logprobs, format_.top_logprobs);
     }
-    json choice = {
-        {"index", index}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)}};
-    if (choice["delta"].contains("tool_calls")) choice["finish_reason"] = "tool_calls";
-    return choice;
+    const bool wanted = o.finish_reason || (format_.logprobs && !o.logprobs.empty());
+    if (!format_.tool_parser) {
+      if (o.text.empty() && !wanted) return json::array();
+      json delta = json::object();
+      if (!o.text.empty() || !o.finish_reason) delta["content"] = o.text;
+      return json::array({choice(index, std::move(delta), std::move(logprobs))});
+    }
+    // Content first, then each call's first delta and argument fragments, a chunk each; the
+    // logprobs ride on the first chunk.
+    if (index >= tool_streams_.size()) tool_streams_.resize(index + 1);
+    std::optional<ToolCallStream>& stream = tool_streams_[index];
+    if (!stream) stream.emplace(*format_.tool_parser, format_.tools);
+    ToolCallDelta d = stream->add(o.text, o.finish_reason.has_value());
+    json choices = json::array();
+    if (!d.content.empty()) {
+      choices.push_back(choice(index, {{"content", std::move(d.content)}}, nullptr));
+    }
+    for (ToolCallDelta::Call& call : d.calls) {
+      json tool_call = {{"index", call.index}};
+      if (call.first) {
+        tool_call["id"] = new_response_id("call_");
+        tool_call["type"] = "function";
+        tool_call["function"] = {{"name", std::move(call.name)}, {"arguments", ""}};
+      } else {
+        tool_call["function"] = {{"arguments", std::move(call.arguments)}};
+      }
+      choices.push_back(
+          choice(index, {{"tool_calls", json::array({std::move(tool_call)})}}, nullptr));
+    }
+    if (choices.empty() && wanted) choices.push_back(choice(index, json::object(), nullptr));
+    if (!choices.empty()) choices[0]["logprobs"] = std::move(logprobs);
+    if (o.finish_reason && stream->num_calls() > 0) choices.back()["finish_reason"] = "tool_calls";
+    return choices;
   }
 
-  // The content this output may send now; text from a tool call's (possible) start on waits
-  // for the choice's end, where it is parsed: its calls go to `calls`, the rest is content.
-  std::string hold_tool_calls(size_t index, const RequestOutput& o, json& calls) {
-    if (index >= held_.size()) held_.resize(index + 1);
-    Held& h = held_[index];
-    h.text += o.text;
-    const size_t start = std::min(tool_call_start(*format_.tool_parser, h.text), h.text.size());
-    std::string now;
-    if (start > h.sent) {
-      now = h.text.substr(h.sent, start - h.sent);
-      h.sent = start;
-    }
-    if (o.finish_reason && h.sent < h.text.size()) {
-      ParsedOutput parsed = parse_tool_calls(*format_.tool_parser, h.text.substr(h.sent));
-      now += parsed.content;
-      if (!parsed.calls.empty()) calls = tool_calls_json(parsed.calls, /*with_index=*/true);
-      h.sent = h.text.size();
-    }
-    return now;
+  static json choice(size_t index, json delta, json logprobs) {
+    return {{"index", index}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)}};
   }
 
-  struct Held {
-    std::string text;  // everything generated so far
-    size_t sent = 0;   // bytes of it sent as content
-  };
   ChatFormat format_;
-  std::vector<Held> held_;  // per choice, with a tool parser
+  std::vector<std::optional<ToolCallStream>> tool_streams_;  // per choice, with a tool parser
+  std::vector<bool> role_sent_;  // per choice, when the role chunk waits for prompt logprobs
 };
 
 }  // namespace
@@ -435,15 +485,7 @@ std::unique_ptr<StreamFormatter> chat_stream_formatter(ChatFormat format) {
 
 std::vector<std::string> chat_stream_prologue(const ChatFormat& format, size_t num_choices) {
   std::vector<std::string> events;
-  for (size_t i = 0; i < num_choices; ++i) {
-    json chunk = envelope(format.meta, "chat.completion.chunk");
-    chunk["choices"] = json::array({{{"index", i},
-                                     {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                     {"logprobs", nullptr},
-                                     {"finish_reason", nullptr}}});
-    if (format.include_usage) chunk["usage"] = nullptr;
-    events.push_back(dump_json(chunk));
-  }
+  for (size_t i = 0; i < num_choices; ++i) events.push_back(dump_json(role_chunk(format, i)));
   return events;
 }
 

@@ -63,10 +63,12 @@ struct ChatFormat {
   int32_t top_logprobs = 0;
   std::optional<int32_t> prompt_logprobs;  // vLLM's: the response carries prompt_logprobs
   bool include_usage = false;
-  // Set when the server has a --tool-call-parser and the request offers tools (tool_choice
-  // not "none"): calls in the output become message.tool_calls, finish_reason "tool_calls";
-  // a stream holds back the text from a call's start and sends the calls at the end.
+  // Set when the request offers tools (tool_choice not "none") and the server knows their
+  // format (--tool-call-parser or the chat template's), or forces a call: calls in the output
+  // become message.tool_calls, finish_reason "tool_calls"; a stream sends each call as OpenAI's
+  // deltas as it is generated (tool_call_stream.h).
   std::optional<ToolCallParser> tool_parser;
+  nlohmann::ordered_json tools;  // the request's tools (qwen3_coder's parameter types)
 };
 
 nlohmann::ordered_json completion_response(const CompletionFormat& format,

@@ -28,10 +28,6 @@ StartedGeneration start_tgi_generation(Frontend& frontend, std::string_view body
     thread_local std::mt19937_64 rng{std::random_device{}()};
     s.seed = rng() >> 1;
   }
-  if (stream && format.request.decoder_input_details) {
-    throw_bad_request("'decoder_input_details' == true is not supported when streaming tokens",
-                      "decoder_input_details");
-  }
   if (stream && format.request.best_of > 1) {
     throw_bad_request("'best_of' > 1 is not supported when streaming tokens", "best_of");
   }

@@ -64,6 +64,11 @@ TgiRequest parse_tgi_request(const json& body, const ProtocolLimits& limits) {
   if (r.boolean("watermark").value_or(false)) {
     throw_bad_request("'watermark' is not supported", "watermark");
   }
+  if (const json* adapter = r.get("adapter_id"); adapter != nullptr && !adapter->is_null()) {
+    throw_bad_request("'adapter_id' is not supported: this server serves one model, without LoRA "
+                      "adapters",
+                      "adapter_id");
+  }
   req.constraint = parse_tgi_constraint(params ? *params : kEmpty);
   if (req.constraint) s.structured_output = req.constraint->constraint;
   req.details = r.boolean("details").value_or(false);
@@ -113,6 +118,22 @@ json seed_json(const SamplingParams& s) {
   return *s.seed;
 }
 
+// details.prefill: the prompt's tokens, the first without a logprob (null), as TGI sends them;
+// empty unless decoder_input_details.
+json prefill_json(const TgiFormat& format, const std::vector<TokenLogprob>& prompt) {
+  json prefill = json::array();
+  if (!format.request.decoder_input_details || format.prompt_tokens.empty()) return prefill;
+  const Tokenizer& tok = *format.tokenizer;
+  const int32_t first = format.prompt_tokens.front();
+  prefill.push_back({{"id", first}, {"text", tok.token_piece(first, false)}, {"logprob", nullptr}});
+  for (const TokenLogprob& lp : prompt) {
+    prefill.push_back({{"id", lp.token_id},
+                       {"text", tok.token_piece(lp.token_id, false)},
+                       {"logprob", finite(lp.logprob)}});
+  }
+  return prefill;
+}
+
 class TgiStream final : public StreamFormatter {
  public:
   explicit TgiStream(TgiFormat format) : format_(std::move(format)) {}
@@ -139,6 +160,9 @@ class TgiStream final : public StreamFormatter {
                     {"details", nullptr}};
       if (format_.request.top_n_tokens > 0 && i < o.logprobs.size()) {
         event["top_tokens"] = top_tokens_json(tok, o.logprobs[i], format_.request.top_n_tokens);
+      }
+      if (count_ == 1 && format_.request.decoder_input_details) {
+        event["prefill"] = prefill_json(format_, o.prompt_logprobs);
       }
       if (last && o.finish_reason) finish(event, o);
       events.push_back(dump_json(event));
@@ -182,22 +206,6 @@ double total_logprob(const ChoiceResult& c) {
   double sum = 0.0;
   for (const TokenLogprob& lp : c.logprobs) sum += lp.logprob;
   return sum;
-}
-
-// details.prefill: the prompt's tokens, the first without a logprob (null), as TGI sends them;
-// empty unless decoder_input_details.
-json prefill_json(const TgiFormat& format, const std::vector<TokenLogprob>& prompt) {
-  json prefill = json::array();
-  if (!format.request.decoder_input_details || format.prompt_tokens.empty()) return prefill;
-  const Tokenizer& tok = *format.tokenizer;
-  const int32_t first = format.prompt_tokens.front();
-  prefill.push_back({{"id", first}, {"text", tok.token_piece(first, false)}, {"logprob", nullptr}});
-  for (const TokenLogprob& lp : prompt) {
-    prefill.push_back({{"id", lp.token_id},
-                       {"text", tok.token_piece(lp.token_id, false)},
-                       {"logprob", finite(lp.logprob)}});
-  }
-  return prefill;
 }
 
 // One sequence's details: its text, why it ended and its tokens (`prompt`: the prompt's logprobs,

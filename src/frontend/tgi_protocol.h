@@ -11,8 +11,9 @@
 //
 // The stream sends one event per token, {"index", "token": {...}, "top_tokens",
 // "generated_text": null, "details": null}; the last one carries the whole generated_text and
-// details {finish_reason, generated_tokens, seed, input_length}. TGI's ranges apply:
-// temperature, top_k, repetition_penalty > 0; top_p and typical_p in (0, 1).
+// details {finish_reason, generated_tokens, seed, input_length}; with decoder_input_details the
+// first carries "prefill" (the prompt's tokens and logprobs, as details.prefill of /generate).
+// TGI's ranges apply: temperature, top_k, repetition_penalty > 0; top_p and typical_p in (0, 1).
 #pragma once
 
 #include <memory>
@@ -41,7 +42,7 @@ struct TgiRequest {
   // others in details.best_of_sequences); never streamed. sampling.n == best_of.
   int32_t best_of = 1;
   std::optional<int32_t> truncate;  // keep only the prompt's last `truncate` tokens
-  // details.prefill: the prompt's tokens with their logprobs (not when streaming).
+  // details.prefill: the prompt's tokens with their logprobs (a stream's first event: prefill).
   bool decoder_input_details = false;
   std::optional<ParsedConstraint> constraint;  // parameters.grammar
 };

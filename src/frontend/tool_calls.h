@@ -2,15 +2,27 @@
 // (`inflight serve --tool-call-parser NAME`, vLLM's names):
 //
 //   hermes       <tool_call>{"name": "f", "arguments": {...}}</tool_call>, one block per call,
-//                text around the blocks is content (Qwen2.5/Qwen3, Hermes, SmolLM3 templates)
+//                text around the blocks is content (Qwen2.5/Qwen3, Hermes, Granite templates)
 //   llama3_json  the whole output is the call: {"name": "f", "parameters": {...}} (or
 //                "arguments"), several separated by ';', optionally after <|python_tag|>
-//                (Llama 3.1/3.2 templates)
+//                (Llama 3.1/3.2/3.3 templates)
+//   mistral      [TOOL_CALLS] followed by a JSON list of {"name", "arguments"} (Mistral 7B v0.3,
+//                Nemo) or by name[ARGS]{...}, one [TOOL_CALLS] per call (Mistral Small 3.2,
+//                Ministral 3, Magistral; a [CALL_ID]id before [ARGS] is skipped); text before
+//                the first marker is content
+//   qwen3_coder  <tool_call><function=f><parameter=p>value</parameter>...</function></tool_call>,
+//                each value converted by the type of `p` in the tool's JSON schema (Qwen3-Coder,
+//                Step 3.5)
+//   pythonic     a Python list of calls [f(a=1), g(b="x")], the whole output, optionally inside
+//                <|python_start|>...<|python_end|> (Llama 3.2/4 pythonic templates) or after
+//                text inside <|tool_call_start|>...<|tool_call_end|> (LFM2)
 //   json_list    the whole output is a JSON list of {"name": "f", "parameters": {...}}: what
 //                tool_choice "required" or a named function makes the model write (structured
 //                output, structured_output_fields.h); not a --tool-call-parser name
 //
 // Parsing never fails a request: text that does not hold a well-formed call stays content.
+// Arguments are the JSON text of the call's arguments object (OpenAI sends a string): as the
+// model wrote it for the JSON formats, built from the values for qwen3_coder and pythonic.
 #pragma once
 
 #include <optional>
@@ -18,22 +30,28 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace inflight::frontend {
 
-enum class ToolCallParser { kHermes, kLlama3Json, kJsonList };
+enum class ToolCallParser { kHermes, kLlama3Json, kMistral, kQwen3Coder, kPythonic, kJsonList };
+
+// The --tool-call-parser names, for messages: "hermes, llama3_json, ...".
+std::string_view tool_call_parser_names();
 
 // The parser of a --tool-call-parser name, or nullopt for an unknown one.
 std::optional<ToolCallParser> tool_call_parser_named(std::string_view name);
 
-// The parser a chat template's own instructions call for, when no --tool-call-parser is given:
-// hermes for one that asks for <tool_call>{"name": <function-name>, "arguments": ...}
-// blocks (Qwen2.5/Qwen3, Hermes, Granite), llama3_json for Llama 3.x's {"name": ...,
-// "parameters": ...}; nullopt for any other or no format (then outputs are content).
+// The parser a chat template's own rendering calls for, when no --tool-call-parser is given:
+// qwen3_coder for <tool_call><function=...> XML, hermes for <tool_call>{"name":
+// <function-name>, "arguments": ...} blocks, mistral for [TOOL_CALLS], pythonic for
+// [func_name1(...)] lists, llama3_json for Llama 3.x's {"name": ..., "parameters": ...};
+// nullopt for any other or no format.
 std::optional<ToolCallParser> tool_call_parser_for_template(std::string_view chat_template);
 
 struct ToolCall {
   std::string name;       // the function
-  std::string arguments;  // its arguments object as JSON text (OpenAI sends a string)
+  std::string arguments;  // its arguments object as JSON text
 };
 
 struct ParsedOutput {
@@ -41,12 +59,22 @@ struct ParsedOutput {
   std::vector<ToolCall> calls;
 };
 
-// Splits a whole output into content and calls.
+// Splits an output into content and calls. `tools` is the request's tools array (null: none;
+// qwen3_coder reads parameter types from it).
+//
+// at_end: `text` is the whole output. Otherwise it is the output so far, and the result is
+// what is decided: `content` holds the text outside calls that can no longer become part of one
+// (a possible call's start is held back), `calls` every call begun whose name is complete, with
+// the arguments text known so far. Both only grow as the text grows: the final result's content
+// and each call's arguments extend the earlier ones (see ToolCallStream), unless a held call
+// turns out malformed, when its text becomes content.
+ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text,
+                              const nlohmann::ordered_json& tools, bool at_end = true);
+// The same without tools (every qwen3_coder value is then a string).
 ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text);
 
-// Streaming: where in the text generated so far a tool call starts or may start (text from
-// there on must be held back until the end, then parsed whole), or npos when all of it is
-// content. A marker split across tokens ("<tool" + "_call>") is held from its first character.
-size_t tool_call_start(ToolCallParser parser, std::string_view text);
+// The content of a whole message (not streamed): without surrounding whitespace when it comes
+// with calls (the newlines around <tool_call> blocks), as written otherwise.
+std::string message_content(const ParsedOutput& parsed);
 
 }  // namespace inflight::frontend

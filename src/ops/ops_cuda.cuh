@@ -35,6 +35,7 @@
 #include "ops/swiglu.h"
 #include "ops/token_bitmask.h"
 #include "ops/top_k_logits.h"
+#include "ops/vocab_padding_mask.h"
 
 namespace inflight {
 
@@ -72,6 +73,8 @@ void fill_random_cuda(const FillRandomParams& p, cudaStream_t stream);
 
 // Row indices outside the logits are skipped.
 void token_bitmask_cuda(const TokenBitmaskParams& p, cudaStream_t stream);
+
+void vocab_padding_mask_cuda(const VocabPaddingMaskParams& p, cudaStream_t stream);
 
 // k <= kTopKLogitsMax. Few rows are split over several blocks each (chunks per row), whose
 // partials go to `workspace`: kTopKLogitsCudaWorkspaceBytes of device memory, zeroed once before

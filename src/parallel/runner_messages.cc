@@ -72,6 +72,7 @@ void step_fields(Io& io, Batch& b, Request& request) {
   io.field(b.logits_indices);
   io.field(request.top_k);
   io.field(request.full_rows);
+  io.field(request.sampled_vocab);
 }
 
 }  // namespace

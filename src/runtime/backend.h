@@ -230,6 +230,9 @@ class Backend {
   // (ops/token_bitmask.h). Enqueued: the host tensors must stay unchanged until synchronize().
   virtual void apply_token_bitmask(const Tensor& logits, const Tensor& rows,
                                    const Tensor& bitmask) = 0;
+  // logits [L, C] f32 on the device: columns from `begin` on become -inf in every row, ids past
+  // the tokenizer in a padded LM head (ops/vocab_padding_mask.h). Enqueued.
+  virtual void mask_vocab_padding(const Tensor& logits, int64_t begin) = 0;
 
  protected:
   // set_stream() is about to make `index` current (backends with several streams).

@@ -260,6 +260,13 @@ void DeviceRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& re
                       ErrorCode::kInvalidArgument, "top_k {} exceeds min(vocab {}, {})",
                       request.top_k, vocab, kMaxLogitsTopK);
   const bool sharded = logits.size(1) != vocab;  // this rank's vocabulary columns
+  if (request.sampled_vocab > 0) {
+    // This rank's columns are [vocab_begin, vocab_begin + shard): mask those past the tokenizer.
+    const int64_t shard = logits.size(1);
+    const int64_t begin =
+        std::clamp<int64_t>(request.sampled_vocab - model_->vocab_begin(), 0, shard);
+    if (begin < shard) backend_->mask_vocab_padding(logits, begin);
+  }
   if (!request.masked_rows.empty()) {
     INFLIGHT_CHECK_CODE(!sharded, ErrorCode::kUnsupported,
                         "structured output under a vocabulary-split LM head is not supported");

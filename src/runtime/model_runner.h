@@ -53,6 +53,10 @@ struct LogitsRequest {
   int32_t top_k = 0;
   // Rows that come back whole (penalties, full-vocabulary sampling), ascending.
   std::vector<int32_t> full_rows;
+  // Ids at or above this are never sampled (0: none such): the columns of an LM head padded past
+  // the tokenizer become -inf in every row before anything reads the logits, so they are no
+  // candidates, weigh nothing in log-sum-exps and come back -inf in whole rows.
+  int64_t sampled_vocab = 0;
   // Structured output: the constrained rows, ascending, and what fills their token bitmasks
   // [masked_rows.size(), ceil(vocab / 32)] (u32 words; bit v % 32 of word v / 32 allows token v).
   // The runner calls fill_masks once the step's forward is enqueued, so that on an asynchronous

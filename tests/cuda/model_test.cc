@@ -480,6 +480,9 @@ class CoreGemmBackend final : public Backend {
                            const Tensor& bitmask) override {
     inner_.apply_token_bitmask(logits, rows, bitmask);
   }
+  void mask_vocab_padding(const Tensor& logits, int64_t begin) override {
+    inner_.mask_vocab_padding(logits, begin);
+  }
 
  private:
   Backend& inner_;

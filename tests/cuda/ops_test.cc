@@ -321,6 +321,31 @@ TEST(CudaOpsTest, TokenBitmask) {
   }
 }
 
+// The padded vocabulary's mask: every row, exactly the columns from `begin` on, bit-exact
+// against the CPU reference (Qwen2's 151,936 columns for 151,665 tokens among the shapes).
+TEST(CudaOpsTest, VocabPaddingMask) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = cuda_backend();
+  Backend& cpu = cpu_backend();
+  std::mt19937 rng(13);
+  struct Case {
+    int64_t rows, columns, begin;
+  };
+  for (const Case c : {Case{1, 1, 0}, Case{3, 33, 32}, Case{7, 769, 769}, Case{5, 49152, 49000},
+                       Case{2, 151936, 151665}}) {
+    const Tensor logits = random_host({c.rows, c.columns}, rng);
+    const Tensor logits_gpu = gpu.upload(logits, DType::kF32);
+    gpu.mask_vocab_padding(logits_gpu, c.begin);
+    const Tensor logits_cpu = to_backend(cpu, logits);
+    cpu.mask_vocab_padding(logits_cpu, c.begin);
+    const Tensor got = to_host(gpu, logits_gpu);
+    EXPECT_EQ(std::memcmp(got.data<float>(), logits_cpu.data<float>(),
+                          static_cast<size_t>(c.rows * c.columns) * sizeof(float)),
+              0)
+        << c.rows << "x" << c.columns << " from " << c.begin;
+  }
+}
+
 TEST(CudaOpsTest, RejectsWrongDevice) {
   INFLIGHT_REQUIRE_CUDA();
   Backend& gpu = cuda_backend();

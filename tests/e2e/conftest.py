@@ -34,7 +34,6 @@ DEFAULT_ARGS = [
     "--kv-cache-memory", "256MiB",
     "--max-body-bytes", str(1 << 20),
     "--served-model-name", SERVED_NAME,
-    "--tool-call-parser", "hermes",
     "--grpc-port", "0",  # off: servers run side by side (tests/e2e/test_kserve_grpc.py picks one)
 ]
 

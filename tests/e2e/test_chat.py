@@ -1,7 +1,5 @@
 """POST /v1/chat/completions through the official `openai` client."""
 
-import json
-
 import pytest
 
 MESSAGES = [{"role": "user", "content": "What is the capital of France?"}]
@@ -96,30 +94,3 @@ def test_chat_system_and_multi_turn(client, model_name):
     r = client.chat.completions.create(model=model_name, messages=messages, max_tokens=4,
                                        temperature=0)
     assert r.choices[0].message.content
-
-
-WEATHER_TOOL = {"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather of a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}
-
-
-def test_tools_answer_in_openai_shape(client, model_name):
-    # The server parses <tool_call> blocks (--tool-call-parser hermes); whether this small model
-    # calls the tool or answers in text, the reply must be one of OpenAI's two shapes.
-    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
-    r = client.chat.completions.create(model=model_name, messages=messages, tools=[WEATHER_TOOL],
-                                       max_tokens=24, temperature=0)
-    c = r.choices[0]
-    if c.finish_reason == "tool_calls":
-        assert c.message.tool_calls and c.message.tool_calls[0].function.name
-        json.loads(c.message.tool_calls[0].function.arguments)
-    else:
-        assert c.finish_reason in ("stop", "length")
-        assert isinstance(c.message.content, str) and not c.message.tool_calls
-    stream = client.chat.completions.create(model=model_name, messages=messages,
-                                            tools=[WEATHER_TOOL], max_tokens=24, temperature=0,
-                                            stream=True)
-    text = "".join(ch.choices[0].delta.content or "" for ch in stream if ch.choices)
-    if c.finish_reason != "tool_calls":
-        assert text == c.message.content

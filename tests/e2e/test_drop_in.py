@@ -116,6 +116,17 @@ def test_tgi_truncate_keeps_the_last_tokens(base_url):
     assert truncated.json()["generated_text"] == same.json()["choices"][0]["text"]
 
 
+def test_features_without_support_are_refused_naming_the_field(base_url):
+    msg = [{"role": "user", "content": "Hi"}]
+    r = post_json(base_url + "/v1/chat/completions", {
+        "messages": msg, "max_tokens": 2, "functions": [{"name": "f", "parameters": {}}]})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "functions"
+    assert "'tools'" in r.json()["error"]["message"]
+    r = post_json(base_url + "/generate", {"inputs": "Hi", "parameters": {
+        "max_new_tokens": 2, "adapter_id": "my-lora"}})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "adapter_id"
+
+
 # ---- logs and unknown fields ------------------------------------------------------------------
 
 def test_access_log_line_per_request(server, base_url):
@@ -298,9 +309,25 @@ def test_echo_with_logprobs_scores_the_prompt(base_url):
         got = lp["top_logprobs"][t]
         for token, value in expected.items():
             assert token in got and got[token] == pytest.approx(value, abs=2e-3), (t, token)
-    bad = post_json(base_url + "/v1/completions", {"prompt": prompt, "max_tokens": 1,
-                                                   "echo": True, "logprobs": 1, "stream": True})
-    assert bad.status_code == 400
+    # Streamed: the first chunk carries the echoed prompt with its tokens' logprobs; the chunks
+    # add up to the whole response.
+    r = post_json(base_url + "/v1/completions", {"prompt": prompt, "max_tokens": 3,
+                                                 "temperature": 0, "echo": True, "logprobs": 2,
+                                                 "stream": True})
+    assert r.status_code == 200, r.text
+    chunks = [json.loads(e) for e in sse_events(r.text) if e != "[DONE]"]
+    first = chunks[0]["choices"][0]
+    assert first["text"].startswith(prompt)
+    assert len(first["logprobs"]["tokens"]) >= len(ids)
+    assert first["logprobs"]["token_logprobs"][0] is None
+    streamed = {k: [] for k in ("tokens", "token_logprobs", "text_offset", "top_logprobs")}
+    for ch in chunks:
+        for k in streamed:
+            streamed[k] += ch["choices"][0]["logprobs"][k]
+    assert streamed["tokens"] == lp["tokens"]
+    assert streamed["text_offset"] == lp["text_offset"]
+    assert streamed["token_logprobs"][1:] == pytest.approx(lp["token_logprobs"][1:], abs=1e-4)
+    assert "".join(ch["choices"][0]["text"] for ch in chunks) == choice["text"]
 
 
 def test_vllm_prompt_logprobs_over_several_steps(base_url):
@@ -327,10 +354,30 @@ def test_vllm_prompt_logprobs_over_several_steps(base_url):
         "prompt_logprobs": 0}).json()
     assert chat["prompt_logprobs"][0] is None and len(chat["prompt_logprobs"]) > 3
     assert all(len(e) == 1 for e in chat["prompt_logprobs"][1:])
-    bad = post_json(base_url + "/v1/completions", {"prompt": prompt, "max_tokens": 1,
-                                                   "prompt_logprobs": 1, "stream": True})
-    assert bad.status_code == 400 and bad.json()["error"]["param"] == "prompt_logprobs"
     assert expected
+
+
+def test_prompt_logprobs_in_the_first_chunk(base_url):
+    prompt = "The quick brown fox jumps over the lazy dog"
+    body = {"prompt": prompt, "max_tokens": 4, "temperature": 0, "prompt_logprobs": 2}
+    whole = post_json(base_url + "/v1/completions", body).json()["choices"][0]
+    r = post_json(base_url + "/v1/completions", {**body, "stream": True})
+    assert r.status_code == 200, r.text
+    chunks = [json.loads(e) for e in sse_events(r.text) if e != "[DONE]"]
+    assert chunks[0]["choices"][0]["prompt_logprobs"] == whole["prompt_logprobs"]
+    assert all("prompt_logprobs" not in ch["choices"][0] for ch in chunks[1:])
+    assert "".join(ch["choices"][0]["text"] for ch in chunks) == whole["text"]
+    # Chat: the response's prompt_logprobs come with the first chunk, the role's.
+    chat = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3, "temperature": 0,
+            "prompt_logprobs": 1}
+    whole = post_json(base_url + "/v1/chat/completions", chat).json()
+    r = post_json(base_url + "/v1/chat/completions", {**chat, "stream": True})
+    chunks = [json.loads(e) for e in sse_events(r.text) if e != "[DONE]"]
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert chunks[0]["prompt_logprobs"] == whole["prompt_logprobs"]
+    assert all("prompt_logprobs" not in ch for ch in chunks[1:])
+    assert "".join(ch["choices"][0]["delta"].get("content") or "" for ch in chunks) == \
+        whole["choices"][0]["message"]["content"]
 
 
 def test_tgi_decoder_input_details(base_url):
@@ -342,6 +389,13 @@ def test_tgi_decoder_input_details(base_url):
     assert [p["id"] for p in prefill] == ids
     assert prefill[0]["logprob"] is None
     assert all(p["logprob"] <= 0 for p in prefill[1:])
-    bad = post_json(base_url + "/generate_stream", {"inputs": "x", "parameters": {
-        "decoder_input_details": True}})
-    assert bad.status_code == 400
+    # Streamed: the first event carries the prefill.
+    r = post_json(base_url + "/generate_stream", {"inputs": "The capital of France is",
+                                                  "parameters": {"max_new_tokens": 2,
+                                                                 "decoder_input_details": True}})
+    assert r.status_code == 200, r.text
+    events = [json.loads(e) for e in sse_events(r.text)]
+    assert [p["id"] for p in events[0]["prefill"]] == ids
+    assert events[0]["prefill"][1:] == [
+        {**p, "logprob": pytest.approx(p["logprob"], abs=1e-4)} for p in prefill[1:]]
+    assert all("prefill" not in e for e in events[1:])

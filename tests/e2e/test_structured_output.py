@@ -180,10 +180,13 @@ def test_tool_choice_named(client, model_name):
     assert [call.function.name for call in c.message.tool_calls] == ["get_weather"]
     jsonschema.validate(json.loads(c.message.tool_calls[0].function.arguments),
                         WEATHER["function"]["parameters"])
-    # Streamed: the call arrives whole with the last chunk.
+    # Streamed as OpenAI does: the call's name first, then its arguments in fragments.
     chunks = [ch for ch in client.chat.completions.create(stream=True, **kwargs) if ch.choices]
     calls = [tc for ch in chunks for tc in (ch.choices[0].delta.tool_calls or [])]
-    assert [tc.function.name for tc in calls] == ["get_weather"]
+    assert [tc.function.name for tc in calls if tc.id] == ["get_weather"]
+    assert all(tc.index == 0 for tc in calls) and len(calls) > 2
+    assert json.loads("".join(tc.function.arguments for tc in calls)) == json.loads(
+        c.message.tool_calls[0].function.arguments)
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
 
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <span>
 #include <vector>
 
@@ -258,4 +259,63 @@ TEST_P(DeviceEngine, TokenMasksApplyBeforeTheCandidates) {
 }
 
 }  // namespace
+// A vocabulary padded past the tokenizer: the ids from sampled_vocab on are -inf in every row
+// before the candidates are selected, before the log-sum-exp and before rows are copied whole;
+// the columns below are untouched. The padding starts at the free row's best token, so without
+// the mask it would have been the first candidate.
+TEST_P(DeviceEngine, PaddedVocabularyIsNeverACandidate) {
+  ModelConfig c = tiny_config("llama");
+  c.vocab_size = 503;
+  auto runner_owner = make_runner(test_backend(GetParam()), c, nullptr, kDummyWeightsSeed);
+  DeviceRunner& runner = *runner_owner;
+  runner.reserve_workspace(64, 4);
+  runner.init_kv_cache(16, 4);
+  ForwardBatch b;
+  const auto prompt = random_tokens(6, c.vocab_size, 21);
+  b.token_ids = prompt;
+  for (int32_t p = 0; p < 6; ++p) {
+    b.positions.push_back(p);
+    b.slot_mapping.push_back(int64_t{p / 4} * 4 + p % 4);
+  }
+  b.block_tables = {0, 1};
+  b.context_lens = {6};
+  b.logits_indices = {5};
+  b.query_start = {0, 6};
+  b.max_blocks_per_seq = 2;
+
+  LogitsRequest plain;
+  plain.top_k = 4;
+  plain.full_rows = {0};
+  runner.begin_step(b, plain);
+  const StepLogits& free_out = runner.end_step();
+  const std::vector<float> free(free_out.full.data<float>(),
+                                free_out.full.data<float>() + c.vocab_size);
+  const int32_t best = free_out.top_ids.data<int32_t>()[0];
+  ASSERT_GT(best, 4) << "the test needs the best token to leave 4 below it";
+
+  LogitsRequest padded = plain;
+  padded.sampled_vocab = best;
+  runner.begin_step(b, padded);
+  const StepLogits& out = runner.end_step();
+  const float* row = out.full.data<float>();
+  double sum = 0.0;
+  for (int64_t t = 0; t < c.vocab_size; ++t) {
+    if (t < best) {
+      EXPECT_EQ(row[t], free[static_cast<size_t>(t)]) << t;
+      sum += std::exp(static_cast<double>(free[static_cast<size_t>(t)]));
+    } else {
+      EXPECT_EQ(row[t], -std::numeric_limits<float>::infinity()) << t;
+    }
+  }
+  std::vector<int32_t> order(static_cast<size_t>(best));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
+    return free[static_cast<size_t>(x)] > free[static_cast<size_t>(y)];
+  });
+  for (int32_t j = 0; j < 4; ++j) {
+    EXPECT_EQ(out.top_ids.data<int32_t>()[j], order[static_cast<size_t>(j)]) << j;
+  }
+  EXPECT_NEAR(out.log_sum_exp.data<float>()[0], std::log(sum), 1e-3);
+}
+
 }  // namespace inflight::testing

@@ -1,5 +1,6 @@
-// Tool calls out of chat outputs: the two parsers on whole texts, and the chat stream, which
-// must hold back a call (also a marker split across tokens) and send it whole at the end.
+// Tool calls out of chat outputs: hermes, llama3_json and json_list on whole texts, the chat
+// stream's deltas, and the parser each real chat template calls for. The other formats:
+// tool_call_formats_test.cc.
 #include "frontend/tool_calls.h"
 
 #include <gtest/gtest.h>
@@ -31,7 +32,7 @@ TEST(ToolCalls, HermesBlocksBecomeCallsAndTheRestContent) {
   EXPECT_EQ(json::parse(p.calls[0].arguments), json::parse(R"({"city": "Paris"})"));
   EXPECT_EQ(p.calls[1].name, "now");
   EXPECT_EQ(p.calls[1].arguments, "{}");
-  EXPECT_EQ(p.content, "Let me check.");
+  EXPECT_EQ(p.content, "Let me check.\n");  // as written (a whole response trims it)
 }
 
 TEST(ToolCalls, HermesKeepsWhatIsNotACallAsContent) {
@@ -63,19 +64,6 @@ TEST(ToolCalls, Llama3JsonIsTheWholeOutput) {
   }
 }
 
-TEST(ToolCalls, StreamingHoldsFromAPossibleStart) {
-  const auto npos = std::string::npos;
-  EXPECT_EQ(tool_call_start(ToolCallParser::kHermes, "Hello"), npos);
-  EXPECT_EQ(tool_call_start(ToolCallParser::kHermes, "Hello <tool"), 6u);
-  EXPECT_EQ(tool_call_start(ToolCallParser::kHermes, "Hi <tool_call>{"), 3u);
-  EXPECT_EQ(tool_call_start(ToolCallParser::kHermes, "a < b"), npos);
-  EXPECT_EQ(tool_call_start(ToolCallParser::kLlama3Json, "  {\"na"), 0u);
-  EXPECT_EQ(tool_call_start(ToolCallParser::kLlama3Json, "<|pyth"), 0u);
-  EXPECT_EQ(tool_call_start(ToolCallParser::kLlama3Json, "  "), 0u);
-  EXPECT_EQ(tool_call_start(ToolCallParser::kLlama3Json, "Sure {"), npos);
-  EXPECT_EQ(tool_call_start(ToolCallParser::kLlama3Json, "<b>"), npos);
-}
-
 // Stream events as JSON (without the final [DONE]).
 std::vector<json> parsed(const std::vector<std::string>& events) {
   std::vector<json> out;
@@ -85,14 +73,16 @@ std::vector<json> parsed(const std::vector<std::string>& events) {
   return out;
 }
 
-TEST(ToolCalls, ChatStreamSendsContentThenTheCallsAtTheEnd) {
+TEST(ToolCalls, ChatStreamSendsContentThenTheCallAsDeltas) {
   ChatFormat format;
   format.meta.id = "chatcmpl-x";
   format.tool_parser = ToolCallParser::kHermes;
   auto stream = chat_stream_formatter(format);
   std::vector<std::string> events;
-  const std::vector<std::string> pieces = {"Checking", " now. <tool", "_call>{\"name\": \"f\", ",
-                                           "\"arguments\": {\"x\": 1}}", "</tool_call>"};
+  const std::vector<std::string> pieces = {
+      "Checking", " now. <tool", "_call>{\"name\": \"f\", ", "\"arguments\": {\"x\": ",
+      "1}}",      "</tool_call>"};
+  std::vector<size_t> events_after;  // events sent after each piece
   for (size_t i = 0; i < pieces.size(); ++i) {
     TaggedOutput t;
     t.output.text = pieces[i];
@@ -101,29 +91,63 @@ TEST(ToolCalls, ChatStreamSendsContentThenTheCallsAtTheEnd) {
       t.output.request_finished = true;
     }
     stream->on_output(t, events);
+    events_after.push_back(events.size());
   }
   stream->on_end(events);
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back(), kStreamDone);
   std::string content;
-  json calls;
-  std::string finish;
+  std::vector<json> calls;
+  std::string arguments, finish;
   for (const json& e : parsed(events)) {
     const json& choice = e["choices"][0];
     const json& delta = choice["delta"];
     if (delta.contains("content")) content += delta["content"].get<std::string>();
-    if (delta.contains("tool_calls")) calls = delta["tool_calls"];
+    if (delta.contains("tool_calls")) {
+      ASSERT_EQ(delta["tool_calls"].size(), 1u);
+      const json& call = delta["tool_calls"][0];
+      EXPECT_EQ(call["index"], 0);
+      if (call.contains("id")) calls.push_back(call);
+      arguments += call["function"]["arguments"].get<std::string>();
+    }
     if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
   }
   EXPECT_EQ(content, "Checking now. ");
-  ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0]["index"], 0);
+  ASSERT_EQ(calls.size(), 1u);  // one first delta: id, type, name, empty arguments
   EXPECT_EQ(calls[0]["type"], "function");
   EXPECT_TRUE(calls[0]["id"].get<std::string>().starts_with("call_"));
   EXPECT_EQ(calls[0]["function"]["name"], "f");
-  EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()),
-            json::parse(R"({"x": 1})"));
+  EXPECT_EQ(calls[0]["function"]["arguments"], "");
+  EXPECT_EQ(json::parse(arguments), json::parse(R"({"x": 1})"));
   EXPECT_EQ(finish, "tool_calls");
+  // The arguments began before the call closed: the name came with the third piece, the first
+  // fragment with the fourth, the rest with the fifth.
+  EXPECT_GT(events_after[3], events_after[2]);
+  EXPECT_GT(events_after[4], events_after[3]);
+}
+
+TEST(ToolCalls, ChatStreamFlushesWhatIsNotACallAsContent) {
+  ChatFormat format;
+  format.tool_parser = ToolCallParser::kHermes;
+  auto stream = chat_stream_formatter(format);
+  std::vector<std::string> events;
+  const std::vector<std::string> pieces = {"a <tool", "_call>no", " json</tool_call> b"};
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    TaggedOutput t;
+    t.output.text = pieces[i];
+    if (i + 1 == pieces.size()) t.output.finish_reason = FinishReason::kStop;
+    stream->on_output(t, events);
+  }
+  std::string content;
+  for (const json& e : parsed(events)) {
+    const json& delta = e["choices"][0]["delta"];
+    EXPECT_FALSE(delta.contains("tool_calls"));
+    if (delta.contains("content")) content += delta["content"].get<std::string>();
+    if (!e["choices"][0]["finish_reason"].is_null()) {
+      EXPECT_EQ(e["choices"][0]["finish_reason"], "stop");
+    }
+  }
+  EXPECT_EQ(content, "a <tool_call>no json</tool_call> b");
 }
 
 TEST(ToolCalls, WholeChatResponseCarriesTheCalls) {
@@ -162,7 +186,6 @@ TEST(ToolCalls, JsonListIsTheWholeOutput) {
     EXPECT_TRUE(out.calls.empty()) << text;
     EXPECT_EQ(out.content, text);
   }
-  EXPECT_EQ(tool_call_start(ToolCallParser::kJsonList, "[{\"na"), 0u);
 }
 
 }  // namespace
@@ -179,9 +202,17 @@ TEST(ToolCalls, ParserFollowsTheChatTemplate) {
       {"NousResearch-Hermes-3-Llama-3.1-8B-tool_use", ToolCallParser::kHermes},
       {"meta-llama-Llama-3.1-8B-Instruct", ToolCallParser::kLlama3Json},
       {"meta-llama-Llama-3.3-70B-Instruct", ToolCallParser::kLlama3Json},
-      {"Qwen3-Coder", std::nullopt},  // XML inside <tool_call>: not hermes
+      {"ibm-granite-granite-4.0", ToolCallParser::kHermes},
+      {"meta-llama-Llama-3.2-3B-Instruct", ToolCallParser::kLlama3Json},
+      {"Qwen3-Coder", ToolCallParser::kQwen3Coder},  // XML inside <tool_call>: not hermes
+      {"StepFun3.5-Flash", ToolCallParser::kQwen3Coder},
+      {"Mistral-Small-3.2-24B-Instruct-2506", ToolCallParser::kMistral},
+      {"mistralai-Mistral-Nemo-Instruct-2407", ToolCallParser::kMistral},
+      {"mistralai-Ministral-3-14B-Reasoning-2512", ToolCallParser::kMistral},
+      {"LFM2.5-8B-A1B", ToolCallParser::kPythonic},
       {"GLM-4.6", std::nullopt},
-      {"Mistral-Small-3.2-24B-Instruct-2506", std::nullopt},
+      {"ByteDance-Seed-OSS", std::nullopt},  // <seed:tool_call>: its own format
+      {"meetkai-functionary-medium-v3.1", std::nullopt},
   };
   for (const auto& [name, expected] : cases) {
     INFLIGHT_REQUIRE_DATA(path, std::string("chat-templates/") + name + ".jinja");

@@ -4,8 +4,8 @@
 // The bytes are a request body: parsed as JSON, then as an OpenAI completion and an OpenAI chat
 // completion. Every failure must be an ApiError (a 400 with the field named),
 // never a crash or another exception; whatever parses must also pass the engine's own checks or
-// fail them with a Status. The same bytes, as model output, go through both tool-call parsers:
-// their content plus calls may not invent text, and the streaming start must lie in the text.
+// fail them with a Status. The same bytes, as model output, go through every tool-call parser:
+// their content plus calls may not invent text, whole or streamed.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +17,7 @@
 #include "frontend/api_error.h"
 #include "frontend/json_fields.h"
 #include "frontend/openai_protocol.h"
+#include "frontend/tool_call_stream.h"
 #include "frontend/tool_calls.h"
 
 namespace {
@@ -35,12 +36,17 @@ void expect_api_error_or_valid(Parse parse) {
 }
 
 void tool_calls(std::string_view text) {
-  for (const ToolCallParser p : {ToolCallParser::kHermes, ToolCallParser::kLlama3Json}) {
+  for (const ToolCallParser p :
+       {ToolCallParser::kHermes, ToolCallParser::kLlama3Json, ToolCallParser::kMistral,
+        ToolCallParser::kQwen3Coder, ToolCallParser::kPythonic, ToolCallParser::kJsonList}) {
     const ParsedOutput out = parse_tool_calls(p, text);
     if (out.calls.empty() && out.content != text) std::abort();
     if (out.content.size() > text.size()) std::abort();
-    const size_t start = tool_call_start(p, text);
-    if (start != std::string_view::npos && start > text.size()) std::abort();
+    // Streamed in two pieces, the content sent never exceeds the text.
+    ToolCallStream stream(p, nlohmann::ordered_json());
+    std::string content = stream.add(text.substr(0, text.size() / 2), false).content;
+    content += stream.add(text.substr(text.size() / 2), true).content;
+    if (content.size() > text.size()) std::abort();
   }
 }
 
@@ -56,7 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const ProtocolLimits limits{8, 20, 16, 50000};
-  expect_api_error_or_valid([&] { return parse_completion_request(json, limits).options.sampling; });
+  expect_api_error_or_valid(
+      [&] { return parse_completion_request(json, limits).options.sampling; });
   expect_api_error_or_valid(
       [&] { return parse_chat_completion_request(json, limits).options.sampling; });
   return 0;

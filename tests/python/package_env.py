@@ -36,11 +36,11 @@ def need_bin():
 class Server:
     """`inflight serve` on a free loopback port with LIMITS and the hermes tool-call parser."""
 
-    def __init__(self):
+    def __init__(self, extra_args=()):
         need_bin()
         need_model()
         cmd = [str(BIN), "serve", "--model", str(MODEL), "--host", "127.0.0.1", "--port", "0",
-               "--tool-call-parser", "hermes", *CLI_LIMITS]
+               "--tool-call-parser", "hermes", *CLI_LIMITS, *extra_args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True)
         self.log = []

@@ -1,8 +1,13 @@
 """LLM.chat against the server's /v1/chat/completions: the same prompt, text and tool calls."""
 
 import json
+import os
+from pathlib import Path
+
+import pytest
 
 from inflight import SamplingParams
+from package_env import LIMITS, MODEL, ROOT, Server, need_model
 
 MESSAGES = [{"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "What is the capital of France?"}]
@@ -28,7 +33,27 @@ def test_chat_equals_server(llm, server):
     assert out.usage.completion_tokens == expected["usage"]["completion_tokens"]
 
 
-def test_chat_with_tools_equals_server(llm, server):
+# SmolLM2's own template never shows tools to the model (the server refuses tool_choice "auto"
+# there): both sides use Qwen2.5's, which renders them and teaches hermes calls.
+TOOLS_TEMPLATE = Path(os.environ.get("INFLIGHT_DATA_DIR", ROOT.parent / "shared" / "data")) / \
+    "chat-templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"
+
+
+@pytest.fixture(scope="module")
+def tools_pair():
+    if not TOOLS_TEMPLATE.exists():
+        pytest.skip(f"skipped: {TOOLS_TEMPLATE} not found (set INFLIGHT_DATA_DIR)")
+    need_model()
+    from inflight import LLM
+    server = Server(["--chat-template", str(TOOLS_TEMPLATE)])
+    llm = LLM(str(MODEL), tool_call_parser="hermes", chat_template=str(TOOLS_TEMPLATE), **LIMITS)
+    yield llm, server
+    llm.shutdown()
+    server.stop()
+
+
+def test_chat_with_tools_equals_server(tools_pair):
+    llm, server = tools_pair
     messages = [{"role": "user", "content": "What is the weather like in Paris today?"}]
     expected = server_chat(server, messages, tools=TOOLS)["choices"][0]["message"]
     out = llm.chat(messages, SamplingParams(temperature=0, max_tokens=48), use_tqdm=False,

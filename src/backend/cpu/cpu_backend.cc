@@ -23,6 +23,7 @@
 #include "ops/swiglu.h"
 #include "ops/token_bitmask.h"
 #include "ops/top_k_logits.h"
+#include "ops/vocab_padding_mask.h"
 
 namespace inflight {
 
@@ -197,6 +198,10 @@ void CpuBackend::top_k_logits(const Tensor& logits, int32_t k, const Tensor& log
 void CpuBackend::apply_token_bitmask(const Tensor& logits, const Tensor& rows,
                                      const Tensor& bitmask) {
   token_bitmask_cpu(make_token_bitmask_params(logits, rows, bitmask));
+}
+
+void CpuBackend::mask_vocab_padding(const Tensor& logits, int64_t begin) {
+  vocab_padding_mask_cpu(make_vocab_padding_mask_params(logits, begin));
 }
 
 }  // namespace inflight

@@ -59,6 +59,7 @@ class CpuBackend final : public Backend {
                     const Tensor& top_ids, const Tensor& top_logits) override;
   void apply_token_bitmask(const Tensor& logits, const Tensor& rows,
                            const Tensor& bitmask) override;
+  void mask_vocab_padding(const Tensor& logits, int64_t begin) override;
 
  private:
   Tensor step_buffer_;  // [capacity] u8: the packed step inputs, grown on demand

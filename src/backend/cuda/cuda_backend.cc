@@ -173,6 +173,7 @@ class CudaBackend final : public Backend {
                     const Tensor& top_ids, const Tensor& top_logits) override;
   void apply_token_bitmask(const Tensor& logits, const Tensor& rows,
                            const Tensor& bitmask) override;
+  void mask_vocab_padding(const Tensor& logits, int64_t begin) override;
 
  private:
   // A download waiting for synchronize(): numel elements of src_dtype at `offset` in the
@@ -654,6 +655,12 @@ void CudaBackend::apply_token_bitmask(const Tensor& logits, const Tensor& rows,
   INFLIGHT_CUDA_CHECK(cudaMemcpyAsync(bits_dev.raw(), bitmask.raw(), bitmask.nbytes(),
                                       cudaMemcpyHostToDevice, stream_));
   token_bitmask_cuda(make_token_bitmask_params(logits, rows_dev, bits_dev), stream_);
+}
+
+void CudaBackend::mask_vocab_padding(const Tensor& logits, int64_t begin) {
+  INFLIGHT_CHECK_CODE(logits.defined() && logits.device() == device(), ErrorCode::kInvalidArgument,
+                      "cuda mask_vocab_padding: expected device logits");
+  vocab_padding_mask_cuda(make_vocab_padding_mask_params(logits, begin), stream_);
 }
 
 }  // namespace

@@ -1,0 +1,267 @@
+// The tool-call formats on outputs as models write them (complete, malformed, text before and
+// after, several calls), and the stream contract: fed in pieces, every output's deltas add up to
+// the whole output's parse, and what is sent is never taken back.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/tool_call_stream.h"
+#include "frontend/tool_calls.h"
+
+namespace inflight::frontend {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+const json& weather_tools() {
+  static const json tools = json::parse(R"([
+    {"type": "function", "function": {"name": "get_current_weather", "parameters": {
+      "type": "object", "properties": {
+        "city": {"type": "string"}, "state": {"type": "string"},
+        "days": {"type": "integer"}, "threshold": {"type": "number"},
+        "metric": {"type": "boolean"}, "hours": {"type": "array", "items": {"type": "integer"}},
+        "zip": {"type": ["string", "null"]}, "options": {"type": "object"}}}}}])");
+  return tools;
+}
+
+void expect_call(const ToolCall& call, const std::string& name, const char* arguments) {
+  EXPECT_EQ(call.name, name);
+  EXPECT_EQ(json::parse(call.arguments), json::parse(arguments)) << call.arguments;
+}
+
+// ---- mistral ---------------------------------------------------------------------------------
+
+TEST(ToolCallFormats, MistralJsonList) {
+  // Mistral-7B-Instruct-v0.3 and Nemo.
+  const ParsedOutput p = parse_tool_calls(
+      ToolCallParser::kMistral,
+      R"([TOOL_CALLS] [{"name": "get_current_weather", "arguments": {"location": "Paris, France", "format": "celsius"}}, {"name": "get_time", "arguments": {}}])");
+  ASSERT_EQ(p.calls.size(), 2u);
+  expect_call(p.calls[0], "get_current_weather",
+              R"({"location": "Paris, France", "format": "celsius"})");
+  expect_call(p.calls[1], "get_time", "{}");
+  EXPECT_EQ(p.content, "");
+}
+
+TEST(ToolCallFormats, MistralNameArgs) {
+  // Mistral Small 3.2 / Magistral / Ministral 3: one [TOOL_CALLS] per call, text before them.
+  const ParsedOutput p = parse_tool_calls(
+      ToolCallParser::kMistral,
+      "I will look both up.[TOOL_CALLS]get_current_weather[ARGS]{\"city\": \"Paris\", "
+      "\"unit\": \"celsius\"}[TOOL_CALLS]get_current_weather[CALL_ID]a1b2c3d4e[ARGS]{\"city\": "
+      "\"Lyon\"}");
+  ASSERT_EQ(p.calls.size(), 2u);
+  expect_call(p.calls[0], "get_current_weather", R"({"city": "Paris", "unit": "celsius"})");
+  expect_call(p.calls[1], "get_current_weather", R"({"city": "Lyon"})");
+  EXPECT_EQ(p.content, "I will look both up.");
+}
+
+TEST(ToolCallFormats, MistralMalformedIsContent) {
+  for (const char* text : {"No tools needed: Paris is sunny.",
+                           "[TOOL_CALLS]get_weather[ARGS]{\"city\": ",  // cut short
+                           "[TOOL_CALLS] sorry, I cannot do that",
+                           "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": oops}]"}) {
+    const ParsedOutput p = parse_tool_calls(ToolCallParser::kMistral, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+// ---- qwen3_coder -----------------------------------------------------------------------------
+
+TEST(ToolCallFormats, Qwen3CoderConvertsValuesBySchema) {
+  const std::string text =
+      "I'll check the weather.\n<tool_call>\n<function=get_current_weather>\n<parameter=city>\n"
+      "Dallas\n</parameter>\n<parameter=state>\nTX\n</parameter>\n<parameter=days>\n3\n"
+      "</parameter>\n<parameter=threshold>\n0.5\n</parameter>\n<parameter=metric>\ntrue\n"
+      "</parameter>\n<parameter=hours>\n[6, 12]\n</parameter>\n<parameter=zip>\n75201\n"
+      "</parameter>\n<parameter=options>\n{\"alerts\": false}\n</parameter>\n<parameter=note>\n"
+      "two\nlines\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=get_time>\n"
+      "</function>\n</tool_call>";
+  const ParsedOutput p = parse_tool_calls(ToolCallParser::kQwen3Coder, text, weather_tools());
+  ASSERT_EQ(p.calls.size(), 2u);
+  expect_call(p.calls[0], "get_current_weather",
+              R"({"city": "Dallas", "state": "TX", "days": 3, "threshold": 0.5, "metric": true,
+                  "hours": [6, 12], "zip": "75201", "options": {"alerts": false},
+                  "note": "two\nlines"})");
+  expect_call(p.calls[1], "get_time", "{}");
+  EXPECT_EQ(p.content, "I'll check the weather.\n");
+  // Without the schema every value is a string.
+  expect_call(parse_tool_calls(ToolCallParser::kQwen3Coder, text).calls[0], "get_current_weather",
+              R"({"city": "Dallas", "state": "TX", "days": "3", "threshold": "0.5",
+                  "metric": "true", "hours": "[6, 12]", "zip": "75201",
+                  "options": "{\"alerts\": false}", "note": "two\nlines"})");
+}
+
+TEST(ToolCallFormats, Qwen3CoderLenientAndMalformed) {
+  // A value that does not fit its type stays a string; a missing </parameter> ends at the next
+  // tag; a call cut short by max_tokens keeps what came.
+  ParsedOutput p = parse_tool_calls(
+      ToolCallParser::kQwen3Coder,
+      "<tool_call>\n<function=get_current_weather>\n<parameter=days>\nthree\n<parameter=city>\n"
+      "Austin\n</function>\n</tool_call> Done.",
+      weather_tools());
+  ASSERT_EQ(p.calls.size(), 1u);
+  expect_call(p.calls[0], "get_current_weather", R"({"days": "three", "city": "Austin"})");
+  EXPECT_EQ(p.content, " Done.");
+  p = parse_tool_calls(ToolCallParser::kQwen3Coder,
+                       "<tool_call>\n<function=get_current_weather>\n<parameter=city>\nAus",
+                       weather_tools());
+  ASSERT_EQ(p.calls.size(), 1u);
+  expect_call(p.calls[0], "get_current_weather", R"({"city": "Aus"})");
+  for (const char* text : {"<tool_call>{\"name\": \"f\"}</tool_call>", "plain <b>text</b>"}) {
+    p = parse_tool_calls(ToolCallParser::kQwen3Coder, text, weather_tools());
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+// ---- pythonic --------------------------------------------------------------------------------
+
+TEST(ToolCallFormats, PythonicLists) {
+  // Llama 3.2 with vLLM's pythonic template.
+  ParsedOutput p = parse_tool_calls(
+      ToolCallParser::kPythonic,
+      "[get_current_weather(city='San Francisco', metric=True, hours=[6, 12], zip=None, "
+      "options={'alerts': False, \"depth\": -1.5}), get_time()]");
+  ASSERT_EQ(p.calls.size(), 2u);
+  expect_call(p.calls[0], "get_current_weather",
+              R"({"city": "San Francisco", "metric": true, "hours": [6, 12], "zip": null,
+                  "options": {"alerts": false, "depth": -1.5}})");
+  expect_call(p.calls[1], "get_time", "{}");
+  EXPECT_EQ(p.content, "");
+  // Llama 4.
+  p = parse_tool_calls(ToolCallParser::kPythonic,
+                       "<|python_start|>[get_current_weather(city=\"Boston\", days=2)]"
+                       "<|python_end|>");
+  ASSERT_EQ(p.calls.size(), 1u);
+  expect_call(p.calls[0], "get_current_weather", R"({"city": "Boston", "days": 2})");
+  // LFM2: text around <|tool_call_start|>...<|tool_call_end|>.
+  p = parse_tool_calls(ToolCallParser::kPythonic,
+                       "Let me look.<|tool_call_start|>[get_candidate_status(candidate_id="
+                       "\"12345\")]<|tool_call_end|>Checking candidate 12345.");
+  ASSERT_EQ(p.calls.size(), 1u);
+  expect_call(p.calls[0], "get_candidate_status", R"({"candidate_id": "12345"})");
+  EXPECT_EQ(p.content, "Let me look.Checking candidate 12345.");
+}
+
+TEST(ToolCallFormats, PythonicMalformedIsContent) {
+  for (const char* text : {"The answer is 4.", "[1, 2, 3]", "[f(1, 2)]", "[get_time(",
+                           "[f(a=undefined_name)]", "[link](https://example.com)"}) {
+    const ParsedOutput p = parse_tool_calls(ToolCallParser::kPythonic, text);
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
+// ---- streaming -------------------------------------------------------------------------------
+
+struct StreamCase {
+  ToolCallParser parser;
+  std::string text;
+  size_t num_calls;  // in the whole text
+};
+
+std::vector<StreamCase> stream_cases() {
+  return {
+      {ToolCallParser::kHermes,
+       "Let me check.\n<tool_call>\n{\"name\": \"get_current_weather\", \"arguments\": "
+       "{\"city\": \"San Francisco, CA\", \"days\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": "
+       "\"get_time\", \"arguments\": {}}\n</tool_call>",
+       2},
+      {ToolCallParser::kHermes, "a <tool_call>{\"name\": oops}</tool_call> and <b>more</b>", 0},
+      {ToolCallParser::kLlama3Json,
+       "<|python_tag|>{\"name\": \"get_current_weather\", \"parameters\": {\"city\": \"Paris\"}}; "
+       "{\"name\": \"get_time\", \"parameters\": {}}",
+       2},
+      {ToolCallParser::kLlama3Json, "The capital of France is Paris.", 0},
+      {ToolCallParser::kMistral,
+       "Sure.[TOOL_CALLS]get_current_weather[ARGS]{\"city\": \"Paris\", \"days\": [1, 2]}"
+       "[TOOL_CALLS]get_time[ARGS]{}",
+       2},
+      {ToolCallParser::kMistral,
+       "[TOOL_CALLS] [{\"name\": \"get_current_weather\", \"arguments\": {\"city\": \"Rome\"}}]",
+       1},
+      {ToolCallParser::kQwen3Coder,
+       "Checking.\n<tool_call>\n<function=get_current_weather>\n<parameter=city>\nDallas\n"
+       "</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+       1},
+      {ToolCallParser::kQwen3Coder,  // </function> and one </parameter> omitted
+       "<tool_call>\n<function=get_current_weather>\n<parameter=city>\nOslo\n<parameter=days>"
+       "\n2\n</parameter>\n</tool_call> ok",
+       1},
+      {ToolCallParser::kPythonic, "[get_current_weather(city='Paris', hours=[6, 12]), get_time()]",
+       2},
+      {ToolCallParser::kPythonic,
+       "Looking.<|tool_call_start|>[get_time(zone=\"UTC\")]<|tool_call_end|>Done.", 1},
+      {ToolCallParser::kHermes,
+       "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call>\n\n"
+       "Done, see above.\n<tool_call>\n{\"arguments\": {\"b\": [1, {\"c\": \"}\"}]}, "
+       "\"name\": \"g\"}\n</tool_call>",
+       2},
+      {ToolCallParser::kMistral, "[TOOL_CALLS]f[ARGS]{\"a\": {\"b\": \"]\"}} and done.", 1},
+      {ToolCallParser::kMistral, "Use [brackets] freely; [TOOL_CALLS is not a marker.", 0},
+      {ToolCallParser::kPythonic,
+       "<|python_start|>[get_time(zone='UTC'), f(s=\"a, b) c\", t=(1, 2))]<|python_end|>", 2},
+      {ToolCallParser::kLlama3Json, "  {\"name\": \"f\", \"parameters\": {\"x\": \"{;}\"}} ; ", 1},
+      {ToolCallParser::kJsonList,
+       "[{\"name\": \"get_current_weather\", \"parameters\": {\"city\": \"Oslo\"}}]", 1},
+  };
+}
+
+TEST(ToolCallFormats, StreamedDeltasAddUpToTheWholeParse) {
+  for (const StreamCase& c : stream_cases()) {
+    const ParsedOutput whole = parse_tool_calls(c.parser, c.text, weather_tools());
+    ASSERT_EQ(whole.calls.size(), c.num_calls) << c.text;
+    for (const ToolCall& call : whole.calls) {
+      EXPECT_TRUE(json::parse(call.arguments).is_object()) << call.arguments;
+    }
+    for (size_t piece : {1, 3, 7}) {
+      ToolCallStream stream(c.parser, weather_tools());
+      std::string content;
+      std::vector<ToolCall> calls;
+      for (size_t at = 0; at < c.text.size(); at += piece) {
+        const ToolCallDelta d =
+            stream.add(std::string_view(c.text).substr(at, piece), at + piece >= c.text.size());
+        content += d.content;
+        for (const ToolCallDelta::Call& call : d.calls) {
+          if (call.first) {
+            ASSERT_EQ(call.index, calls.size()) << c.text;
+            EXPECT_TRUE(call.arguments.empty());
+            calls.push_back({call.name, {}});
+          } else {
+            ASSERT_LT(call.index, calls.size()) << c.text;
+            calls[call.index].arguments += call.arguments;
+          }
+        }
+      }
+      EXPECT_EQ(content, whole.content) << c.text << " in pieces of " << piece;
+      ASSERT_EQ(calls.size(), whole.calls.size()) << c.text;
+      for (size_t i = 0; i < calls.size(); ++i) {
+        EXPECT_EQ(calls[i].name, whole.calls[i].name);
+        EXPECT_EQ(calls[i].arguments, whole.calls[i].arguments) << c.text;
+      }
+    }
+  }
+}
+
+TEST(ToolCallFormats, StreamSendsArgumentsBeforeTheCallEnds) {
+  ToolCallStream stream(ToolCallParser::kQwen3Coder, weather_tools());
+  EXPECT_EQ(stream.add("Sure. <tool_", false).content, "Sure. ");  // a possible tag: held
+  ToolCallDelta d = stream.add("call>\n<function=get_current_weather>\n", false);
+  ASSERT_EQ(d.calls.size(), 1u);
+  EXPECT_TRUE(d.calls[0].first);
+  EXPECT_EQ(d.calls[0].name, "get_current_weather");
+  d = stream.add("<parameter=days>\n3\n</parameter>\n<parameter=city>\nDal", false);
+  ASSERT_EQ(d.calls.size(), 1u);
+  EXPECT_EQ(d.calls[0].arguments, "{\"days\": 3");
+  d = stream.add("las\n</parameter>\n</function>\n</tool_call>", true);
+  ASSERT_EQ(d.calls.size(), 1u);
+  EXPECT_EQ(d.calls[0].arguments, ", \"city\": \"Dallas\"}");
+}
+
+}  // namespace
+}  // namespace inflight::frontend
