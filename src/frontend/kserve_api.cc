@@ -169,10 +169,12 @@ void check_kserve_model(const Frontend& frontend, std::string_view model,
   }
 }
 
-bool kserve_model_ready(const Frontend& frontend, std::string_view model,
-                        std::string_view version) {
-  return frontend.ready() && frontend.serves(model) &&
-         (version.empty() || version == kKServeModelVersion);
+std::shared_ptr<Frontend> resolve_kserve_model(const ModelRegistry& registry,
+                                               std::string_view model, std::string_view version) {
+  if (!registry.knows(model)) throw_not_found(fmt::format("unknown model: '{}'", model), "model");
+  std::shared_ptr<Frontend> fe = registry.resolve(model);  // 404 while not loaded
+  check_kserve_model(*fe, model, version);
+  return fe;
 }
 
 KServeGeneration start_kserve_generation(Frontend& frontend, const KServeInferRequest& request,

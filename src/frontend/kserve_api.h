@@ -23,6 +23,7 @@
 #include "frontend/frontend.h"
 #include "frontend/generation.h"
 #include "frontend/kserve_protocol.h"
+#include "frontend/model_registry.h"
 
 namespace inflight::frontend {
 
@@ -44,8 +45,10 @@ nlohmann::ordered_json kserve_model_statistics(const Frontend& frontend);
 
 // ApiError(404) unless `model` is the served name and `version` is empty or "1".
 void check_kserve_model(const Frontend& frontend, std::string_view model, std::string_view version);
-// True when the model is loaded and `model`/`version` name it.
-bool kserve_model_ready(const Frontend& frontend, std::string_view model, std::string_view version);
+// The model a KServe request names (path or model_name): ApiError(404) for an unknown model or
+// version, or a model not loaded.
+std::shared_ptr<Frontend> resolve_kserve_model(const ModelRegistry& registry,
+                                               std::string_view model, std::string_view version);
 
 // An accepted inference request: its engine request runs.
 struct KServeGeneration {

@@ -180,6 +180,11 @@ std::shared_ptr<Frontend> ModelRegistry::resolve(std::string_view requested) con
   return e->frontend;
 }
 
+bool ModelRegistry::knows(std::string_view name) const {
+  std::lock_guard lock(mutex_);
+  return find_locked(name) != nullptr;
+}
+
 std::vector<ModelStatus> ModelRegistry::index() const {
   std::lock_guard lock(mutex_);
   std::vector<ModelStatus> out;

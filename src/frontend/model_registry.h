@@ -66,6 +66,8 @@ class ModelRegistry {
   // names none and several are served.
   std::shared_ptr<Frontend> resolve(std::string_view requested) const;
 
+  // `name` is a model's served name or alias, loaded or not.
+  bool knows(std::string_view name) const;
   // Every model added, in the order added.
   std::vector<ModelStatus> index() const;
   // The Frontends of the models loading, ready or unloading, in the order added.

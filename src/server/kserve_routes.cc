@@ -137,8 +137,7 @@ HttpResponse model_route(const frontend::ModelRegistry& registry, const HttpRequ
     return res;
   }
   try {
-    frontend::Frontend& fe = *registry.resolve(p->model);
-    frontend::check_kserve_model(fe, p->model, p->version);
+    frontend::Frontend& fe = *frontend::resolve_kserve_model(registry, p->model, p->version);
     if (p->action == "ready") {
       return fe.ready() ? empty_ok() : kserve_error(503, "the model is still loading");
     }

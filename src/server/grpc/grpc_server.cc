@@ -70,9 +70,9 @@ class InferCall final : public grpc::ServerUnaryReactor,
   void begin(grpc::CallbackServerContext* ctx, const ModelInferRequest& request) {
     if (!env_.authorized(ctx)) return Finish(kUnauthenticated);
     try {
-      frontend::Frontend& fe = *env_.registry.resolve(request.model_name());
-      frontend::check_kserve_model(fe, request.model_name(), request.model_version());
-      generation_ = frontend::start_kserve_generation(fe, to_kserve_request(request), false);
+      const auto fe = frontend::resolve_kserve_model(env_.registry, request.model_name(),
+                                                     request.model_version());
+      generation_ = frontend::start_kserve_generation(*fe, to_kserve_request(request), false);
     } catch (...) {
       return Finish(current_grpc_status("ModelInfer"));
     }
@@ -202,10 +202,10 @@ class StreamCall final
 
   void accept(const ModelInferRequest& request) {
     try {
-      frontend::Frontend& fe = *env_.registry.resolve(request.model_name());
-      frontend::check_kserve_model(fe, request.model_name(), request.model_version());
+      const auto fe = frontend::resolve_kserve_model(env_.registry, request.model_name(),
+                                                     request.model_version());
       frontend::KServeGeneration g =
-          frontend::start_kserve_generation(fe, to_kserve_request(request), true);
+          frontend::start_kserve_generation(*fe, to_kserve_request(request), true);
       std::lock_guard lock(mutex_);
       if (cancelled_) return;  // dropping g cancels it
       wake_on_outputs(shared_from_this(), *g.generation, env_.pump);
@@ -348,8 +348,8 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
                                        const inference::ModelReadyRequest* req,
                                        inference::ModelReadyResponse* res) override {
     try {
-      res->set_ready(frontend::kserve_model_ready(*env_.registry.resolve(req->name()), req->name(),
-                                                  req->version()));
+      res->set_ready(
+          frontend::resolve_kserve_model(env_.registry, req->name(), req->version())->ready());
     } catch (const frontend::ApiError&) {
       res->set_ready(false);  // not served (or not loaded)
     }
@@ -371,8 +371,7 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
                                           inference::ModelMetadataResponse* res) override {
     std::shared_ptr<frontend::Frontend> fe;
     try {
-      fe = env_.registry.resolve(req->name());
-      frontend::check_kserve_model(*fe, req->name(), req->version());
+      fe = frontend::resolve_kserve_model(env_.registry, req->name(), req->version());
     } catch (...) {
       return finish_unary(ctx, current_grpc_status("ModelMetadata"));
     }
@@ -414,9 +413,8 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
                                         inference::ModelConfigResponse* res) override {
     if (!env_.authorized(ctx)) return finish_unary(ctx, kUnauthenticated);
     try {
-      frontend::Frontend& fe = *env_.registry.resolve(req->name());
-      frontend::check_kserve_model(fe, req->name(), req->version());
-      from_json(frontend::kserve_model_config(fe), *res->mutable_config());
+      const auto fe = frontend::resolve_kserve_model(env_.registry, req->name(), req->version());
+      from_json(frontend::kserve_model_config(*fe), *res->mutable_config());
     } catch (...) {
       return finish_unary(ctx, current_grpc_status("ModelConfig"));
     }
@@ -432,8 +430,8 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
       if (req->name().empty()) {
         models = env_.registry.frontends();
       } else {
-        models.push_back(env_.registry.resolve(req->name()));
-        frontend::check_kserve_model(*models[0], req->name(), req->version());
+        models.push_back(
+            frontend::resolve_kserve_model(env_.registry, req->name(), req->version()));
       }
       for (const auto& fe : models) {
         if (fe->ready()) from_json(frontend::kserve_model_statistics(*fe), *res->add_model_stats());
