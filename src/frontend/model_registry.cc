@@ -180,6 +180,11 @@ std::shared_ptr<Frontend> ModelRegistry::resolve(std::string_view requested) con
   return e->frontend;
 }
 
+size_t ModelRegistry::size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
 bool ModelRegistry::knows(std::string_view name) const {
   std::lock_guard lock(mutex_);
   return find_locked(name) != nullptr;

@@ -66,6 +66,8 @@ class ModelRegistry {
   // names none and several are served.
   std::shared_ptr<Frontend> resolve(std::string_view requested) const;
 
+  // Models added (loaded or not).
+  size_t size() const;
   // `name` is a model's served name or alias, loaded or not.
   bool knows(std::string_view name) const;
   // Every model added, in the order added.

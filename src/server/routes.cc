@@ -45,7 +45,7 @@ HttpResponse version() {
 // the body says (the API call checks the name), so a one-model server parses the body once.
 std::shared_ptr<frontend::Frontend> model_of_body(const ModelRegistry& registry,
                                                   std::string_view body) {
-  if (registry.index().size() == 1) return registry.resolve("");
+  if (registry.size() == 1) return registry.resolve("");
   const auto j = frontend::parse_json_object(body);
   const auto it = j.find("model");
   return registry.resolve(it != j.end() && it->is_string() ? it->get<std::string>()

@@ -26,8 +26,11 @@ std::shared_ptr<const LoadedModel> load_tiny(const std::string& name) {
                       "broken/model.safetensors: truncated");
   EngineConfig config;
   config.kv_cache_bytes = 8 << 20;
-  auto engine =
-      Engine::load({.path = kTiny, .tokenizer = testing::model_path(), .device = "cpu"}, config);
+  ModelSource source;
+  source.path = kTiny;
+  source.tokenizer = testing::model_path();
+  source.device = "cpu";
+  auto engine = Engine::load(source, config);
   INFLIGHT_CHECK(engine.ok(), "{}", engine.status().to_string());
   return make_loaded_model(std::move(engine).value(), "");
 }
@@ -66,7 +69,9 @@ TEST(ModelRegistry, NamesAndAliasesAreUnique) {
 TEST(ModelRegistry, LoadResolveAndTheLoadErrorKeptInTheIndex) {
   if (testing::model_path().empty())
     GTEST_SKIP() << "skipped: the default model (tokenizer) is missing";
-  ModelRegistry registry({.max_concurrent_requests = 4}, load_tiny);
+  FrontendOptions options;
+  options.max_concurrent_requests = 4;
+  ModelRegistry registry(options, load_tiny);
   registry.add("tiny", {"tiny-llama"});
   registry.add("broken", {});
   EXPECT_EQ(state_of(registry, "tiny"), ModelState::kUnavailable);

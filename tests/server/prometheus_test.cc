@@ -53,9 +53,16 @@ TEST(PrometheusText, Numbers) {
   EXPECT_EQ(prometheus_number(NAN), "NaN");
 }
 
+ModelMetrics named(const std::string& name) {
+  ModelMetrics m;
+  m.name = name;
+  return m;
+}
+
 // The whole /metrics body, checked by the real promtool when it is installed.
 TEST(Metrics, PromtoolAcceptsRenderedMetrics) {
-  ModelMetrics model{.name = "smollm \"test\""};
+  ModelMetrics model;
+  model.name = "smollm \"test\"";
   EngineStats& stats = model.engine;
   stats.num_running = 3;
   stats.num_kv_blocks = 100;
@@ -64,7 +71,8 @@ TEST(Metrics, PromtoolAcceptsRenderedMetrics) {
   stats.time_to_first_token.observe(0.02);
   stats.e2e_latency.observe(1.5);
   // A second model: each family holds one sample (or histogram) per model.
-  ModelMetrics other{.name = "tiny"};
+  ModelMetrics other;
+  other.name = "tiny";
   other.engine.num_running = 1;
   other.engine.e2e_latency.observe(0.25);
   other.tokens_sent = 7;
@@ -105,12 +113,12 @@ TEST(Metrics, PromtoolAcceptsRenderedMetrics) {
   // Also without a model (all unloaded), and a model still loading (zeros).
   std::ofstream(file) << render_metrics({}, http, "inflight_");
   EXPECT_EQ(std::system(cmd.c_str()), 0);
-  std::ofstream(file) << render_metrics({ModelMetrics{.name = "loading"}}, http, "inflight_");
+  std::ofstream(file) << render_metrics({named("loading")}, http, "inflight_");
   EXPECT_EQ(std::system(cmd.c_str()), 0);
 }
 
 TEST(Metrics, PrefixIsConfigurable) {
-  std::string text = render_metrics({ModelMetrics{.name = "m"}}, HttpServerStats{}, "inflight:");
+  std::string text = render_metrics({named("m")}, HttpServerStats{}, "inflight:");
   EXPECT_NE(text.find("\ninflight:num_requests_running{model_name=\"m\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE inflight:time_to_first_token_seconds histogram\n"),
             std::string::npos);
