@@ -383,6 +383,12 @@ ServedModels repository_models() {
                       "--load-model needs --model-control-mode explicit (mode none loads every "
                       "model)");
   const fs::path repo = opts.model_repository;
+  if (!opts.spec.name.empty()) {
+    INFLIGHT_LOG_WARN(
+        "--served-model-name {} is not used with --model-repository: each model is named by its "
+        "directory or its inflight.json's served_model_name",
+        opts.spec.name);
+  }
   frontend::ModelSpec defaults = opts.spec;
   defaults.gpu_memory_utilization = 0.0;  // the flag is the budget here, not a model's share
   const double budget = opts.spec.gpu_memory_utilization > 0 ? opts.spec.gpu_memory_utilization
