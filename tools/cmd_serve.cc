@@ -367,11 +367,11 @@ ServedModels single_model() {
   return out;
 }
 
-// A model repository's models. A model's inflight.json is read again when it is loaded (an
-// edited file counts; its memory share is planned again beside the others'). At start, the
-// shares of all the models must fit the budget; with --model-control-mode none every model
-// must also read cleanly, with explicit only the --load-model ones (the others show their
-// error when loaded).
+// A model repository's models. At start, the shares of all the models must fit the budget
+// (each keeps the share planned then); with --model-control-mode none every model must also
+// read cleanly, with explicit only the --load-model ones (the others show their error when
+// loaded). A model's inflight.json is read again when it is loaded (an edited file counts; a
+// share it names now must fit beside the others').
 ServedModels repository_models() {
   INFLIGHT_CHECK_CODE(
       !opts.dummy_weights && opts.tensor_parallel_size == 1 && opts.pipeline_parallel_size == 1,
@@ -429,6 +429,7 @@ ServedModels repository_models() {
   std::vector<frontend::ModelSpec> planned;
   for (const auto& [name, spec] : known->specs) planned.push_back(spec);
   frontend::plan_memory_shares(planned, budget);  // refuses at start what cannot fit
+  for (const auto& spec : planned) known->specs[spec.name] = spec;
 
   for (const auto& spec : out.specs) {
     if (load_all) out.load_at_start.push_back(spec.name);
@@ -449,13 +450,18 @@ ServedModels repository_models() {
                           "{}: served_model_name is now '{}', was '{}' at start: restart the "
                           "server to rename a model",
                           known->dirs.at(name).string(), spec.name, name);
-      known->specs[name] = spec;
-      std::vector<frontend::ModelSpec> planned;
-      for (const auto& entry : known->specs) planned.push_back(entry.second);
-      frontend::plan_memory_shares(planned, budget);
-      for (const auto& p : planned) {
-        if (p.name == name) spec = p;
+      // A file that names no share keeps the one planned before; the others keep theirs.
+      if (spec.gpu_memory_utilization == 0 && known->specs.count(name) == 1) {
+        spec.gpu_memory_utilization = known->specs[name].gpu_memory_utilization;
       }
+      std::vector<frontend::ModelSpec> planned;
+      for (const auto& entry : known->specs) {
+        if (entry.first != name) planned.push_back(entry.second);
+      }
+      planned.push_back(spec);
+      frontend::plan_memory_shares(planned, budget);
+      spec = planned.back();
+      known->specs[name] = spec;  // only a spec that fits replaces the one before
     }
     return load_model(spec);
   };

@@ -68,6 +68,7 @@ def repo_server(tmp_path_factory):
     m = re.search(r"grpc on [\d.]+:(\d+)", "".join(s.log))
     assert m, "".join(s.log)
     s.grpc_url = f"127.0.0.1:{m.group(1)}"
+    s.root = root
     yield s
     assert s.stop() == 0, "".join(s.log[-50:])
 
@@ -312,6 +313,26 @@ def test_unloading_one_model_leaves_the_other_streaming(repo_server):
                                             "max_tokens": 8, "temperature": 0,
                                             "ignore_eos": True, "skip_special_tokens": False})
     assert r.json()["choices"][0]["text"] == detokenize(url, "tiny", case["greedy_ids"][:8])
+
+
+def test_a_load_reads_the_edited_config_and_checks_its_share(repo_server):
+    url, config = repo_server.url, repo_server.root / "tiny" / "inflight.json"
+    original = config.read_text()
+    assert post_json(url + "/v2/repository/models/tiny/unload", {}).status_code == 200
+    wait_state(url, "tiny", "UNAVAILABLE")
+    try:
+        # smollm2 keeps the share planned at start (half the 0.9 budget): 0.5 more cannot fit.
+        config.write_text(json.dumps({**json.loads(original), "gpu_memory_utilization": 0.5}))
+        r = post_json(url + "/v2/repository/models/tiny/load", {})
+        assert r.status_code == 400 and "more than the budget 0.9" in r.json()["error"], r.text
+        config.write_text(json.dumps({**json.loads(original), "max_num_seq": 4}))
+        r = post_json(url + "/v2/repository/models/tiny/load", {})
+        assert r.status_code == 400 and "unknown key 'max_num_seq'" in r.json()["error"], r.text
+        assert "tiny/inflight.json" in index(url)["tiny"]["reason"]
+    finally:
+        config.write_text(original)
+    assert post_json(url + "/v2/repository/models/tiny/load", {}).status_code == 200
+    assert index(url)["tiny"] == {"name": "tiny", "version": "1", "state": "READY", "reason": ""}
 
 
 def serve_error(root, *args):
