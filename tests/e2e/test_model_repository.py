@@ -315,6 +315,24 @@ def test_unloading_one_model_leaves_the_other_streaming(repo_server):
     assert r.json()["choices"][0]["text"] == detokenize(url, "tiny", case["greedy_ids"][:8])
 
 
+def test_kserve_grpc_unload_and_load(repo_server):
+    grpcclient = pytest.importorskip("tritonclient.grpc")
+    c = grpcclient.InferenceServerClient(repo_server.grpc_url)
+    try:
+        c.unload_model("tiny")
+        deadline = time.time() + TIMEOUT
+        while {m.name: m.state for m in c.get_model_repository_index().models}["tiny"] != \
+                "UNAVAILABLE":
+            assert time.time() < deadline
+            time.sleep(0.05)
+        assert not c.is_model_ready("tiny") and c.is_model_ready("smollm2")
+        c.load_model("tiny")
+        assert c.is_model_ready("tiny")
+        assert {m.name: m.state for m in c.get_model_repository_index().models}["tiny"] == "READY"
+    finally:
+        c.close()
+
+
 def test_a_load_reads_the_edited_config_and_checks_its_share(repo_server):
     url, config = repo_server.url, repo_server.root / "tiny" / "inflight.json"
     original = config.read_text()
@@ -342,6 +360,24 @@ def serve_error(root, *args):
                            "127.0.0.1", "--port", "0", "--grpc-port", "0", *args],
                           capture_output=True, text=True, timeout=TIMEOUT)
     return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_mode_none_loads_every_model_and_refuses_model_control(tmp_path):
+    if not MODEL.exists():
+        pytest.skip(f"skipped: {MODEL} not found (run scripts/fetch_model.sh)")
+    root = make_repository(tmp_path / "repo")
+    shutil.rmtree(root / "broken")
+    s = ServerProcess([], repository=root)
+    try:
+        s.wait_ready()
+        assert {n: m["state"] for n, m in index(s.url).items()} == {"smollm2": "READY",
+                                                                      "tiny": "READY"}
+        for action in ("load", "unload"):
+            r = post_json(s.url + f"/v2/repository/models/tiny/{action}", {})
+            assert r.status_code == 400 and "--model-control-mode explicit" in r.json()["error"]
+        assert index(s.url)["tiny"]["state"] == "READY"
+    finally:
+        assert s.stop() == 0, "".join(s.log[-50:])
 
 
 def test_shares_over_the_budget_are_refused_at_start(tmp_path):
