@@ -315,6 +315,16 @@ def test_unloading_one_model_leaves_the_other_streaming(repo_server):
     assert r.json()["choices"][0]["text"] == detokenize(url, "tiny", case["greedy_ids"][:8])
 
 
+def test_kserve_http_unload_and_load(repo_server):
+    httpclient = pytest.importorskip("tritonclient.http")
+    c = httpclient.InferenceServerClient(repo_server.url.removeprefix("http://"))
+    c.unload_model("tiny")
+    wait_state(repo_server.url, "tiny", "UNAVAILABLE")
+    assert not c.is_model_ready("tiny") and c.is_model_ready("smollm2")
+    c.load_model("tiny")
+    assert c.is_model_ready("tiny")
+
+
 def test_kserve_grpc_unload_and_load(repo_server):
     grpcclient = pytest.importorskip("tritonclient.grpc")
     c = grpcclient.InferenceServerClient(repo_server.grpc_url)
