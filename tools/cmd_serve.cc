@@ -1,7 +1,8 @@
 // `inflight serve`: the OpenAI-, TGI- and KServe v2-compatible HTTP server, and KServe v2 over
 // gRPC (Triton's GRPCInferenceService) on --grpc-port.
 //
-//   inflight serve [--model PATH] [--host 127.0.0.1] [--port 8000] [--grpc-port PORT + 1]
+//   inflight serve [--model PATH | --model-repository DIR [--model-control-mode none|explicit]
+//                   [--load-model NAME]...] [--host 127.0.0.1] [--port 8000] [--grpc-port PORT + 1]
 //                  [--api-key KEY]
 //                  [--allowed-hosts a,b] [--allowed-origins https://app.example] ...
 //                  [--served-model-name NAME] [--max-model-len N] [--max-num-seqs N]
@@ -11,10 +12,13 @@
 //                  [--dummy-weights --arch llama-3.1-8b --tokenizer FILE] ...
 //
 // The socket is bound first (GET /health answers 503 while the model loads), then the model
-// is loaded on a second thread and published. SIGINT/SIGTERM stop accepting, let in-flight
-// requests finish within --shutdown-timeout (a second signal: at once), then abort the rest
-// (streams end with finish reason "abort") and exit 0. What the server guards against and what
-// it leaves to a reverse proxy: docs/security.md.
+// is loaded on a second thread and published. With --model-repository every model of the
+// repository (frontend/model_repository.h) is an engine of its own, its memory share planned
+// at start; --model-control-mode explicit loads only the --load-model ones at start and lets
+// /v2/repository/models/{m}/load|unload load and unload the others (Triton's modes). SIGINT/SIGTERM
+// stop accepting, let in-flight requests finish within --shutdown-timeout (a second signal: at
+// once), then abort the rest (streams end with finish reason "abort") and exit 0. What the server
+// guards against and what it leaves to a reverse proxy: docs/security.md.
 #include <CLI/CLI.hpp>
 
 #include <sys/resource.h>
@@ -25,6 +29,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -34,6 +40,8 @@
 #include "formats/default_model.h"
 #include "formats/quantization.h"
 #include "frontend/loaded_model.h"
+#include "frontend/model_registry.h"
+#include "frontend/model_repository.h"
 #include "frontend/tool_calls.h"
 #include "inflight/engine.h"
 #include "server/grpc/grpc_server.h"
@@ -50,33 +58,23 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Options {
-  std::string model;
+  // The model's settings (--model, --served-model-name, --device, ...); with
+  // --model-repository, what each model's inflight.json starts from.
+  frontend::ModelSpec spec;
   std::string positional_model;  // `inflight serve MODEL`, as `vllm serve MODEL`
-  std::string served_model_name;
-  std::string chat_template;
+  std::string model_repository;
+  std::string model_control_mode = "none";            // none | explicit
+  std::vector<std::string> load_models;               // --load-model (explicit mode)
   std::string tool_call_parser;                       // --tool-call-parser (tool_calls.h)
   std::string chat_content_special_tokens = "parse";  // parse | text
-  std::string kv_cache_memory = "auto";
-  std::string device = "auto";
-  std::string quantization;
-  std::string kv_cache_dtype = "auto";
   int32_t tensor_parallel_size = 1;
   int32_t pipeline_parallel_size = 1;
   int32_t max_num_micro_batches = EngineConfig{}.max_num_micro_batches;
   bool dummy_weights = false;
   std::string arch;
   std::string config;
-  std::string tokenizer;
-  int32_t max_model_len = 0;
-  int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
-  int32_t max_num_batched_tokens = EngineConfig{}.max_num_batched_tokens;
   double schedule_conservativeness = EngineConfig{}.schedule_conservativeness;
-  int32_t block_size = EngineConfig{}.block_size;
-  int32_t max_logprobs = EngineConfig{}.max_logprobs;
   bool disable_prefix_caching = false;
-  bool enable_prefix_caching = true;  // vLLM's --[no-]enable-prefix-caching
-  double gpu_memory_utilization = 0.0;
-  std::string dtype = "auto";
   std::optional<uint64_t> seed;
   std::string log_level;
   bool trust_remote_code = false;
@@ -115,10 +113,10 @@ void check_dtype(const std::string& dtype, const std::string& device) {
                       dtype, device, computes, computes);
 }
 
-ModelSource model_source(const std::string& path) {
+ModelSource model_source(const frontend::ModelSpec& spec) {
   ModelSource source;
   if (opts.dummy_weights) {
-    INFLIGHT_CHECK_CODE(!opts.tokenizer.empty(), ErrorCode::kInvalidArgument,
+    INFLIGHT_CHECK_CODE(!spec.tokenizer.empty(), ErrorCode::kInvalidArgument,
                         "--dummy-weights needs --tokenizer FILE (e.g. a vocab GGUF of the same "
                         "vocabulary size) to serve text");
     INFLIGHT_CHECK_CODE(!opts.arch.empty() || !opts.config.empty(), ErrorCode::kInvalidArgument,
@@ -126,45 +124,46 @@ ModelSource model_source(const std::string& path) {
     source.dummy_arch = opts.arch;
     source.dummy_config = opts.config;
   } else {
-    source.path = path;
+    source.path = spec.model;
   }
-  source.tokenizer = opts.tokenizer;
-  source.device = opts.device;
-  source.quantization = opts.quantization;
-  source.kv_cache_dtype = opts.kv_cache_dtype;
+  source.tokenizer = spec.tokenizer;
+  source.device = spec.device;
+  source.quantization = spec.quantization;
+  source.kv_cache_dtype = spec.kv_cache_dtype;
   source.tensor_parallel_size = opts.tensor_parallel_size;
   source.pipeline_parallel_size = opts.pipeline_parallel_size;
   return source;
 }
 
-std::shared_ptr<const frontend::LoadedModel> load_model(const std::string& path) {
-  const ModelSource source = model_source(path);
+std::shared_ptr<const frontend::LoadedModel> load_model(const frontend::ModelSpec& spec) {
+  const ModelSource source = model_source(spec);
   EngineConfig config;
-  config.max_model_len = opts.max_model_len;
-  config.max_num_seqs = opts.max_num_seqs;
+  config.max_model_len = spec.max_model_len;
+  config.max_num_seqs = spec.max_num_seqs;
   config.max_num_micro_batches = opts.max_num_micro_batches;
-  config.max_num_batched_tokens = opts.max_num_batched_tokens;
+  config.max_num_batched_tokens = spec.max_num_batched_tokens;
   config.schedule_conservativeness = opts.schedule_conservativeness;
-  config.block_size = opts.block_size;
-  if (const Status s = parse_kv_cache_memory(opts.kv_cache_memory, config); !s.ok()) {
+  config.block_size = spec.block_size;
+  if (const Status s = parse_kv_cache_memory(spec.kv_cache_memory, config); !s.ok()) {
     INFLIGHT_THROW(ErrorCode::kInvalidArgument, "--kv-cache-memory: {}", s.message());
   }
-  config.enable_prefix_caching = opts.enable_prefix_caching && !opts.disable_prefix_caching;
-  config.max_logprobs = opts.max_logprobs;
-  config.gpu_memory_utilization = opts.gpu_memory_utilization;
+  config.enable_prefix_caching = spec.enable_prefix_caching && !opts.disable_prefix_caching;
+  config.max_logprobs = spec.max_logprobs;
+  config.gpu_memory_utilization = spec.gpu_memory_utilization;
   config.seed = opts.seed;
   auto engine = Engine::load(source, config);
   INFLIGHT_CHECK_CODE(engine.ok(), ErrorCode::kInvalidArgument, "cannot start the engine: {}",
                       engine.status().to_string());
-  check_dtype(opts.dtype, engine.value()->device_name());
+  check_dtype(spec.dtype, engine.value()->device_name());
 
   const std::string tmpl =
-      opts.chat_template.empty() ? std::string() : read_chat_template(opts.chat_template);
+      spec.chat_template.empty() ? std::string() : read_chat_template(spec.chat_template);
   auto model = frontend::make_loaded_model(std::move(engine).value(), tmpl);
   if (!model->chat_template) {
     INFLIGHT_LOG_WARN(
-        "the model has no chat template: /v1/chat/completions will answer 400 "
-        "(pass --chat-template)");
+        "model '{}' has no chat template: its /v1/chat/completions will answer 400 "
+        "(pass --chat-template)",
+        spec.name);
   }
   model->limits.reject_unknown_fields = opts.strict;
   model->content_special_tokens_as_text = opts.chat_content_special_tokens == "text";
@@ -184,11 +183,29 @@ void setup(CLI::App& app) {
   auto& http = opts.server.http;
   auto& server = opts.server.options;
   auto& front = opts.server.frontend;
-  app.add_option("--model", opts.model,
-                 "Model (.gguf file or Hugging Face directory); default: models/" +
-                     std::string(kDefaultModelFile));
-  app.add_option("model_path", opts.positional_model,
-                 "The model as a positional argument (as `vllm serve MODEL`); same as --model");
+  auto& spec = opts.spec;
+  auto* model = app.add_option("--model", spec.model,
+                               "Model (.gguf file or Hugging Face directory); default: models/" +
+                                   std::string(kDefaultModelFile));
+  auto* positional =
+      app.add_option("model_path", opts.positional_model,
+                     "The model as a positional argument (as `vllm serve MODEL`); same as --model");
+  auto* repository =
+      app.add_option("--model-repository", opts.model_repository,
+                     "Serve every model of this directory, one subdirectory per model with its "
+                     "files and an optional inflight.json of settings (docs/model_repository.md)")
+          ->excludes(model)
+          ->excludes(positional);
+  app.add_option("--model-control-mode", opts.model_control_mode,
+                 "none: load every repository model at start; explicit: load the --load-model "
+                 "ones, and others through /v2/repository/models/{m}/load|unload (Triton's)")
+      ->check(CLI::IsMember({"none", "explicit"}))
+      ->needs(repository)
+      ->capture_default_str();
+  app.add_option("--load-model", opts.load_models,
+                 "With --model-control-mode explicit: a model to load at start (repeatable; '*' "
+                 "= all)")
+      ->needs(repository);
   app.add_option("--host", http.host, "Address to listen on")->capture_default_str();
   app.add_option("--port", http.port, "Port to listen on (0 = any free port)")
       ->capture_default_str();
@@ -208,26 +225,26 @@ void setup(CLI::App& app) {
                  "Browser origins allowed cross-origin access (CORS; comma list, '*' = any); "
                  "default: none, CORS off")
       ->delimiter(',');
-  app.add_option("--served-model-name", front.served_model_name,
+  app.add_option("--served-model-name", spec.name,
                  "Model name in the API (default: the model file's name)");
-  app.add_option("--max-model-len", opts.max_model_len,
+  app.add_option("--max-model-len", spec.max_model_len,
                  "Longest prompt + output in tokens (default: the model's context length)");
-  app.add_option("--max-num-seqs", opts.max_num_seqs,
+  app.add_option("--max-num-seqs", spec.max_num_seqs,
                  "Most sequences per engine step (0: from the memory plan, up to 1024 on a GPU)")
       ->capture_default_str();
-  app.add_option("--max-num-batched-tokens", opts.max_num_batched_tokens,
+  app.add_option("--max-num-batched-tokens", spec.max_num_batched_tokens,
                  "Most tokens per engine step (0: 8192 on a GPU, 2048 on the CPU)")
       ->capture_default_str();
   app.add_option("--schedule-conservativeness", opts.schedule_conservativeness,
                  "KV room admission keeps for running requests' growth: 1 = the adaptive "
                  "estimate, larger = more, 0 = admit while blocks are free")
       ->capture_default_str();
-  app.add_option("--kv-cache-memory", opts.kv_cache_memory,
+  app.add_option("--kv-cache-memory", spec.kv_cache_memory,
                  "KV cache size: auto (0.9 on CUDA, 512MiB on the CPU), bytes (512MiB, 2G) or a "
                  "fraction (0.9) of the memory free after weights and workspace")
       ->capture_default_str();
-  app.add_option("--device", opts.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
-  add_precision_options(app, opts.quantization, opts.kv_cache_dtype);
+  app.add_option("--device", spec.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
+  add_precision_options(app, spec.quantization, spec.kv_cache_dtype);
   add_parallel_options(app, opts.tensor_parallel_size, opts.pipeline_parallel_size,
                        opts.max_num_micro_batches);
   auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
@@ -239,16 +256,17 @@ void setup(CLI::App& app) {
       ->needs(dummy);
   app.add_option("--config", opts.config, "Dummy-weights shapes from a Hugging Face config.json")
       ->needs(dummy);
-  app.add_option("--tokenizer", opts.tokenizer,
+  app.add_option("--tokenizer", spec.tokenizer,
                  "Tokenizer file (.gguf or tokenizer.json) instead of the model's");
-  app.add_option("--block-size", opts.block_size, "Tokens per KV block")->capture_default_str();
-  app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", opts.enable_prefix_caching,
+  app.add_option("--block-size", spec.block_size, "Tokens per KV block")->capture_default_str();
+  app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", spec.enable_prefix_caching,
                "Reuse the KV blocks of cached prompt prefixes (vLLM's flag; on by default)");
-  app.add_option("--gpu-memory-utilization", opts.gpu_memory_utilization,
+  app.add_option("--gpu-memory-utilization", spec.gpu_memory_utilization,
                  "Share of the GPU's memory this server may use (weights + KV cache + workspace), "
-                 "as vLLM's flag; the KV cache gets what is left of it")
+                 "as vLLM's flag; the KV cache gets what is left of it. With --model-repository "
+                 "the budget the models' shares split (default 0.9)")
       ->check(CLI::Range(0.0, 1.0).description("(0, 1]"));
-  app.add_option("--dtype", opts.dtype,
+  app.add_option("--dtype", spec.dtype,
                  "Compute dtype: auto (bfloat16 on GPUs, float32 on the CPU) or that dtype")
       ->capture_default_str();
   app.add_option("--seed", opts.seed,
@@ -272,9 +290,9 @@ void setup(CLI::App& app) {
                "Accepted for vLLM command lines; no checkpoint code is ever run");
   app.add_flag("--disable-prefix-caching", opts.disable_prefix_caching,
                "Do not reuse the KV blocks of shared prompt prefixes");
-  app.add_option("--max-logprobs", opts.max_logprobs, "Largest logprobs / top_logprobs allowed")
+  app.add_option("--max-logprobs", spec.max_logprobs, "Largest logprobs / top_logprobs allowed")
       ->capture_default_str();
-  app.add_option("--chat-template", opts.chat_template,
+  app.add_option("--chat-template", spec.chat_template,
                  "Jinja chat template file (or text) replacing the model's");
   app.add_option("--chat-content-special-tokens", opts.chat_content_special_tokens,
                  "Special-token text inside chat messages ('<|im_end|>'): parse (as Hugging "
@@ -328,11 +346,137 @@ void check_access() {
 
 // The model named positionally or by --model (not two different ones).
 std::string model_argument() {
+  const std::string& model = opts.spec.model;
   INFLIGHT_CHECK_CODE(
-      opts.positional_model.empty() || opts.model.empty() || opts.positional_model == opts.model,
+      opts.positional_model.empty() || model.empty() || opts.positional_model == model,
       ErrorCode::kInvalidArgument, "two models given: '{}' (positional) and --model '{}'; give one",
-      opts.positional_model, opts.model);
-  return opts.model.empty() ? opts.positional_model : opts.model;
+      opts.positional_model, model);
+  return model.empty() ? opts.positional_model : model;
+}
+
+// What a server serves: its models' specs (the registry's order), those loaded at start, and
+// how a model is (re)built by name.
+struct ServedModels {
+  std::vector<frontend::ModelSpec> specs;
+  std::vector<std::string> load_at_start;
+  frontend::ModelRegistry::Loader loader;
+};
+
+// --model (or the default model, or dummy weights): one model, loaded at start.
+ServedModels single_model() {
+  frontend::ModelSpec spec = opts.spec;
+  const std::string named = model_argument();
+  spec.model = opts.dummy_weights ? std::string() : named.empty() ? find_default_model() : named;
+  if (spec.name.empty()) {
+    spec.name = opts.dummy_weights ? (opts.arch.empty() ? std::string("dummy") : opts.arch)
+                                   : fs::path(spec.model).filename().replace_extension().string();
+  }
+  ServedModels out;
+  out.specs = {spec};
+  out.load_at_start = {spec.name};
+  out.loader = [spec](const std::string&) { return load_model(spec); };
+  return out;
+}
+
+// A model repository's models. At start, the shares of all the models must fit the budget
+// (each keeps the share planned then); with --model-control-mode none every model must also
+// read cleanly, with explicit only the --load-model ones (the others show their error when
+// loaded). A model's inflight.json is read again when it is loaded (an edited file counts; a
+// share it names now must fit beside the others').
+ServedModels repository_models() {
+  INFLIGHT_CHECK_CODE(
+      !opts.dummy_weights && opts.tensor_parallel_size == 1 && opts.pipeline_parallel_size == 1,
+      ErrorCode::kUnsupported,
+      "--model-repository serves models of one GPU each: leave out "
+      "--dummy-weights, --tensor-parallel-size and --pipeline-parallel-size");
+  const bool explicit_control = opts.model_control_mode == "explicit";
+  INFLIGHT_CHECK_CODE(explicit_control || opts.load_models.empty(), ErrorCode::kInvalidArgument,
+                      "--load-model needs --model-control-mode explicit (mode none loads every "
+                      "model)");
+  const fs::path repo = opts.model_repository;
+  if (!opts.spec.name.empty()) {
+    INFLIGHT_LOG_WARN(
+        "--served-model-name {} is not used with --model-repository: each model is named by its "
+        "directory or its inflight.json's served_model_name",
+        opts.spec.name);
+  }
+  frontend::ModelSpec defaults = opts.spec;
+  defaults.gpu_memory_utilization = 0.0;  // the flag is the budget here, not a model's share
+  const double budget = opts.spec.gpu_memory_utilization > 0 ? opts.spec.gpu_memory_utilization
+                                                             : EngineConfig::kAutoKvCacheFraction;
+  const bool load_all =
+      !explicit_control ||
+      std::find(opts.load_models.begin(), opts.load_models.end(), "*") != opts.load_models.end();
+
+  // Specs by served name, and the directory each was read from.
+  struct Known {
+    std::map<std::string, frontend::ModelSpec> specs;
+    std::map<std::string, fs::path> dirs;
+    std::mutex mutex;
+  };
+  auto known = std::make_shared<Known>();
+  ServedModels out;
+  for (const std::string& dir : frontend::list_model_directories(repo)) {
+    frontend::ModelSpec spec;
+    try {
+      spec = frontend::read_model_spec(repo / dir, defaults);
+    } catch (const Error& e) {
+      const bool wanted = load_all || std::find(opts.load_models.begin(), opts.load_models.end(),
+                                                dir) != opts.load_models.end();
+      if (wanted) throw;
+      INFLIGHT_LOG_WARN("model '{}' cannot be loaded as it is: {}", dir, e.message());
+      spec.name = dir;  // listed under its directory's name; a load reports the error
+    }
+    INFLIGHT_CHECK_CODE(known->dirs.count(spec.name) == 0, ErrorCode::kInvalidArgument,
+                        "{} and {} both serve the name '{}': give one another "
+                        "served_model_name",
+                        known->dirs[spec.name].string(), (repo / dir).string(), spec.name);
+    known->dirs[spec.name] = repo / dir;
+    if (!spec.model.empty()) known->specs[spec.name] = spec;
+    out.specs.push_back(spec);
+  }
+  INFLIGHT_CHECK_CODE(!out.specs.empty(), ErrorCode::kNotFound,
+                      "--model-repository {}: no model directory in it", repo.string());
+  std::vector<frontend::ModelSpec> planned;
+  for (const auto& [name, spec] : known->specs) planned.push_back(spec);
+  frontend::plan_memory_shares(planned, budget);  // refuses at start what cannot fit
+  for (const auto& spec : planned) known->specs[spec.name] = spec;
+
+  for (const auto& spec : out.specs) {
+    if (load_all) out.load_at_start.push_back(spec.name);
+  }
+  if (!load_all) {
+    for (const std::string& name : opts.load_models) {
+      INFLIGHT_CHECK_CODE(known->dirs.count(name) == 1, ErrorCode::kNotFound,
+                          "--load-model {}: no such model in {}", name, repo.string());
+      out.load_at_start.push_back(name);
+    }
+  }
+  out.loader = [known, defaults, budget](const std::string& name) {
+    frontend::ModelSpec spec;
+    {
+      std::lock_guard lock(known->mutex);
+      spec = frontend::read_model_spec(known->dirs.at(name), defaults);
+      INFLIGHT_CHECK_CODE(spec.name == name, ErrorCode::kInvalidArgument,
+                          "{}: served_model_name is now '{}', was '{}' at start: restart the "
+                          "server to rename a model",
+                          known->dirs.at(name).string(), spec.name, name);
+      // A file that names no share keeps the one planned before; the others keep theirs.
+      if (spec.gpu_memory_utilization == 0 && known->specs.count(name) == 1) {
+        spec.gpu_memory_utilization = known->specs[name].gpu_memory_utilization;
+      }
+      std::vector<frontend::ModelSpec> planned;
+      for (const auto& entry : known->specs) {
+        if (entry.first != name) planned.push_back(entry.second);
+      }
+      planned.push_back(spec);
+      frontend::plan_memory_shares(planned, budget);
+      spec = planned.back();
+      known->specs[name] = spec;  // only a spec that fits replaces the one before
+    }
+    return load_model(spec);
+  };
+  return out;
 }
 
 int run() {
@@ -344,21 +488,24 @@ int run() {
   raise_fd_limit();
   opts.server.http.access_log = !opts.disable_access_log;
   if (opts.disable_log_stats) opts.server.options.log_stats_interval_s = 0;
-  const std::string named = model_argument();
-  const std::string path = opts.dummy_weights ? std::string()
-                           : named.empty()    ? find_default_model()
-                                              : named;
-  if (const std::optional<int> rc = start_parallel_job(model_source(path))) return *rc;
-  auto& names = opts.server.frontend.served_model_name;
-  if (names.empty()) {
-    names = opts.dummy_weights ? (opts.arch.empty() ? std::string("dummy") : opts.arch)
-                               : fs::path(path).filename().replace_extension().string();
+  const bool repository = !opts.model_repository.empty();
+  ServedModels served = repository ? repository_models() : single_model();
+  if (!repository) {
+    if (const std::optional<int> rc = start_parallel_job(model_source(served.specs[0]))) {
+      return *rc;
+    }
   }
-
+  opts.server.options.explicit_model_control = opts.model_control_mode == "explicit";
   if (!opts.tool_call_parser.empty()) {
     opts.server.frontend.tool_call_parser = frontend::tool_call_parser_named(opts.tool_call_parser);
   }
-  server::Server server(opts.server);
+  frontend::ModelRegistry registry(opts.server.frontend, served.loader);
+  std::vector<std::string> names;
+  for (const auto& spec : served.specs) {
+    registry.add(spec.name, spec.aliases);
+    names.push_back(spec.name);
+  }
+  server::Server server(opts.server, registry);
   server.listen();
   std::optional<server::GrpcServer> grpc;
   if (opts.grpc_port != 0) {
@@ -368,15 +515,19 @@ int run() {
     INFLIGHT_CHECK_CODE(port <= 65535, ErrorCode::kInvalidArgument,
                         "--port {} leaves no port for gRPC above it: give --grpc-port", http_port);
     grpc.emplace(server::GrpcServerConfig{opts.server.http.host, port, opts.server.options.api_key,
-                                          opts.server.http.max_body_bytes},
-                 server.frontend());
+                                          opts.server.http.max_body_bytes,
+                                          opts.server.options.explicit_model_control},
+                 registry);
     grpc->start();
     // The HTTP drain and the gRPC one run side by side, with the same deadline.
     server.on_stop(
         [&grpc, timeout = opts.server.http.shutdown_timeout_s] { grpc->shutdown(timeout); });
   }
-  INFLIGHT_LOG_INFO("serving '{}' on http://{}:{} (loading {})", names, opts.server.http.host,
-                    server.port(), opts.dummy_weights ? "dummy weights of " + names : path);
+  INFLIGHT_LOG_INFO("serving {} on http://{}:{} (loading {})", fmt::join(names, ", "),
+                    opts.server.http.host, server.port(),
+                    served.load_at_start.empty()
+                        ? std::string("none")
+                        : fmt::format("{}", fmt::join(served.load_at_start, ", ")));
   // Tests and scripts that pass --port 0 read the port from this line.
   std::printf("inflight serve: listening on %s:%d\n", opts.server.http.host.c_str(), server.port());
   if (grpc) {
@@ -384,26 +535,22 @@ int run() {
   }
   std::fflush(stdout);
 
-  std::shared_ptr<const frontend::LoadedModel> model;
   std::string load_error;
   std::thread loader([&] {
-    try {
-      model = load_model(path);
-      server.load(model);
-      INFLIGHT_LOG_INFO("model loaded: max_model_len {}, ready", model->max_model_len);
-    } catch (const Error& e) {
-      // What the operator can act on; the source location only for a bug of ours.
-      load_error = e.code() == ErrorCode::kInternal ? e.what() : e.message();
-      server.stop();
-    } catch (const std::exception& e) {
-      load_error = e.what();
-      server.stop();
+    for (const std::string& name : served.load_at_start) {
+      if (const Status s = registry.load(name); !s.ok()) {
+        // A model that cannot start at start-up stops the server (Triton's --exit-on-error).
+        load_error = std::string(s.message());
+        server.stop();
+        return;
+      }
+      INFLIGHT_LOG_INFO("model '{}' loaded, ready", name);
     }
+    registry.set_started();
   });
   server.run();
   grpc.reset();  // waits for the gRPC calls (cancelled at the shutdown deadline)
   loader.join();
-  if (model) model->engine->shutdown(ShutdownMode::kAbort);
   if (!load_error.empty()) {
     std::fprintf(stderr, "error: %s\n", load_error.c_str());
     return 1;

@@ -36,9 +36,12 @@ int64_t planned_kv_bytes(const EngineConfig& c, int64_t per_block, int64_t avail
                          const RunnerMemory& m) {
   if (c.num_kv_blocks > 0) return c.num_kv_blocks * per_block;
   if (c.gpu_memory_utilization > 0.0 && !m.host) {
-    // What the share leaves once everything else this engine holds is counted.
-    const double outside = (1.0 - c.gpu_memory_utilization) * static_cast<double>(m.total);
-    return std::max<int64_t>(0, available - static_cast<int64_t>(outside));
+    // What the share leaves once everything else this engine holds is counted, within what is
+    // free. Memory that other engines (a model repository's other models) or processes hold is
+    // not this engine's: each engine of a process takes its own share.
+    const auto share =
+        static_cast<int64_t>(c.gpu_memory_utilization * static_cast<double>(m.total));
+    return std::clamp<int64_t>(share - m.weights - m.workspace - m.reserve, 0, available);
   }
   if (c.kv_cache_memory_fraction > 0.0) {
     return static_cast<int64_t>(c.kv_cache_memory_fraction * static_cast<double>(available));

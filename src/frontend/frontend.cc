@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 
@@ -29,13 +30,20 @@ const LoadedModel& Frontend::model() const {
   return *m;
 }
 
+bool is_tgi_placeholder(std::string_view name) {
+  return name == "tgi" || name == "dummy";
+}
+
 void Frontend::check_model(const std::string& requested) const {
-  // "tgi" and "dummy": the names TGI clients send for the one model a TGI server has
-  // (huggingface_hub's InferenceClient given a base URL); any other name must be the served one.
-  const bool tgi_placeholder = requested == "tgi" || requested == "dummy";
-  if (!requested.empty() && requested != options_.served_model_name && !tgi_placeholder) {
+  if (!requested.empty() && !serves(requested) && !is_tgi_placeholder(requested)) {
     throw ApiError(404, fmt::format("The model `{}` does not exist.", requested), "model");
   }
+}
+
+bool Frontend::serves(std::string_view name) const {
+  return name == options_.served_model_name ||
+         std::find(options_.aliases.begin(), options_.aliases.end(), name) !=
+             options_.aliases.end();
 }
 
 bool Frontend::try_acquire_slot() {
@@ -45,6 +53,10 @@ bool Frontend::try_acquire_slot() {
     rejected_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
+  last_request_ms_.store(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count(),
+                         std::memory_order_relaxed);
   return true;
 }
 

@@ -17,7 +17,10 @@ void Generation::Notifier::notify() {
 }
 
 Generation::Generation(Frontend& frontend, std::shared_ptr<Engine> engine)
-    : frontend_(frontend), engine_(std::move(engine)), notifier_(std::make_shared<Notifier>()) {}
+    : frontend_(frontend),
+      keep_alive_(frontend.weak_from_this().lock()),
+      engine_(std::move(engine)),
+      notifier_(std::make_shared<Notifier>()) {}
 
 std::shared_ptr<Generation> Generation::submit(Frontend& frontend, std::vector<Request> requests) {
   std::shared_ptr<Engine> engine = frontend.model().engine;

@@ -65,6 +65,7 @@ class Generation {
   Generation(Frontend& frontend, std::shared_ptr<Engine> engine);
 
   Frontend& frontend_;
+  std::shared_ptr<const Frontend> keep_alive_;  // frontend_, when a shared_ptr owns it
   std::shared_ptr<Engine> engine_;
   std::shared_ptr<Notifier> notifier_;
   std::vector<RequestHandle> handles_;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "frontend/error_mapping.h"
 #include "frontend/openai_responses.h"
 #include "frontend/prompt_builder.h"
@@ -75,7 +77,10 @@ class GenerateStream final : public StreamFormatter {
 }  // namespace
 
 json kserve_server_metadata() {
-  return {{"name", "inflight"}, {"version", "0.1.0"}, {"extensions", json::array({"generate"})}};
+  return {{"name", "inflight"},
+          {"version", "0.1.0"},
+          {"extensions",
+           json::array({"generate", "model_repository", "model_configuration", "statistics"})}};
 }
 
 json kserve_model_metadata(const Frontend& frontend) {
@@ -86,9 +91,77 @@ json kserve_model_metadata(const Frontend& frontend) {
           {"outputs", tensor_specs(trtllm_outputs())}};
 }
 
+namespace {
+
+// [{"name", "data_type": "TYPE_...", "dims"[, "optional"]}] without the batch dimension.
+json config_tensors(const std::vector<TensorSpec>& specs, bool inputs) {
+  json out = json::array();
+  for (const TensorSpec& s : specs) {
+    const std::string type = s.datatype == "BYTES" ? "STRING" : std::string(s.datatype);
+    json t = {{"name", s.name},
+              {"data_type", "TYPE_" + type},
+              {"dims", std::vector<int64_t>(s.shape.begin() + 1, s.shape.end())}};
+    if (inputs) t["optional"] = s.optional;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+json duration(uint64_t count, double seconds) {
+  return {{"count", count}, {"ns", static_cast<uint64_t>(std::max(0.0, seconds) * 1e9)}};
+}
+
+}  // namespace
+
+json kserve_model_config(const Frontend& frontend) {
+  const LoadedModel& model = frontend.model();
+  const EngineConfig& c = model.engine->config();
+  json parameters = json::object();
+  auto param = [&parameters](const char* key, const std::string& value) {
+    parameters[key] = {{"string_value", value}};
+  };
+  param("device", model.engine->device_name());
+  param("max_model_len", std::to_string(c.max_model_len));
+  param("max_num_batched_tokens", std::to_string(c.max_num_batched_tokens));
+  param("num_kv_blocks", std::to_string(c.num_kv_blocks));
+  param("block_size", std::to_string(c.block_size));
+  param("enable_prefix_caching", c.enable_prefix_caching ? "true" : "false");
+  return {{"name", frontend.options().served_model_name},
+          {"platform", "ensemble"},
+          {"backend", "inflight"},
+          {"max_batch_size", c.max_num_seqs},
+          {"input", config_tensors(trtllm_inputs(), true)},
+          {"output", config_tensors(trtllm_outputs(), false)},
+          {"model_transaction_policy", {{"decoupled", true}}},
+          {"parameters", std::move(parameters)}};
+}
+
+json kserve_model_statistics(const Frontend& frontend) {
+  const EngineStats s = frontend.model().engine->stats();
+  const uint64_t success = s.num_requests_stopped + s.num_requests_length;
+  const uint64_t fail = s.num_requests_failed + s.num_requests_aborted;
+  const double e2e_s = s.e2e_latency.sum;
+  const json none = duration(0, 0);
+  return {{"name", frontend.options().served_model_name},
+          {"version", kKServeModelVersion},
+          {"last_inference", frontend.last_request_ms()},
+          {"inference_count", success + fail},
+          {"execution_count", s.step_time.count},
+          {"inference_stats",
+           {{"success", duration(success, e2e_s)},
+            {"fail", duration(fail, 0)},
+            {"queue", duration(s.queue_time.count, s.queue_time.sum)},
+            {"compute_input", none},
+            {"compute_infer", duration(s.e2e_latency.count, e2e_s - s.queue_time.sum)},
+            {"compute_output", none},
+            {"cache_hit", none},
+            {"cache_miss", none}}},
+          {"batch_stats", json::array()}};
+}
+
 void check_kserve_model(const Frontend& frontend, std::string_view model,
                         std::string_view version) {
-  if (model != frontend.options().served_model_name) {
+  if (!frontend.serves(model)) {
     throw_not_found(fmt::format("unknown model: '{}'", model), "model");
   }
   if (!version.empty() && version != kKServeModelVersion) {
@@ -96,10 +169,12 @@ void check_kserve_model(const Frontend& frontend, std::string_view model,
   }
 }
 
-bool kserve_model_ready(const Frontend& frontend, std::string_view model,
-                        std::string_view version) {
-  return frontend.ready() && model == frontend.options().served_model_name &&
-         (version.empty() || version == kKServeModelVersion);
+std::shared_ptr<Frontend> resolve_kserve_model(const ModelRegistry& registry,
+                                               std::string_view model, std::string_view version) {
+  if (!registry.knows(model)) throw_not_found(fmt::format("unknown model: '{}'", model), "model");
+  std::shared_ptr<Frontend> fe = registry.resolve(model);  // 404 while not loaded
+  check_kserve_model(*fe, model, version);
+  return fe;
 }
 
 KServeGeneration start_kserve_generation(Frontend& frontend, const KServeInferRequest& request,

@@ -23,6 +23,7 @@
 #include "frontend/frontend.h"
 #include "frontend/generation.h"
 #include "frontend/kserve_protocol.h"
+#include "frontend/model_registry.h"
 
 namespace inflight::frontend {
 
@@ -31,10 +32,23 @@ inline constexpr std::string_view kKServeModelVersion = "1";
 nlohmann::ordered_json kserve_server_metadata();
 nlohmann::ordered_json kserve_model_metadata(const Frontend& frontend);
 
+// Triton's model configuration of a loaded model, in the protobuf JSON form of its ModelConfig
+// (what GET /v2/models/{m}/config answers and the gRPC ModelConfig carries): the tensors as
+// TYPE_* inputs and outputs without the batch dimension, max_batch_size = the engine's
+// max_num_seqs, decoupled (streaming) transactions, and the engine's settings as parameters.
+nlohmann::ordered_json kserve_model_config(const Frontend& frontend);
+// Triton's ModelStatistics of a model, in protobuf JSON form, from its engine's figures:
+// success = requests finished by stop or length (ns: their end-to-end time), fail = failed or
+// aborted, queue = arrival to first scheduled, compute_infer = the end-to-end time less the
+// queue time, execution_count = engine steps; last_inference in ms since the epoch.
+nlohmann::ordered_json kserve_model_statistics(const Frontend& frontend);
+
 // ApiError(404) unless `model` is the served name and `version` is empty or "1".
 void check_kserve_model(const Frontend& frontend, std::string_view model, std::string_view version);
-// True when the model is loaded and `model`/`version` name it.
-bool kserve_model_ready(const Frontend& frontend, std::string_view model, std::string_view version);
+// The model a KServe request names (path or model_name): ApiError(404) for an unknown model or
+// version, or a model not loaded.
+std::shared_ptr<Frontend> resolve_kserve_model(const ModelRegistry& registry,
+                                               std::string_view model, std::string_view version);
 
 // An accepted inference request: its engine request runs.
 struct KServeGeneration {

@@ -139,20 +139,25 @@ StartedGeneration start_chat_completion(Frontend& frontend, std::string_view bod
   return started;
 }
 
-json model_card(const Frontend& frontend) {
+json model_card(const Frontend& frontend, std::string_view id) {
   const LoadedModel& model = frontend.model();
-  const std::string& name = frontend.options().served_model_name;
-  return {{"id", name},
+  return {{"id", id.empty() ? frontend.options().served_model_name : std::string(id)},
           {"object", "model"},
           {"created", frontend.created()},
           {"owned_by", "inflight"},
-          {"root", name},
+          {"root", frontend.options().served_model_name},
           {"parent", nullptr},
           {"max_model_len", model.max_model_len}};
 }
 
-json model_list(const Frontend& frontend) {
-  return {{"object", "list"}, {"data", json::array({model_card(frontend)})}};
+json model_list(const std::vector<std::shared_ptr<Frontend>>& frontends) {
+  json data = json::array();
+  for (const auto& fe : frontends) {
+    if (!fe->ready()) continue;
+    data.push_back(model_card(*fe));
+    for (const auto& alias : fe->options().aliases) data.push_back(model_card(*fe, alias));
+  }
+  return {{"object", "list"}, {"data", std::move(data)}};
 }
 
 }  // namespace inflight::frontend

@@ -4,12 +4,13 @@
 
 #include "core/logging.h"
 #include "frontend/frontend.h"
+#include "frontend/model_registry.h"
 #include "inflight/engine.h"
 
 namespace inflight::server {
 
-EngineLog::EngineLog(const frontend::Frontend& frontend, double interval_s)
-    : frontend_(frontend), interval_(interval_s), thread_([this] { run(); }) {}
+EngineLog::EngineLog(const frontend::ModelRegistry& registry, double interval_s)
+    : registry_(registry), interval_(interval_s), thread_([this] { run(); }) {}
 
 EngineLog::~EngineLog() {
   {
@@ -41,23 +42,32 @@ std::string EngineLog::line(const EngineStats& before, const EngineStats& now, d
 
 void EngineLog::run() {
   using Clock = std::chrono::steady_clock;
-  EngineStats last;
-  Clock::time_point last_time = Clock::now();
-  bool have_last = false;
+  struct Last {
+    EngineStats stats;
+    Clock::time_point time;
+  };
+  std::map<const frontend::Frontend*, Last> last;  // per model loaded (a reload is another)
   std::unique_lock<std::mutex> lock(mutex_);
   while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
-    const auto model = frontend_.model_or_null();
-    if (model == nullptr) continue;
-    EngineStats now = model->engine->stats();
-    const Clock::time_point now_time = Clock::now();
-    if (have_last) {
-      const std::string text =
-          line(last, now, std::chrono::duration<double>(now_time - last_time).count());
-      if (!text.empty()) INFLIGHT_LOG_INFO("{}", text);
+    const auto frontends = registry_.frontends();
+    std::map<const frontend::Frontend*, Last> next;
+    for (const auto& fe : frontends) {
+      const auto model = fe->model_or_null();
+      if (model == nullptr) continue;
+      Last now{model->engine->stats(), Clock::now()};
+      if (auto it = last.find(fe.get()); it != last.end()) {
+        const std::string text =
+            line(it->second.stats, now.stats,
+                 std::chrono::duration<double>(now.time - it->second.time).count());
+        if (!text.empty()) {
+          const std::string who =
+              frontends.size() > 1 ? "[" + fe->options().served_model_name + "] " : "";
+          INFLIGHT_LOG_INFO("{}{}", who, text);
+        }
+      }
+      next.emplace(fe.get(), std::move(now));
     }
-    last = std::move(now);
-    last_time = now_time;
-    have_last = true;
+    last = std::move(next);
   }
 }
 

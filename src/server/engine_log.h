@@ -4,12 +4,14 @@
 //           KV cache 41.2%, prefix cache hit rate 37.5%, preemptions 0
 //
 // Throughputs and the hit rate are over the interval since the last line. Lines stop while the
-// engine is idle (one last line after activity ends). Owns a thread; the destructor joins it.
+// engine is idle (one last line after activity ends). With several models served, one line per
+// model, starting with its name ("[tiny] engine: ..."). Owns a thread; the destructor joins it.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -17,15 +19,15 @@
 #include "inflight/stats.h"
 
 namespace inflight::frontend {
-class Frontend;
+class ModelRegistry;
 }
 
 namespace inflight::server {
 
 class EngineLog {
  public:
-  // Logs every `interval_s` seconds the stats of the model `frontend` has loaded (none before).
-  EngineLog(const frontend::Frontend& frontend, double interval_s);
+  // Logs every `interval_s` seconds the stats of the models `registry` has loaded.
+  EngineLog(const frontend::ModelRegistry& registry, double interval_s);
   ~EngineLog();
   EngineLog(const EngineLog&) = delete;
   EngineLog& operator=(const EngineLog&) = delete;
@@ -37,7 +39,7 @@ class EngineLog {
  private:
   void run();
 
-  const frontend::Frontend& frontend_;
+  const frontend::ModelRegistry& registry_;
   const std::chrono::duration<double> interval_;
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -89,20 +89,40 @@ void PrometheusText::labelled_counter(
 }
 
 void PrometheusText::gauge(std::string_view name, std::string_view help, double value) {
+  labelled_gauge(name, help, {{{}, value}});
+}
+
+void PrometheusText::labelled_gauge(
+    std::string_view name, std::string_view help,
+    const std::vector<std::pair<PrometheusLabels, double>>& samples) {
   header(name, help, "gauge");
-  sample(name, {}, value);
+  for (const auto& [labels, value] : samples) sample(name, labels, value);
 }
 
 void PrometheusText::histogram(std::string_view name, std::string_view help, const Histogram& h) {
+  labelled_histogram(name, help, {{{}, &h}});
+}
+
+void PrometheusText::labelled_histogram(
+    std::string_view name, std::string_view help,
+    const std::vector<std::pair<PrometheusLabels, const Histogram*>>& series) {
   header(name, help, "histogram");
-  std::string bucket = std::string(name) + "_bucket";
-  for (size_t i = 0; i < h.bounds.size(); ++i) {
-    sample(bucket, {{"le", prometheus_number(h.bounds[i])}},
-           static_cast<double>(h.cumulative(i)));
+  const std::string bucket = std::string(name) + "_bucket";
+  for (const auto& entry : series) {
+    const PrometheusLabels& labels = entry.first;
+    const Histogram* h = entry.second;
+    auto with = [&labels](PrometheusLabels more) {
+      more.insert(more.begin(), labels.begin(), labels.end());
+      return more;
+    };
+    for (size_t i = 0; i < h->bounds.size(); ++i) {
+      sample(bucket, with({{"le", prometheus_number(h->bounds[i])}}),
+             static_cast<double>(h->cumulative(i)));
+    }
+    sample(bucket, with({{"le", "+Inf"}}), static_cast<double>(h->count));
+    sample(std::string(name) + "_sum", labels, h->sum);
+    sample(std::string(name) + "_count", labels, static_cast<double>(h->count));
   }
-  sample(bucket, {{"le", "+Inf"}}, static_cast<double>(h.count));
-  sample(std::string(name) + "_sum", {}, h.sum);
-  sample(std::string(name) + "_count", {}, static_cast<double>(h.count));
 }
 
 }  // namespace inflight::server

@@ -7,7 +7,8 @@
 //
 // Counter names get the `_total` suffix; histograms write cumulative `_bucket{le=...}` lines
 // ending with le="+Inf", then `_sum` and `_count`. Every sample carries the constant labels
-// given at construction (vLLM labels every metric with model_name).
+// given at construction; the labelled_* forms write one sample (or one histogram) per label set,
+// as a server of several models labels each model's with model_name (vLLM's label).
 #pragma once
 
 #include <string>
@@ -31,7 +32,11 @@ class PrometheusText {
   void labelled_counter(std::string_view name, std::string_view help,
                         const std::vector<std::pair<PrometheusLabels, double>>& samples);
   void gauge(std::string_view name, std::string_view help, double value);
+  void labelled_gauge(std::string_view name, std::string_view help,
+                      const std::vector<std::pair<PrometheusLabels, double>>& samples);
   void histogram(std::string_view name, std::string_view help, const Histogram& h);
+  void labelled_histogram(std::string_view name, std::string_view help,
+                          const std::vector<std::pair<PrometheusLabels, const Histogram*>>& series);
 
   const std::string& text() const { return text_; }
 

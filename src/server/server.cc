@@ -6,16 +6,16 @@
 
 namespace inflight::server {
 
-Server::Server(ServerConfig config)
-    : frontend_(std::make_unique<frontend::Frontend>(config.frontend)),
-      router_(std::make_unique<Router>(config.options.api_key)) {
+Server::Server(ServerConfig config, frontend::ModelRegistry& registry)
+    : router_(std::make_unique<Router>(config.options.api_key)) {
   http_ = std::make_unique<HttpServer>(
       config.http,
       [router = router_.get()](const HttpRequest& req) { return router->handle(req); });
-  add_routes(*router_, *frontend_, config.options.metrics_prefix,
-             [http = http_.get()] { return http->stats(); });
+  add_routes(
+      *router_, registry, config.options.metrics_prefix,
+      [http = http_.get()] { return http->stats(); }, config.options.explicit_model_control);
   if (config.options.log_stats_interval_s > 0) {
-    engine_log_ = std::make_unique<EngineLog>(*frontend_, config.options.log_stats_interval_s);
+    engine_log_ = std::make_unique<EngineLog>(registry, config.options.log_stats_interval_s);
   }
 }
 
@@ -26,9 +26,6 @@ void Server::listen() {
 }
 int Server::port() const {
   return http_->port();
-}
-void Server::load(std::shared_ptr<const frontend::LoadedModel> model) {
-  frontend_->load(std::move(model));
 }
 void Server::run() {
   http_->run();

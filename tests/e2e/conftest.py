@@ -41,8 +41,9 @@ DEFAULT_ARGS = [
 class ServerProcess:
     """One `inflight serve` child process; `url` is its base URL once started."""
 
-    def __init__(self, extra_args=(), env=None, model=None):
-        """`model` replaces the default model file (a path)."""
+    def __init__(self, extra_args=(), env=None, model=None, repository=None):
+        """`model` replaces the default model file (a path); `repository` serves a model
+        repository directory instead (--model-repository)."""
         model = Path(model) if model is not None else MODEL
         if not BIN.exists():
             pytest.skip(f"skipped: {BIN} not built (set INFLIGHT_BIN)")
@@ -51,7 +52,9 @@ class ServerProcess:
         # extra_args override the defaults (each option may be given once).
         defaults = [a for i in range(0, len(DEFAULT_ARGS), 2)
                     if DEFAULT_ARGS[i] not in extra_args for a in DEFAULT_ARGS[i:i + 2]]
-        cmd = [str(BIN), "serve", "--model", str(model), "--host", "127.0.0.1", "--port", "0",
+        source = (["--model-repository", str(repository)] if repository is not None
+                  else ["--model", str(model)])
+        cmd = [str(BIN), "serve", *source, "--host", "127.0.0.1", "--port", "0",
                *defaults, *extra_args]
         self.log = []
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

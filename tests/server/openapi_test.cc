@@ -61,9 +61,10 @@ std::set<Operation> documented() {
 }
 
 std::vector<Operation> registered() {
-  frontend::Frontend fe({.served_model_name = "served-model"});
+  frontend::ModelRegistry registry(
+      {}, [](const std::string&) { return std::shared_ptr<const frontend::LoadedModel>(); });
   Router router;
-  add_routes(router, fe, "inflight_", [] { return HttpServerStats{}; });
+  add_routes(router, registry, "inflight_", [] { return HttpServerStats{}; });
   return router.routes();
 }
 

@@ -53,22 +53,48 @@ TEST(PrometheusText, Numbers) {
   EXPECT_EQ(prometheus_number(NAN), "NaN");
 }
 
+ModelMetrics named(const std::string& name) {
+  ModelMetrics m;
+  m.name = name;
+  return m;
+}
+
 // The whole /metrics body, checked by the real promtool when it is installed.
 TEST(Metrics, PromtoolAcceptsRenderedMetrics) {
-  frontend::Frontend fe(frontend::FrontendOptions{"smollm \"test\"", 8});
-  EngineStats stats;
+  ModelMetrics model;
+  model.name = "smollm \"test\"";
+  EngineStats& stats = model.engine;
   stats.num_running = 3;
   stats.num_kv_blocks = 100;
   stats.num_free_kv_blocks = 90;
   stats.kv_usage = 0.1;
   stats.time_to_first_token.observe(0.02);
   stats.e2e_latency.observe(1.5);
+  // A second model: each family holds one sample (or histogram) per model.
+  ModelMetrics other;
+  other.name = "tiny";
+  other.engine.num_running = 1;
+  other.engine.e2e_latency.observe(0.25);
+  other.tokens_sent = 7;
   HttpServerStats http;
   http.io_cpu_seconds = 0.125;
-  std::string text = render_metrics(&stats, http, fe, "inflight_");
+  std::string text = render_metrics({model, other}, http, "inflight_");
   EXPECT_NE(text.find("inflight_num_requests_running{model_name=\"smollm \\\"test\\\"\"} 3\n"),
             std::string::npos);
   EXPECT_NE(text.find("inflight_kv_cache_used_blocks{"), std::string::npos);
+  EXPECT_NE(text.find("inflight_num_requests_running{model_name=\"tiny\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("inflight_e2e_request_latency_seconds_count{model_name=\"tiny\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("inflight_http_streamed_tokens_total{model_name=\"tiny\"} 7\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("\ninflight_http_io_cpu_seconds_total 0.125\n"), std::string::npos);
+  // One HELP line per family, whatever the number of models.
+  size_t helps = 0;
+  for (size_t at = 0;
+       (at = text.find("# HELP inflight_num_requests_running ", at)) != std::string::npos; ++at) {
+    ++helps;
+  }
+  EXPECT_EQ(helps, 1u);
   EXPECT_NE(text.find("inflight_request_success_total{model_name=\"smollm \\\"test\\\"\","
                       "finished_reason=\"stop\"} 0\n"),
             std::string::npos);
@@ -84,14 +110,15 @@ TEST(Metrics, PromtoolAcceptsRenderedMetrics) {
   std::ifstream out(dir / "promtool.out");
   std::string report((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
   EXPECT_EQ(rc, 0) << report;
-  // Also without an engine (while the model loads).
-  std::ofstream(file) << render_metrics(nullptr, http, fe, "inflight_");
+  // Also without a model (all unloaded), and a model still loading (zeros).
+  std::ofstream(file) << render_metrics({}, http, "inflight_");
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  std::ofstream(file) << render_metrics({named("loading")}, http, "inflight_");
   EXPECT_EQ(std::system(cmd.c_str()), 0);
 }
 
 TEST(Metrics, PrefixIsConfigurable) {
-  frontend::Frontend fe(frontend::FrontendOptions{"m", 8});
-  std::string text = render_metrics(nullptr, HttpServerStats{}, fe, "inflight:");
+  std::string text = render_metrics({named("m")}, HttpServerStats{}, "inflight:");
   EXPECT_NE(text.find("\ninflight:num_requests_running{model_name=\"m\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE inflight:time_to_first_token_seconds histogram\n"),
             std::string::npos);

@@ -1,5 +1,6 @@
 #include "server/grpc/grpc_server.h"
 
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -25,9 +26,10 @@ using inference::ModelStreamInferResponse;
 
 // What every call shares.
 struct CallEnv {
-  frontend::Frontend& frontend;
+  frontend::ModelRegistry& registry;
   CallPump& pump;
   std::string api_key;
+  bool explicit_model_control = false;
 
   bool authorized(grpc::CallbackServerContext* ctx) const {
     if (api_key.empty()) return true;
@@ -68,9 +70,9 @@ class InferCall final : public grpc::ServerUnaryReactor,
   void begin(grpc::CallbackServerContext* ctx, const ModelInferRequest& request) {
     if (!env_.authorized(ctx)) return Finish(kUnauthenticated);
     try {
-      frontend::check_kserve_model(env_.frontend, request.model_name(), request.model_version());
-      generation_ =
-          frontend::start_kserve_generation(env_.frontend, to_kserve_request(request), false);
+      const auto fe = frontend::resolve_kserve_model(env_.registry, request.model_name(),
+                                                     request.model_version());
+      generation_ = frontend::start_kserve_generation(*fe, to_kserve_request(request), false);
     } catch (...) {
       return Finish(current_grpc_status("ModelInfer"));
     }
@@ -84,7 +86,8 @@ class InferCall final : public grpc::ServerUnaryReactor,
     outputs_.clear();
     const bool done = generation_.generation->take(outputs_);
     frontend::add_kserve_outputs(text_, outputs_);
-    env_.frontend.add_tokens_sent(token_count(outputs_));
+    frontend::Frontend& fe = generation_.generation->frontend();
+    fe.add_tokens_sent(token_count(outputs_));
     if (!done) return;
     finished_ = true;
     grpc::Status status;
@@ -92,7 +95,7 @@ class InferCall final : public grpc::ServerUnaryReactor,
       status = grpc::Status(grpc::StatusCode::INTERNAL, *text_.error);
     } else {
       const frontend::TrtLlmRequest& req = generation_.request;
-      fill_infer_response(*response_, env_.frontend.options().served_model_name, generation_,
+      fill_infer_response(*response_, fe.options().served_model_name, generation_,
                           req.exclude_input_in_output ? text_.text : req.text_input + text_.text,
                           text_.log_probs, true);
     }
@@ -199,9 +202,10 @@ class StreamCall final
 
   void accept(const ModelInferRequest& request) {
     try {
-      frontend::check_kserve_model(env_.frontend, request.model_name(), request.model_version());
+      const auto fe = frontend::resolve_kserve_model(env_.registry, request.model_name(),
+                                                     request.model_version());
       frontend::KServeGeneration g =
-          frontend::start_kserve_generation(env_.frontend, to_kserve_request(request), true);
+          frontend::start_kserve_generation(*fe, to_kserve_request(request), true);
       std::lock_guard lock(mutex_);
       if (cancelled_) return;  // dropping g cancels it
       wake_on_outputs(shared_from_this(), *g.generation, env_.pump);
@@ -221,9 +225,10 @@ class StreamCall final
   bool pump_one(Active& a) {
     outputs_.clear();
     const bool done = a.generation.generation->take(outputs_);
-    env_.frontend.add_tokens_sent(token_count(outputs_));
+    frontend::Frontend& fe = a.generation.generation->frontend();
+    fe.add_tokens_sent(token_count(outputs_));
     const frontend::TrtLlmRequest& req = a.generation.request;
-    const std::string model = env_.frontend.options().served_model_name;
+    const std::string model = fe.options().served_model_name;
     if (req.stream) {
       frontend::KServeText chunk;
       frontend::add_kserve_outputs(chunk, outputs_);
@@ -293,6 +298,28 @@ class StreamCall final
   bool finished_ = false;
 };
 
+const grpc::Status kNoModelControl(grpc::StatusCode::UNAVAILABLE,
+                                   "explicit model load / unload is not allowed: start the "
+                                   "server with --model-control-mode explicit");
+
+// A registry load or unload's outcome: NOT_FOUND for an unknown model, INVALID_ARGUMENT with
+// the load's error.
+grpc::Status repository_status(const Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(s.code() == StatusCode::kNotFound ? grpc::StatusCode::NOT_FOUND
+                                                        : grpc::StatusCode::INVALID_ARGUMENT,
+                      std::string(s.message()));
+}
+
+// Fills `message` from the protobuf JSON form the front end writes (kserve_api.h). Our
+// messages are a subset of Triton's, so fields they lack (batch_stats) are passed over.
+void from_json(const nlohmann::ordered_json& json, google::protobuf::Message& message) {
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  const auto status = google::protobuf::util::JsonStringToMessage(json.dump(), &message, options);
+  INFLIGHT_CHECK(status.ok(), "{} from JSON: {}", message.GetTypeName(), status.ToString());
+}
+
 grpc::ServerUnaryReactor* finish_unary(grpc::CallbackServerContext* ctx, grpc::Status status) {
   grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
   r->Finish(std::move(status));
@@ -313,14 +340,19 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
   grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* ctx,
                                         const inference::ServerReadyRequest*,
                                         inference::ServerReadyResponse* res) override {
-    res->set_ready(env_.frontend.ready());
+    res->set_ready(env_.registry.ready());
     return finish_unary(ctx, grpc::Status::OK);
   }
 
   grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* ctx,
                                        const inference::ModelReadyRequest* req,
                                        inference::ModelReadyResponse* res) override {
-    res->set_ready(frontend::kserve_model_ready(env_.frontend, req->name(), req->version()));
+    try {
+      res->set_ready(
+          frontend::resolve_kserve_model(env_.registry, req->name(), req->version())->ready());
+    } catch (const frontend::ApiError&) {
+      res->set_ready(false);  // not served (or not loaded)
+    }
     return finish_unary(ctx, grpc::Status::OK);
   }
 
@@ -337,12 +369,13 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* ctx,
                                           const inference::ModelMetadataRequest* req,
                                           inference::ModelMetadataResponse* res) override {
+    std::shared_ptr<frontend::Frontend> fe;
     try {
-      frontend::check_kserve_model(env_.frontend, req->name(), req->version());
+      fe = frontend::resolve_kserve_model(env_.registry, req->name(), req->version());
     } catch (...) {
       return finish_unary(ctx, current_grpc_status("ModelMetadata"));
     }
-    res->set_name(env_.frontend.options().served_model_name);
+    res->set_name(fe->options().served_model_name);
     res->add_versions(std::string(frontend::kKServeModelVersion));
     res->set_platform("ensemble");
     auto add = [](auto* list, const std::vector<frontend::TensorSpec>& specs) {
@@ -375,6 +408,75 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
     return call.get();
   }
 
+  grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* ctx,
+                                        const inference::ModelConfigRequest* req,
+                                        inference::ModelConfigResponse* res) override {
+    if (!env_.authorized(ctx)) return finish_unary(ctx, kUnauthenticated);
+    try {
+      const auto fe = frontend::resolve_kserve_model(env_.registry, req->name(), req->version());
+      from_json(frontend::kserve_model_config(*fe), *res->mutable_config());
+    } catch (...) {
+      return finish_unary(ctx, current_grpc_status("ModelConfig"));
+    }
+    return finish_unary(ctx, grpc::Status::OK);
+  }
+
+  grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* ctx,
+                                            const inference::ModelStatisticsRequest* req,
+                                            inference::ModelStatisticsResponse* res) override {
+    if (!env_.authorized(ctx)) return finish_unary(ctx, kUnauthenticated);
+    try {
+      std::vector<std::shared_ptr<frontend::Frontend>> models;
+      if (req->name().empty()) {
+        models = env_.registry.frontends();
+      } else {
+        models.push_back(
+            frontend::resolve_kserve_model(env_.registry, req->name(), req->version()));
+      }
+      for (const auto& fe : models) {
+        if (fe->ready()) from_json(frontend::kserve_model_statistics(*fe), *res->add_model_stats());
+      }
+    } catch (...) {
+      return finish_unary(ctx, current_grpc_status("ModelStatistics"));
+    }
+    return finish_unary(ctx, grpc::Status::OK);
+  }
+
+  grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* ctx,
+                                            const inference::RepositoryIndexRequest* req,
+                                            inference::RepositoryIndexResponse* res) override {
+    if (!env_.authorized(ctx)) return finish_unary(ctx, kUnauthenticated);
+    for (const frontend::ModelStatus& m : env_.registry.index()) {
+      if (req->ready() && m.state != frontend::ModelState::kReady) continue;
+      auto* entry = res->add_models();
+      entry->set_name(m.name);
+      entry->set_version(std::string(frontend::kKServeModelVersion));
+      entry->set_state(frontend::model_state_name(m.state));
+      entry->set_reason(m.reason);
+    }
+    return finish_unary(ctx, grpc::Status::OK);
+  }
+
+  // Answered once the load has finished, from the registry's thread.
+  grpc::ServerUnaryReactor* RepositoryModelLoad(grpc::CallbackServerContext* ctx,
+                                                const inference::RepositoryModelLoadRequest* req,
+                                                inference::RepositoryModelLoadResponse*) override {
+    if (!env_.authorized(ctx)) return finish_unary(ctx, kUnauthenticated);
+    if (!env_.explicit_model_control) return finish_unary(ctx, kNoModelControl);
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    env_.registry.load_async(req->model_name(),
+                             [reactor](Status s) { reactor->Finish(repository_status(s)); });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* RepositoryModelUnload(
+      grpc::CallbackServerContext* ctx, const inference::RepositoryModelUnloadRequest* req,
+      inference::RepositoryModelUnloadResponse*) override {
+    if (!env_.authorized(ctx)) return finish_unary(ctx, kUnauthenticated);
+    if (!env_.explicit_model_control) return finish_unary(ctx, kNoModelControl);
+    return finish_unary(ctx, repository_status(env_.registry.unload(req->model_name())));
+  }
+
  private:
   CallEnv env_;
 };
@@ -389,8 +491,9 @@ std::string listen_address(const std::string& host, int port) {
 // Members are destroyed in reverse: the server (all calls done) before the service and the
 // pump the calls use.
 struct GrpcServer::Impl {
-  Impl(GrpcServerConfig c, frontend::Frontend& fe)
-      : config(std::move(c)), service(CallEnv{fe, pump, config.api_key}) {}
+  Impl(GrpcServerConfig c, frontend::ModelRegistry& registry)
+      : config(std::move(c)),
+        service(CallEnv{registry, pump, config.api_key, config.explicit_model_control}) {}
 
   GrpcServerConfig config;
   CallPump pump;
@@ -401,8 +504,8 @@ struct GrpcServer::Impl {
   std::thread shutdown_thread;
 };
 
-GrpcServer::GrpcServer(GrpcServerConfig config, frontend::Frontend& frontend)
-    : impl_(std::make_unique<Impl>(std::move(config), frontend)) {}
+GrpcServer::GrpcServer(GrpcServerConfig config, frontend::ModelRegistry& registry)
+    : impl_(std::make_unique<Impl>(std::move(config), registry)) {}
 
 GrpcServer::~GrpcServer() {
   shutdown(0);

@@ -1,7 +1,12 @@
 // GrpcServer: the KServe v2 gRPC endpoint (inference.GRPCInferenceService, as Triton serves it)
-// over the same Frontend as the HTTP server. No gRPC header leaks out of this directory.
+// over the same models (frontend/model_registry.h) as the HTTP server. No gRPC header leaks out of
+// this directory.
 //
-//   ServerLive, ServerReady, ModelReady, ServerMetadata, ModelMetadata   unary
+//   ServerLive, ServerReady, ModelReady, ServerMetadata, ModelMetadata,
+//   ModelConfig, ModelStatistics                                         unary
+//   RepositoryIndex, RepositoryModelLoad, RepositoryModelUnload          unary (Triton's model
+//                  repository extension; load and unload need explicit model control, else
+//                  UNAVAILABLE; a load answers once done, with its error as INVALID_ARGUMENT)
 //   ModelInfer         unary: one request, one response (stream=true is INVALID_ARGUMENT)
 //   ModelStreamInfer   bidirectional, decoupled: each request read starts a generation; with
 //                      stream=true it answers one response per chunk of new text, else one
@@ -22,7 +27,7 @@
 #include <memory>
 #include <string>
 
-#include "frontend/frontend.h"
+#include "frontend/model_registry.h"
 
 namespace inflight::server {
 
@@ -31,11 +36,13 @@ struct GrpcServerConfig {
   int port = 8001;      // 0 = pick a free port (see GrpcServer::port)
   std::string api_key;  // empty: none needed
   int64_t max_message_bytes = 8 << 20;
+  bool explicit_model_control = false;  // RepositoryModelLoad / Unload allowed
 };
 
 class GrpcServer {
  public:
-  GrpcServer(GrpcServerConfig config, frontend::Frontend& frontend);
+  // `registry` outlives the server.
+  GrpcServer(GrpcServerConfig config, frontend::ModelRegistry& registry);
   ~GrpcServer();  // shuts down (at once) if still serving
 
   // Binds and starts serving; throws inflight::Error when the address cannot be bound.

@@ -1,0 +1,101 @@
+// ModelRegistry: the models one server serves, found by name or alias, each a Frontend of its
+// own (its engine, slots and counters), with Triton's repository states. The transports resolve
+// a request's model here; the registry knows nothing of HTTP or gRPC and nothing of how a model
+// is built (the Loader does that).
+//
+//   UNAVAILABLE --load--> LOADING --ok--> READY --unload--> UNLOADING --drained--> UNAVAILABLE
+//                                   \--error--> UNAVAILABLE, the error kept as its reason
+//
+// Unload stops routing to the model at once (new requests: 404), lets the requests in flight
+// finish, then shuts its engine down and drops it, on a thread of the registry's: the caller
+// does not wait. Other models are never touched: their streams go on.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "frontend/frontend.h"
+#include "inflight/status.h"
+
+namespace inflight::frontend {
+
+enum class ModelState { kUnavailable, kLoading, kReady, kUnloading };
+// "UNAVAILABLE", "LOADING", "READY", "UNLOADING" (Triton's names).
+const char* model_state_name(ModelState state);
+
+// One model of the index.
+struct ModelStatus {
+  std::string name;
+  ModelState state = ModelState::kUnavailable;
+  std::string reason;  // why it is unavailable: its load error, or "unloaded"
+};
+
+class ModelRegistry {
+ public:
+  // Builds the model named `name` (a served name given to add); throws with a message the
+  // operator can act on when it cannot.
+  using Loader = std::function<std::shared_ptr<const LoadedModel>(const std::string& name)>;
+
+  // `shared`: the options every model's Frontend starts from (its names replace the name).
+  ModelRegistry(FrontendOptions shared, Loader loader);
+  // Shuts down every engine (abort) and joins the registry's threads.
+  ~ModelRegistry();
+  ModelRegistry(const ModelRegistry&) = delete;
+  ModelRegistry& operator=(const ModelRegistry&) = delete;
+
+  // Registers a model, UNAVAILABLE; kInvalidArgument (inflight::Error) naming both models when
+  // its name or an alias is another model's.
+  void add(const std::string& name, std::vector<std::string> aliases);
+
+  // Loads `name` (blocking): kNotFound for a name never added, kInvalidArgument when it is
+  // loaded or busy, else the loader's error (the model is then UNAVAILABLE with it as reason).
+  Status load(const std::string& name);
+  // The same on a thread of the registry's; `done` is called there.
+  void load_async(const std::string& name, std::function<void(Status)> done);
+  // Starts unloading a READY model (see above); kNotFound / kInvalidArgument as load.
+  Status unload(const std::string& name);
+
+  // The model a request names (a served name or an alias). Empty or a TGI placeholder: the one
+  // model served. ApiError 404 for a name not served (or not loaded), 400 when the request
+  // names none and several are served.
+  std::shared_ptr<Frontend> resolve(std::string_view requested) const;
+
+  // Models added (loaded or not).
+  size_t size() const;
+  // `name` is a model's served name or alias, loaded or not.
+  bool knows(std::string_view name) const;
+  // Every model added, in the order added.
+  std::vector<ModelStatus> index() const;
+  // The Frontends of the models loading, ready or unloading, in the order added.
+  std::vector<std::shared_ptr<Frontend>> frontends() const;
+  // The server is ready once its start-up loads are done (set by whoever runs them).
+  void set_started() { started_ = true; }
+  bool ready() const { return started_; }
+
+ private:
+  struct Entry {
+    std::string name;
+    std::vector<std::string> aliases;
+    ModelState state = ModelState::kUnavailable;
+    std::string reason;
+    std::shared_ptr<Frontend> frontend;  // set while LOADING, READY or UNLOADING
+  };
+  Entry* find_locked(std::string_view name);
+  const Entry* find_locked(std::string_view name) const;
+  void drain_and_drop(std::string name, std::shared_ptr<Frontend> frontend);
+
+  const FrontendOptions shared_;
+  const Loader loader_;
+  mutable std::mutex mutex_;
+  std::vector<Entry> entries_;
+  std::vector<std::thread> threads_;  // loads and unloads started here; joined on destruction
+  std::atomic<bool> started_{false};
+};
+
+}  // namespace inflight::frontend

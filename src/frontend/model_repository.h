@@ -1,0 +1,75 @@
+// A model repository (Triton's layout): one directory per model, holding the model's files and
+// an optional `inflight.json` with the settings `inflight serve` otherwise takes as flags.
+//
+//   repo/
+//     smollm2/  inflight.json  SmolLM2-135M-Instruct.Q4_1.gguf
+//     tiny/     inflight.json  config.json  model.safetensors   (a Hugging Face checkpoint)
+//
+//   inflight.json  {"served_model_name": "tiny", "aliases": ["tiny-llama"],
+//                   "gpu_memory_utilization": 0.2, "max_num_seqs": 8, "device": "cuda:0"}
+//
+// The file is not `config.json`, which a Hugging Face checkpoint in the same directory owns.
+// Unknown keys and wrong values are refused naming the file and the key. Relative paths
+// ("model", "tokenizer", "chat_template") are relative to the model's directory; without
+// "model" the model is the directory's single .gguf file, else the directory itself.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inflight/config.h"
+
+namespace inflight::frontend {
+
+inline constexpr std::string_view kModelConfigFile = "inflight.json";
+
+// One served model's settings: the serve flags, or a repository's inflight.json over them.
+struct ModelSpec {
+  std::string name;                  // served name; in a repository, the directory's by default
+  std::vector<std::string> aliases;  // more names requests may use
+  std::string model;                 // .gguf file or Hugging Face directory
+  std::string tokenizer;             // tokenizer file instead of the model's; empty = the model's
+  std::string chat_template;         // template file or text; empty = the model's
+  std::string device = "auto";       // auto | cpu | cuda | cuda:N
+  std::string dtype = "auto";        // compute dtype check (serve's --dtype)
+  std::string quantization;          // --quantization
+  std::string kv_cache_dtype = "auto";
+  std::string kv_cache_memory = "auto";  // parse_kv_cache_memory's text
+  // The model's share of its GPU's memory (weights + KV cache + workspace), in (0, 1];
+  // 0 = an equal part of what the shares named leave of the budget (plan_memory_shares).
+  double gpu_memory_utilization = 0.0;
+  int32_t max_model_len = 0;
+  int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
+  int32_t max_num_batched_tokens = EngineConfig{}.max_num_batched_tokens;
+  int32_t block_size = EngineConfig{}.block_size;
+  int32_t max_logprobs = EngineConfig{}.max_logprobs;
+  bool enable_prefix_caching = true;
+};
+
+// The model directories of `repository` (those holding a file or a directory), sorted by name;
+// kNotFound when it is not a directory.
+std::vector<std::string> list_model_directories(const std::filesystem::path& repository);
+
+// `dir`'s model over `defaults` (the serve flags): `dir`/inflight.json if present, the name
+// of `dir` as served name unless the file names one, the model file found in `dir`.
+// kInvalidArgument naming the file and the key for an unknown key or a bad value.
+ModelSpec read_model_spec(const std::filesystem::path& dir, const ModelSpec& defaults);
+
+// The same, from the text of an inflight.json (`source` names it in errors).
+ModelSpec parse_model_spec(std::string_view json_text, const std::string& source,
+                           const ModelSpec& defaults);
+
+// Whether `device` is a GPU ("auto" counts as one: on a machine without a GPU the engine
+// ignores the share), and the key grouping models that share a GPU ("cuda:0" for auto/cuda).
+std::string gpu_key(const std::string& device);
+
+// Splits each GPU's `budget` (a share of its memory, in (0, 1]) between the models on it: a
+// model that names gpu_memory_utilization keeps it; the others get equal parts of the rest.
+// kInvalidArgument naming the models when the named shares exceed the budget, or leave no
+// room for the others. Models on the CPU are left alone.
+void plan_memory_shares(std::vector<ModelSpec>& specs, double budget);
+
+}  // namespace inflight::frontend
