@@ -78,6 +78,12 @@ void ParallelRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& 
 
 void ParallelRunner::begin_local() {
   if (local_begun_) return;
+  // NOTE: the oldest step's message must have reached every rank before rank 0 may block on
+  // its device for that step (a synchronous copy in begin_step, the wait in end_step): MPI
+  // moves a large message only while the sender calls into MPI, and a rank still waiting for
+  // its step's message would never reach the collectives or the send rank 0 waits for. The
+  // messages of later steps may stay on their way: the ranks take them after this step.
+  world_.wait_posted(queued_.size() - 1);
   const Queued& q = queued_.front();
   or_abort(world_, "a step", [&] { local_->begin_step(*q.batch, *q.request); });
   local_begun_ = true;
@@ -86,10 +92,6 @@ void ParallelRunner::begin_local() {
 StepLogits& ParallelRunner::end_step() {
   INFLIGHT_CHECK(!queued_.empty(), "end_step without a step in flight");
   begin_local();
-  // NOTE: every step sent must have reached every rank before rank 0 blocks on its device: MPI
-  // moves a large message only while the sender calls into MPI, and a rank still waiting for
-  // its step's message would never reach the collectives rank 0 waits for.
-  world_.wait_posted();
   StepLogits& out = or_abort(world_, "a step", [&]() -> StepLogits& { return local_->end_step(); });
   queued_.pop_front();
   local_begun_ = false;

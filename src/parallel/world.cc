@@ -200,13 +200,13 @@ void World::post_to_all(std::vector<uint8_t> bytes) {
   posted_.push_back(std::move(p));
 }
 
-void World::wait_posted() {
-  for (const std::unique_ptr<Posted>& p : posted_) {
-    check_mpi(
-        MPI_Waitall(static_cast<int>(p->requests.size()), p->requests.data(), MPI_STATUSES_IGNORE),
-        "MPI_Waitall");
+void World::wait_posted(size_t keep) {
+  while (posted_.size() > keep) {
+    std::vector<MPI_Request>& front = posted_.front()->requests;
+    check_mpi(MPI_Waitall(static_cast<int>(front.size()), front.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall");
+    posted_.erase(posted_.begin());
   }
-  posted_.clear();
 }
 
 void World::send_to_all(std::vector<uint8_t> bytes) {

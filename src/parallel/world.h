@@ -52,8 +52,8 @@ class World {
   // send would then wait for that rank and that rank for rank 0). The bytes are kept until
   // sent; every rank receives the messages in the order they were posted.
   void post_to_all(std::vector<uint8_t> bytes);
-  // Rank 0: waits until every rank has taken every message posted so far.
-  void wait_posted();
+  // Rank 0: waits until every rank has taken every message posted so far but the `keep` newest.
+  void wait_posted(size_t keep = 0);
   // Rank 0: post_to_all, then wait_posted.
   void send_to_all(std::vector<uint8_t> bytes);
   // Other ranks: the next message from rank 0 (waits; sleeps while idle).
