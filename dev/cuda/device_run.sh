@@ -30,7 +30,8 @@
 # --max-num-seqs and --max-num-batched-tokens), KV_MEMORY (auto, their --kv-cache-memory),
 # PERF_ONLY (a regex of figure names to run: roofline
 # b1 prefill idle o128 o1000 o2048 ttft), QUANT (e.g. fp8: --quantization for every figure),
-# KV_DTYPE (e.g. fp8: --kv-cache-dtype for every figure), TP (--tensor-parallel-size), ARCH
+# KV_DTYPE (e.g. fp8: --kv-cache-dtype for every figure), TP (--tensor-parallel-size), MAX_MODEL_LEN
+# (default 4096; 2048 for MPT), ARCH
 # (the dummy-weights preset, default llama-3.1-8b).
 # parallel: tensor and pipeline parallelism over the machine's GPUs (TP, default all; ARCH,
 # default llama-3.1-8b) in the layouts PAR_LAYOUTS names (default tp1 tp<N> pp<N>, and from 4
@@ -164,30 +165,30 @@ run_perf() {
   xz -dc "$stage_dir/data/ggml-vocab-llama-bpe.gguf.xz" > "$vocab"
   perf_step roofline 120 "$inflight" bench roofline --device cuda --arch "${ARCH:-llama-3.1-8b}" \
     --result-json "$OUT/roofline.json"
-  perf_step b1 120 "$inflight" bench latency "${common[@]}" --max-model-len 4096 \
+  perf_step b1 120 "$inflight" bench latency "${common[@]}" --max-model-len "${MAX_MODEL_LEN:-4096}" \
     --batch-size 1 --input-len 128 --output-len 128 --num-iters 5 --num-iters-warmup 2 \
     --kv-cache-memory 0.5 --result-json "$OUT/latency_b1.json"
-  perf_step prefill 120 "$inflight" bench latency "${common[@]}" --max-model-len 4096 \
+  perf_step prefill 120 "$inflight" bench latency "${common[@]}" --max-model-len "${MAX_MODEL_LEN:-4096}" \
     --batch-size 1 --input-len 2048 --output-len 1 --num-iters 10 --num-iters-warmup 3 \
     --max-num-batched-tokens 8192 --kv-cache-memory 0.5 --result-json "$OUT/prefill_2048.json"
-  perf_step idle 120 "$inflight" bench latency "${common[@]}" --max-model-len 4096 \
+  perf_step idle 120 "$inflight" bench latency "${common[@]}" --max-model-len "${MAX_MODEL_LEN:-4096}" \
     --batch-size 256 --input-len 128 --output-len 128 --num-iters 3 --num-iters-warmup 1 \
     --max-num-seqs 256 --max-num-batched-tokens 8192 --kv-cache-memory 0.9 \
     --result-json "$OUT/latency_b256.json"
   local -a offline=(bench offline "${common[@]}" --max-num-seqs "${MAX_NUM_SEQS:-0}"
                     --max-num-batched-tokens "${MAX_BATCHED:-0}"
                     --kv-cache-memory "${KV_MEMORY:-auto}")
-  perf_step o128 200 "$inflight" "${offline[@]}" --max-model-len 4096 \
+  perf_step o128 200 "$inflight" "${offline[@]}" --max-model-len "${MAX_MODEL_LEN:-4096}" \
     --num-prompts "${PROMPTS_128:-4096}" --input-len 128 --output-len 128 \
     --result-json "$OUT/offline_128_128.json"
-  perf_step o2048 300 "$inflight" "${offline[@]}" --max-model-len 4096 \
+  perf_step o2048 300 "$inflight" "${offline[@]}" --max-model-len "${MAX_MODEL_LEN:-4096}" \
     --num-prompts "${PROMPTS_2048:-2048}" --input-len 2048 --output-len 128 \
     --result-json "$OUT/offline_2048_128.json"
-  perf_step o1000 560 "$inflight" "${offline[@]}" --max-model-len 4096 \
+  perf_step o1000 560 "$inflight" "${offline[@]}" --max-model-len "${MAX_MODEL_LEN:-4096}" \
     --num-prompts "${PROMPTS_1000:-2048}" --input-len 1000 --output-len 1000 \
     --result-json "$OUT/offline_1000_1000.json"
   if [[ ttft =~ ^(${PERF_ONLY:-.*})$ ]]; then
-    "$inflight" serve "${common[@]}" --max-model-len 4096 --tokenizer "$vocab" --port 8124 \
+    "$inflight" serve "${common[@]}" --max-model-len "${MAX_MODEL_LEN:-4096}" --tokenizer "$vocab" --port 8124 \
       > "$OUT/logs/serve_ttft.log" 2>&1 &
     local server=$!
     step ttft 180 "$inflight" bench serve --base-url http://127.0.0.1:8124 --tokenizer "$vocab" \
@@ -267,7 +268,7 @@ run_parallel() {
   local inflight="$stage_dir/bin/inflight" vocab="$OUT/llama-bpe.gguf" n layout
   n="${TP:-$(nvidia-smi -L | wc -l)}"
   export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  local common=(--dummy-weights --arch "${ARCH:-llama-3.1-8b}" --device cuda --max-model-len 4096)
+  local common=(--dummy-weights --arch "${ARCH:-llama-3.1-8b}" --device cuda --max-model-len "${MAX_MODEL_LEN:-4096}")
   # Layouts (layout_env, layout_split): one GPU, n tensor-parallel ranks, n pipeline stages, and from 4
   # GPUs on n/2 ranks x 2 stages, also through the network transport.
   local default_layouts="tp1 tp$n pp$n"
