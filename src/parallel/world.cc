@@ -29,12 +29,16 @@ const char* env(const char* name) {
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
 
-void check_mpi(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
+std::string mpi_error(int rc) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, text, &len);
-  INFLIGHT_THROW(ErrorCode::kInternal, "{} failed: {}", call, std::string(text, len));
+  return std::string(text, static_cast<size_t>(len));
+}
+
+void check_mpi(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  INFLIGHT_THROW(ErrorCode::kInternal, "{} failed: {}", call, mpi_error(rc));
 }
 
 void finalize_mpi() {
@@ -72,18 +76,14 @@ void spawn(const SpawnRequest& request) {
   const int rc = MPI_Comm_spawn(request.command[0].c_str(), argv.data(), workers, info, 0,
                                 MPI_COMM_SELF, &inter, codes.data());
   MPI_Info_free(&info);
+  int failed = rc;
   for (int code : codes) {
-    if (rc == MPI_SUCCESS && code != MPI_SUCCESS) check_mpi(code, "MPI_Comm_spawn (a worker)");
+    if (failed == MPI_SUCCESS) failed = code;
   }
-  if (rc != MPI_SUCCESS) {
-    char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, text, &len);
-    INFLIGHT_THROW(ErrorCode::kUnsupported,
-                   "could not start {} worker processes ({}): {}; Open MPI's orted must be on "
-                   "PATH (openmpi-bin)",
-                   workers, request.command[0], std::string(text, len));
-  }
+  INFLIGHT_CHECK_CODE(failed == MPI_SUCCESS, ErrorCode::kUnsupported,
+                      "could not start {} worker processes ({}): {}; Open MPI's orted must be on "
+                      "PATH (openmpi-bin)",
+                      workers, request.command[0], mpi_error(failed));
   check_mpi(MPI_Intercomm_merge(inter, /*high=*/0, &g_job), "MPI_Intercomm_merge");
   MPI_Comm_free(&inter);
 }
