@@ -260,6 +260,7 @@ ParsedOutput parse_pythonic(std::string_view text, bool at_end) {
   const Scan scan = reader.call_list(out.calls);
   if (scan == Scan::kBad || (scan == Scan::kOpen && at_end)) return all_content(text);
   if (scan == Scan::kOpen) return out;
+  if (out.calls.empty()) return all_content(text);  // [] calls nothing: the text is prose
   // After the list: its closing tag, then content.
   size_t rest = skip_space(text, reader.pos());
   if (text.substr(rest).starts_with(end_tag)) {
