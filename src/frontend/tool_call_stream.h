@@ -30,6 +30,7 @@ class ToolCallStream {
  public:
   // `tools`: the request's tools, which outlive the stream.
   ToolCallStream(ToolCallParser parser, const nlohmann::ordered_json& tools);
+  ToolCallStream(ToolCallParser parser, nlohmann::ordered_json&& tools) = delete;  // a temporary
 
   // `text`: what this output adds to the choice's text; at_end: its last output.
   ToolCallDelta add(std::string_view text, bool at_end);

@@ -36,6 +36,7 @@ void expect_api_error_or_valid(Parse parse) {
 }
 
 void tool_calls(std::string_view text) {
+  const nlohmann::ordered_json no_tools;  // outlives each stream, as a request's tools do
   for (const ToolCallParser p :
        {ToolCallParser::kHermes, ToolCallParser::kLlama3Json, ToolCallParser::kMistral,
         ToolCallParser::kQwen3Coder, ToolCallParser::kPythonic, ToolCallParser::kJsonList}) {
@@ -43,7 +44,7 @@ void tool_calls(std::string_view text) {
     if (out.calls.empty() && out.content != text) std::abort();
     if (out.content.size() > text.size()) std::abort();
     // Streamed in two pieces, the content sent never exceeds the text.
-    ToolCallStream stream(p, nlohmann::ordered_json());
+    ToolCallStream stream(p, no_tools);
     std::string content = stream.add(text.substr(0, text.size() / 2), false).content;
     content += stream.add(text.substr(text.size() / 2), true).content;
     if (content.size() > text.size()) std::abort();
