@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
@@ -40,6 +41,8 @@ bool may_become(std::string_view text, std::string_view marker);
 void add_content(ParsedOutput& out, std::string_view segment);
 // The output as content, no calls.
 ParsedOutput all_content(std::string_view text);
+// `value` as JSON text; bytes of a string that are not UTF-8 (a model may emit any) become U+FFFD.
+std::string json_text(const nlohmann::ordered_json& value);
 
 // One JSON call object {"name": "f", "arguments" | "parameters": {...}} at the start of `text`:
 // kDone with the call and `end` (one past its '}'); kOpen with the call so far once its name

@@ -95,7 +95,7 @@ class PythonReader {
       if (text_[i_] != ',' && text_[i_] != ')') return Scan::kBad;
       if (text_[i_] == ',') ++i_;
       arguments += num_args++ == 0 ? "{" : ", ";
-      arguments += json(key).dump() + ": " + value.dump();
+      arguments += json_text(key) + ": " + json_text(value);
     }
   }
 
@@ -217,7 +217,7 @@ class PythonReader {
       if (!expect(':')) return at_end() ? Scan::kOpen : Scan::kBad;
       s = literal(value);
       if (s != Scan::kDone) return s;
-      out[key.is_string() ? key.get<std::string>() : key.dump()] = std::move(value);
+      out[key.is_string() ? key.get<std::string>() : json_text(key)] = std::move(value);
       space();
       if (at_end()) return Scan::kOpen;
       if (text_[i_] == ',')

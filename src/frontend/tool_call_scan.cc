@@ -48,6 +48,10 @@ ParsedOutput all_content(std::string_view text) {
   return ParsedOutput{std::string(text), {}};
 }
 
+std::string json_text(const nlohmann::ordered_json& value) {
+  return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 JsonValueEnd json_value_end(std::string_view text, size_t i) {
   if (i >= text.size()) return {Scan::kOpen, 0};
   const char first = text[i];

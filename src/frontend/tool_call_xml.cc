@@ -144,10 +144,9 @@ size_t read_function(std::string_view text, size_t i, const json& tools, bool at
       v_end = next = text.size();
     }
     call.arguments += num_params++ == 0 ? "{" : ", ";
-    call.arguments +=
-        json(param).dump() + ": " +
-        param_value(strip_newlines(text.substr(v, v_end - v)), schema_type(properties, param))
-            .dump();
+    call.arguments += json_text(param) + ": " +
+                      json_text(param_value(strip_newlines(text.substr(v, v_end - v)),
+                                            schema_type(properties, param)));
     j = next;
   }
   if (!open) call.arguments += num_params == 0 ? "{}" : "}";
