@@ -111,6 +111,7 @@ ParsedOutput parse_mistral(std::string_view text, bool at_end) {
     if (text[i] == '[') {  // [TOOL_CALLS] [{"name": ..., "arguments": ...}, ...]
       JsonCallList list = read_json_call_list(text.substr(i));
       if (list.scan == Scan::kBad || (list.scan == Scan::kOpen && at_end)) return not_calls();
+      if (list.scan == Scan::kDone && list.calls.empty()) return not_calls();  // [] calls nothing
       for (ToolCall& c : list.calls) out.calls.push_back(std::move(c));
       if (list.scan == Scan::kOpen) return out;
       i += list.end;

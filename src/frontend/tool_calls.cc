@@ -61,8 +61,10 @@ std::optional<ToolCallParser> tool_call_parser_for_template(std::string_view cha
   return std::nullopt;
 }
 
-ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text, const json& tools,
-                              bool at_end) {
+namespace {
+
+ParsedOutput parse_format(ToolCallParser parser, std::string_view text, const json& tools,
+                          bool at_end) {
   using namespace tool_call_formats;
   switch (parser) {
     case ToolCallParser::kHermes:
@@ -79,6 +81,17 @@ ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text, cons
       return parse_json_list(text, at_end);
   }
   return tool_call_formats::all_content(text);
+}
+
+}  // namespace
+
+ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text, const json& tools,
+                              bool at_end) {
+  using namespace tool_call_formats;
+  ParsedOutput out = parse_format(parser, text, tools, at_end);
+  // An output that calls nothing is all content: no text of it is dropped.
+  if (at_end && out.calls.empty() && out.content.size() != text.size()) return all_content(text);
+  return out;
 }
 
 ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text) {
