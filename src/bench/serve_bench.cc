@@ -176,7 +176,9 @@ std::string probe_server(const std::string& base_url, const std::string& api_key
         io, simple_request(pool, "/v1/models", "", api_key),
         [&](std::exception_ptr, std::pair<int, std::string> r) { reply = std::move(r); });
     io.run();
-    const bool not_ready = reply.first == 0 || reply.first == 503;
+    // Not up yet: no answer, 503, or no model listed yet (a server whose models still load).
+    const bool no_model = reply.first == 200 && reply.second.find("\"id\"") == std::string::npos;
+    const bool not_ready = reply.first == 0 || reply.first == 503 || no_model;
     if (!not_ready) break;
     INFLIGHT_CHECK_CODE(SteadyClock::now() < deadline, ErrorCode::kNotFound,
                         "{} is not ready after {} s: {}", base_url, ready_timeout_s,
