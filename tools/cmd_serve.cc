@@ -29,8 +29,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -360,6 +358,7 @@ struct ServedModels {
   std::vector<frontend::ModelSpec> specs;
   std::vector<std::string> load_at_start;
   frontend::ModelRegistry::Loader loader;
+  frontend::ModelRegistry::Discover discover;  // set for a repository the registry follows
 };
 
 // --model (or the default model, or dummy weights): one model, loaded at start.
@@ -378,11 +377,10 @@ ServedModels single_model() {
   return out;
 }
 
-// A model repository's models. At start, the shares of all the models must fit the budget
-// (each keeps the share planned then); with --model-control-mode none every model must also
-// read cleanly, with explicit only the --load-model ones (the others show their error when
-// loaded). A model's inflight.json is read again when it is loaded (an edited file counts; a
-// share it names now must fit beside the others').
+// A model repository's models (frontend::ModelRepository). With --model-control-mode none every
+// model must read cleanly at start, with explicit only the --load-model ones (the others show
+// their error when loaded). The registry follows the directory: models added later can be
+// loaded, and a load of a loaded model reloads it from its files as they are then.
 ServedModels repository_models() {
   INFLIGHT_CHECK_CODE(
       !opts.dummy_weights && opts.tensor_parallel_size == 1 && opts.pipeline_parallel_size == 1,
@@ -393,7 +391,6 @@ ServedModels repository_models() {
   INFLIGHT_CHECK_CODE(explicit_control || opts.load_models.empty(), ErrorCode::kInvalidArgument,
                       "--load-model needs --model-control-mode explicit (mode none loads every "
                       "model)");
-  const fs::path repo = opts.model_repository;
   if (!opts.spec.name.empty()) {
     INFLIGHT_LOG_WARN(
         "--served-model-name {} is not used with --model-repository: each model is named by its "
@@ -404,77 +401,39 @@ ServedModels repository_models() {
   defaults.gpu_memory_utilization = 0.0;  // the flag is the budget here, not a model's share
   const double budget = opts.spec.gpu_memory_utilization > 0 ? opts.spec.gpu_memory_utilization
                                                              : EngineConfig::kAutoKvCacheFraction;
+  auto repo = std::make_shared<frontend::ModelRepository>(opts.model_repository, defaults, budget);
   const bool load_all =
       !explicit_control ||
       std::find(opts.load_models.begin(), opts.load_models.end(), "*") != opts.load_models.end();
-
-  // Specs by served name, and the directory each was read from.
-  struct Known {
-    std::map<std::string, frontend::ModelSpec> specs;
-    std::map<std::string, fs::path> dirs;
-    std::mutex mutex;
-  };
-  auto known = std::make_shared<Known>();
   ServedModels out;
-  for (const std::string& dir : frontend::list_model_directories(repo)) {
-    frontend::ModelSpec spec;
-    try {
-      spec = frontend::read_model_spec(repo / dir, defaults);
-    } catch (const Error& e) {
-      const bool wanted = load_all || std::find(opts.load_models.begin(), opts.load_models.end(),
-                                                dir) != opts.load_models.end();
-      if (wanted) throw;
-      INFLIGHT_LOG_WARN("model '{}' cannot be loaded as it is: {}", dir, e.message());
-      spec.name = dir;  // listed under its directory's name; a load reports the error
+  for (const frontend::RepositoryModel& m : repo->initial()) {
+    const bool wanted = load_all || std::find(opts.load_models.begin(), opts.load_models.end(),
+                                              m.name) != opts.load_models.end();
+    if (!m.error.empty()) {
+      INFLIGHT_CHECK_CODE(!wanted, ErrorCode::kInvalidArgument, "{}", m.error);
+      INFLIGHT_LOG_WARN("model '{}' cannot be loaded as it is: {}", m.name, m.error);
     }
-    INFLIGHT_CHECK_CODE(known->dirs.count(spec.name) == 0, ErrorCode::kInvalidArgument,
-                        "{} and {} both serve the name '{}': give one another "
-                        "served_model_name",
-                        known->dirs[spec.name].string(), (repo / dir).string(), spec.name);
-    known->dirs[spec.name] = repo / dir;
-    if (!spec.model.empty()) known->specs[spec.name] = spec;
+    frontend::ModelSpec spec;
+    spec.name = m.name;
+    spec.aliases = m.aliases;
     out.specs.push_back(spec);
-  }
-  INFLIGHT_CHECK_CODE(!out.specs.empty(), ErrorCode::kNotFound,
-                      "--model-repository {}: no model directory in it", repo.string());
-  std::vector<frontend::ModelSpec> planned;
-  for (const auto& [name, spec] : known->specs) planned.push_back(spec);
-  frontend::plan_memory_shares(planned, budget);  // refuses at start what cannot fit
-  for (const auto& spec : planned) known->specs[spec.name] = spec;
-
-  for (const auto& spec : out.specs) {
-    if (load_all) out.load_at_start.push_back(spec.name);
+    if (load_all) out.load_at_start.push_back(m.name);
   }
   if (!load_all) {
     for (const std::string& name : opts.load_models) {
-      INFLIGHT_CHECK_CODE(known->dirs.count(name) == 1, ErrorCode::kNotFound,
-                          "--load-model {}: no such model in {}", name, repo.string());
+      const auto& initial = repo->initial();
+      INFLIGHT_CHECK_CODE(std::any_of(initial.begin(), initial.end(),
+                                      [&](const auto& m) { return m.name == name; }),
+                          ErrorCode::kNotFound, "--load-model {}: no such model in {}", name,
+                          opts.model_repository);
       out.load_at_start.push_back(name);
     }
   }
-  out.loader = [known, defaults, budget](const std::string& name) {
-    frontend::ModelSpec spec;
-    {
-      std::lock_guard lock(known->mutex);
-      spec = frontend::read_model_spec(known->dirs.at(name), defaults);
-      INFLIGHT_CHECK_CODE(spec.name == name, ErrorCode::kInvalidArgument,
-                          "{}: served_model_name is now '{}', was '{}' at start: restart the "
-                          "server to rename a model",
-                          known->dirs.at(name).string(), spec.name, name);
-      // A file that names no share keeps the one planned before; the others keep theirs.
-      if (spec.gpu_memory_utilization == 0 && known->specs.count(name) == 1) {
-        spec.gpu_memory_utilization = known->specs[name].gpu_memory_utilization;
-      }
-      std::vector<frontend::ModelSpec> planned;
-      for (const auto& entry : known->specs) {
-        if (entry.first != name) planned.push_back(entry.second);
-      }
-      planned.push_back(spec);
-      frontend::plan_memory_shares(planned, budget);
-      spec = planned.back();
-      known->specs[name] = spec;  // only a spec that fits replaces the one before
-    }
-    return load_model(spec);
+  out.loader = [repo](const std::string& name) { return load_model(repo->spec_to_load(name)); };
+  out.discover = [repo] {
+    std::vector<frontend::ModelRegistry::Names> names;
+    for (auto& m : repo->scan()) names.push_back({std::move(m.name), std::move(m.aliases)});
+    return names;
   };
   return out;
 }
@@ -505,6 +464,7 @@ int run() {
     registry.add(spec.name, spec.aliases);
     names.push_back(spec.name);
   }
+  if (served.discover) registry.set_discover(served.discover);
   server::Server server(opts.server, registry);
   server.listen();
   std::optional<server::GrpcServer> grpc;

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "core/check.h"
+#include "core/logging.h"
 #include "frontend/api_error.h"
 
 namespace inflight::frontend {
@@ -52,12 +55,21 @@ const ModelRegistry::Entry* ModelRegistry::find_locked(std::string_view name) co
   return const_cast<ModelRegistry*>(this)->find_locked(name);
 }
 
+const ModelRegistry::Entry* ModelRegistry::clash_locked(const std::vector<std::string>& names,
+                                                        const Entry* self) const {
+  for (const auto& n : names) {
+    const Entry* other = find_locked(n);
+    if (other != nullptr && other != self) return other;
+  }
+  return nullptr;
+}
+
 void ModelRegistry::add(const std::string& name, std::vector<std::string> aliases) {
   std::lock_guard lock(mutex_);
   std::vector<std::string> names = aliases;
   names.push_back(name);
   for (const auto& n : names) {
-    const Entry* other = find_locked(n);
+    const Entry* other = clash_locked({n}, nullptr);
     INFLIGHT_CHECK_CODE(other == nullptr, ErrorCode::kInvalidArgument,
                         "model '{}': the name '{}' is taken by model '{}'; give it another "
                         "served_model_name or alias",
@@ -68,8 +80,48 @@ void ModelRegistry::add(const std::string& name, std::vector<std::string> aliase
   e.aliases = std::move(aliases);
 }
 
+void ModelRegistry::refresh() {
+  if (!discover_) return;
+  std::vector<Names> found;
+  try {
+    found = discover_();  // reads the source: outside the lock
+  } catch (const Error& e) {
+    INFLIGHT_LOG_WARN("the model repository cannot be read: {}", e.message());
+    return;  // the models stay as they were
+  }
+  std::lock_guard lock(mutex_);
+  // UNAVAILABLE models the source no longer holds leave; the others stay until unloaded.
+  std::erase_if(entries_, [&](const Entry& e) {
+    return e.state == ModelState::kUnavailable &&
+           std::none_of(found.begin(), found.end(), [&](const Names& n) { return n.name == e.name; });
+  });
+  for (const Names& n : found) {
+    std::vector<std::string> names = n.aliases;
+    names.push_back(n.name);
+    Entry* e = find_locked(n.name);
+    if (e != nullptr && e->name != n.name) e = nullptr;  // an alias of another model
+    if (const Entry* other = clash_locked(names, e)) {
+      if (clashes_.insert(n.name).second) {  // once per name, not at every look
+        INFLIGHT_LOG_WARN("model '{}' of the repository is not served: it takes a name of model "
+                          "'{}'",
+                          n.name, other->name);
+      }
+      continue;
+    }
+    if (e == nullptr) {
+      Entry& added = entries_.emplace_back();
+      added.name = n.name;
+      added.aliases = n.aliases;
+    } else if (e->state == ModelState::kUnavailable) {
+      e->aliases = n.aliases;  // a loaded model takes new aliases when it is loaded again
+    }
+  }
+}
+
 Status ModelRegistry::load(const std::string& name) {
+  refresh();
   std::shared_ptr<Frontend> fe;
+  bool reload = false;
   {
     std::lock_guard lock(mutex_);
     Entry* e = find_locked(name);
@@ -77,23 +129,28 @@ Status ModelRegistry::load(const std::string& name) {
       return Status(StatusCode::kNotFound,
                     fmt::format("no model '{}' in the model repository", name));
     }
-    if (e->state == ModelState::kReady) return Status();  // loaded already
-    if (e->state != ModelState::kUnavailable) {
+    reload = e->state == ModelState::kReady && !e->reloading;
+    if (e->state != ModelState::kUnavailable && !reload) {
       return Status(StatusCode::kInvalidArgument,
                     fmt::format("model '{}' is {}: wait until it is done", e->name,
-                                model_state_name(e->state)));
+                                e->reloading ? "RELOADING" : model_state_name(e->state)));
     }
     FrontendOptions options = shared_;
     options.served_model_name = e->name;
     options.aliases = e->aliases;
     fe = std::make_shared<Frontend>(std::move(options));
-    e->state = ModelState::kLoading;
-    e->reason.clear();
-    e->frontend = fe;  // requests now get 503 "still loading"
+    if (reload) {
+      e->reloading = true;  // the loaded engine serves until the new one is up
+    } else {
+      e->state = ModelState::kLoading;
+      e->reason.clear();
+      e->frontend = fe;  // requests now get 503 "still loading"
+    }
   }
+  const std::string served = fe->options().served_model_name;
   std::string error;
   try {
-    fe->load(loader_(fe->options().served_model_name));
+    fe->load(loader_(served));
   } catch (const Error& err) {
     // What the operator can act on; the source location only for a bug of ours.
     error = err.code() == ErrorCode::kInternal ? err.what() : err.message();
@@ -101,7 +158,19 @@ Status ModelRegistry::load(const std::string& name) {
     error = err.what();
   }
   std::lock_guard lock(mutex_);
-  Entry* e = find_locked(fe->options().served_model_name);
+  Entry* e = find_locked(served);
+  INFLIGHT_CHECK(e != nullptr, "model '{}' left the registry while loading", served);
+  if (reload) {
+    e->reloading = false;
+    if (!error.empty()) {
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("failed to reload '{}' (the loaded one serves on): {}", e->name,
+                                error));
+    }
+    std::shared_ptr<Frontend> old = std::exchange(e->frontend, fe);
+    threads_.emplace_back([old = std::move(old)] { drain(old); });
+    return Status();
+  }
   if (!error.empty()) {
     e->state = ModelState::kUnavailable;
     e->reason = error;
@@ -128,22 +197,27 @@ Status ModelRegistry::unload(const std::string& name) {
   if (e->state == ModelState::kUnavailable || e->state == ModelState::kUnloading) {
     return Status();  // unloaded, or on its way
   }
-  if (e->state == ModelState::kLoading) {
+  if (e->state == ModelState::kLoading || e->reloading) {
     return Status(StatusCode::kInvalidArgument,
-                  fmt::format("model '{}' is LOADING: unload it once it is READY", e->name));
+                  fmt::format("model '{}' is {}: unload it once it is READY", e->name,
+                              e->reloading ? "RELOADING" : "LOADING"));
   }
   e->state = ModelState::kUnloading;
   threads_.emplace_back(&ModelRegistry::drain_and_drop, this, e->name, e->frontend);
   return Status();
 }
 
-void ModelRegistry::drain_and_drop(std::string name, std::shared_ptr<Frontend> frontend) {
+void ModelRegistry::drain(const std::shared_ptr<Frontend>& frontend) {
   // The slots count every client request on the model, so none is cut short. A request that
   // resolved the model just before and submits after the engine stops gets 503.
   while (frontend->in_flight() > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (auto model = frontend->model_or_null()) model->engine->shutdown(ShutdownMode::kDrain);
+}
+
+void ModelRegistry::drain_and_drop(std::string name, std::shared_ptr<Frontend> frontend) {
+  drain(frontend);
   std::lock_guard lock(mutex_);
   Entry* e = find_locked(name);
   e->state = ModelState::kUnavailable;
@@ -190,7 +264,8 @@ bool ModelRegistry::knows(std::string_view name) const {
   return find_locked(name) != nullptr;
 }
 
-std::vector<ModelStatus> ModelRegistry::index() const {
+std::vector<ModelStatus> ModelRegistry::index() {
+  refresh();
   std::lock_guard lock(mutex_);
   std::vector<ModelStatus> out;
   for (const Entry& e : entries_) out.push_back({e.name, e.state, e.reason});

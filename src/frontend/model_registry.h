@@ -9,12 +9,22 @@
 // Unload stops routing to the model at once (new requests: 404), lets the requests in flight
 // finish, then shuts its engine down and drops it, on a thread of the registry's: the caller
 // does not wait. Other models are never touched: their streams go on.
+//
+// Load of a READY model reloads it (Triton's): a new engine is built from the model's files as
+// they are now while the loaded one serves on; once it is up, new requests go to it and the old
+// one drains as an unload does. A reload that fails leaves the loaded engine serving; a reload
+// keeps the model's names.
+//
+// With a Discover function (a model repository) the registry follows its source: the index and
+// a load look again, so a model directory added after start can be listed and loaded, and an
+// UNAVAILABLE model whose directory is gone leaves the index.
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -41,6 +51,12 @@ class ModelRegistry {
   // Builds the model named `name` (a served name given to add); throws with a message the
   // operator can act on when it cannot.
   using Loader = std::function<std::shared_ptr<const LoadedModel>(const std::string& name)>;
+  // The models the source holds now, by served name with their aliases.
+  struct Names {
+    std::string name;
+    std::vector<std::string> aliases;
+  };
+  using Discover = std::function<std::vector<Names>()>;
 
   // `shared`: the options every model's Frontend starts from (its names replace the name).
   ModelRegistry(FrontendOptions shared, Loader loader);
@@ -52,9 +68,14 @@ class ModelRegistry {
   // Registers a model, UNAVAILABLE; kInvalidArgument (inflight::Error) naming both models when
   // its name or an alias is another model's.
   void add(const std::string& name, std::vector<std::string> aliases);
+  // Set before serving: models the source gains are added, UNAVAILABLE ones it lost removed
+  // (a name that clashes with a model's is skipped with a warning).
+  void set_discover(Discover discover) { discover_ = std::move(discover); }
 
-  // Loads `name` (blocking): kNotFound for a name never added, kInvalidArgument when it is
-  // loaded or busy, else the loader's error (the model is then UNAVAILABLE with it as reason).
+
+  // Loads `name` (blocking), or reloads it when READY: kNotFound for a name never added,
+  // kInvalidArgument when it is busy (loading, reloading, unloading), else the loader's error
+  // (a model being loaded is then UNAVAILABLE with it as reason; one being reloaded serves on).
   Status load(const std::string& name);
   // The same on a thread of the registry's; `done` is called there.
   void load_async(const std::string& name, std::function<void(Status)> done);
@@ -70,8 +91,8 @@ class ModelRegistry {
   size_t size() const;
   // `name` is a model's served name or alias, loaded or not.
   bool knows(std::string_view name) const;
-  // Every model added, in the order added.
-  std::vector<ModelStatus> index() const;
+  // Every model added, in the order added (after a look at the source, when it has one).
+  std::vector<ModelStatus> index();
   // The Frontends of the models loading, ready or unloading, in the order added.
   std::vector<std::shared_ptr<Frontend>> frontends() const;
   // The server is ready once its start-up loads are done (set by whoever runs them).
@@ -85,13 +106,22 @@ class ModelRegistry {
     ModelState state = ModelState::kUnavailable;
     std::string reason;
     std::shared_ptr<Frontend> frontend;  // set while LOADING, READY or UNLOADING
+    bool reloading = false;              // READY, a new engine being built beside it
   };
   Entry* find_locked(std::string_view name);
   const Entry* find_locked(std::string_view name) const;
+  // A name of `names` that is another model's than `self`'s (nullptr: none).
+  const Entry* clash_locked(const std::vector<std::string>& names, const Entry* self) const;
+  // Follows the Discover function (no-op without one).
+  void refresh();
+  // Waits until no request holds `frontend`, then shuts its engine down.
+  static void drain(const std::shared_ptr<Frontend>& frontend);
   void drain_and_drop(std::string name, std::shared_ptr<Frontend> frontend);
 
   const FrontendOptions shared_;
   const Loader loader_;
+  Discover discover_;
+  std::set<std::string> clashes_;  // models of the source not served for a taken name (warned)
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;
   std::vector<std::thread> threads_;  // loads and unloads started here; joined on destruction

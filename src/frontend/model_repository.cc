@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/logging.h"
 #include "frontend/api_error.h"
 #include "frontend/json_fields.h"
 
@@ -197,6 +198,79 @@ void plan_memory_shares(std::vector<ModelSpec>& specs, double budget) {
                         gpu, fmt::join(named_list, ", "), budget, fmt::join(rest_names, ", "));
     for (ModelSpec* s : rest) s->gpu_memory_utilization = part;
   }
+}
+
+ModelRepository::ModelRepository(fs::path root, ModelSpec defaults, double budget)
+    : root_(std::move(root)), defaults_(std::move(defaults)), budget_(budget) {
+  std::lock_guard lock(mutex_);
+  initial_ = scan_locked(/*at_start=*/true);
+  INFLIGHT_CHECK_CODE(!initial_.empty(), ErrorCode::kNotFound,
+                      "--model-repository {}: no model directory in it", root_.string());
+  std::vector<ModelSpec> specs;
+  for (const auto& [name, spec] : planned_) specs.push_back(spec);
+  plan_memory_shares(specs, budget_);  // refuses at start what cannot fit
+  for (const auto& spec : specs) planned_[spec.name] = spec;
+}
+
+std::vector<RepositoryModel> ModelRepository::scan() {
+  std::lock_guard lock(mutex_);
+  return scan_locked(/*at_start=*/false);
+}
+
+std::vector<RepositoryModel> ModelRepository::scan_locked(bool at_start) {
+  std::vector<RepositoryModel> out;
+  std::map<std::string, fs::path> dirs;
+  for (const std::string& dir : list_model_directories(root_)) {
+    RepositoryModel m{dir, {}, root_ / dir, {}};
+    try {
+      const ModelSpec spec = read_model_spec(m.dir, defaults_);
+      m.name = spec.name;
+      m.aliases = spec.aliases;
+      // A new model's share is planned when it loads; a known one keeps its plan.
+      if (at_start) planned_[spec.name] = spec;
+    } catch (const Error& e) {
+      m.error = e.message();
+    }
+    if (const auto taken = dirs.find(m.name); taken != dirs.end()) {
+      INFLIGHT_CHECK_CODE(!at_start, ErrorCode::kInvalidArgument,
+                          "{} and {} both serve the name '{}': give one another "
+                          "served_model_name",
+                          taken->second.string(), m.dir.string(), m.name);
+      INFLIGHT_LOG_WARN("{} is not served: {} serves the name '{}' already", m.dir.string(),
+                        taken->second.string(), m.name);
+      continue;
+    }
+    dirs[m.name] = m.dir;
+    out.push_back(std::move(m));
+  }
+  dirs_ = std::move(dirs);
+  return out;
+}
+
+ModelSpec ModelRepository::spec_to_load(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  const auto dir = dirs_.find(name);
+  INFLIGHT_CHECK_CODE(dir != dirs_.end() && fs::is_directory(dir->second), ErrorCode::kNotFound,
+                      "no model '{}' in {} (its directory is gone, or serves another name now)",
+                      name, root_.string());
+  ModelSpec spec = read_model_spec(dir->second, defaults_);
+  INFLIGHT_CHECK_CODE(spec.name == name, ErrorCode::kInvalidArgument,
+                      "{}: served_model_name is now '{}', was '{}' when the repository was read: "
+                      "unload it, then load '{}'",
+                      dir->second.string(), spec.name, name, spec.name);
+  // A file that names no share keeps the one planned before; the others keep theirs.
+  const auto known = planned_.find(name);
+  if (spec.gpu_memory_utilization == 0 && known != planned_.end()) {
+    spec.gpu_memory_utilization = known->second.gpu_memory_utilization;
+  }
+  std::vector<ModelSpec> specs;
+  for (const auto& [other, planned] : planned_) {
+    if (other != name) specs.push_back(planned);
+  }
+  specs.push_back(spec);
+  plan_memory_shares(specs, budget_);
+  planned_[name] = specs.back();  // only a spec that fits replaces the one before
+  return specs.back();
 }
 
 }  // namespace inflight::frontend

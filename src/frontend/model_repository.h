@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,5 +73,48 @@ std::string gpu_key(const std::string& device);
 // kInvalidArgument naming the models when the named shares exceed the budget, or leave no
 // room for the others. Models on the CPU are left alone.
 void plan_memory_shares(std::vector<ModelSpec>& specs, double budget);
+
+// A model of a repository as scanned: its served name and aliases, or, when its inflight.json
+// cannot be read, its directory's name and the error (a load reports it).
+struct RepositoryModel {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::filesystem::path dir;
+  std::string error;
+};
+
+// A repository directory followed while the server runs (thread-safe). Built at start: every
+// model directory is read and the GPU shares of those that read are planned, which refuses
+// what cannot fit (ModelSpec::gpu_memory_utilization). Later scans find directories added
+// since (their share is planned when they load) and drop those removed; a model's inflight.json
+// is read again each time it is loaded, so an edited file counts at the next load or reload.
+class ModelRepository {
+ public:
+  // `defaults`: the serve flags (a model's share is left to its inflight.json); `budget`: the
+  // share of each GPU the models split. kNotFound when `root` is not a directory or holds no
+  // model; kInvalidArgument for two directories serving one name (naming both) or shares that
+  // do not fit.
+  ModelRepository(std::filesystem::path root, ModelSpec defaults, double budget);
+
+  // The models as scanned at start (a model whose inflight.json does not read has `error`).
+  const std::vector<RepositoryModel>& initial() const { return initial_; }
+  // The models as they are now, in directory order. A directory whose name is taken by an
+  // earlier one is left out with a warning.
+  std::vector<RepositoryModel> scan();
+  // The spec `name` loads with: its inflight.json read again, its share planned beside the
+  // others' (kept when the file names none). kNotFound for a name not scanned or a directory
+  // gone; kInvalidArgument as read_model_spec and plan_memory_shares, or for a renamed model.
+  ModelSpec spec_to_load(const std::string& name);
+ private:
+  std::vector<RepositoryModel> scan_locked(bool at_start);
+
+  std::vector<RepositoryModel> initial_;
+  const std::filesystem::path root_;
+  const ModelSpec defaults_;
+  const double budget_;
+  std::mutex mutex_;
+  std::map<std::string, std::filesystem::path> dirs_;  // served name -> directory, as scanned
+  std::map<std::string, ModelSpec> planned_;           // the specs with their planned shares
+};
 
 }  // namespace inflight::frontend

@@ -209,7 +209,7 @@ class LoadResponse final : public DeferredResponse {
 
 constexpr std::string_view kRepositoryModelsPrefix = "/v2/repository/models/";
 
-HttpResponse repository_index(const frontend::ModelRegistry& registry, const HttpRequest& req) {
+HttpResponse repository_index(frontend::ModelRegistry& registry, const HttpRequest& req) {
   bool ready_only = false;
   if (!req.body.empty()) {
     const auto body = frontend::parse_json_object(req.body);

@@ -5,7 +5,8 @@ that is never loaded at start. Each model is asked by name over OpenAI (the `ope
 TGI (huggingface_hub and the /models/{m} routes) and KServe (tritonclient http and grpc);
 unloading one model while both stream leaves the other's streams whole and lets the unloaded
 one's requests in flight finish; loading the broken model reports its error, keeps it in the
-repository index and leaves the server serving.
+repository index and leaves the server serving. A load of a loaded model reloads it (its stream
+on the old engine runs on), and a model directory added after start is listed and loads.
 
 The tiny model's vocabulary is the first 151 ids of SmolLM2's: its prompts are token ids, or
 text such as "a=b+c" whose tokens all lie below 151.
@@ -361,6 +362,72 @@ def test_a_load_reads_the_edited_config_and_checks_its_share(repo_server):
         config.write_text(original)
     assert post_json(url + "/v2/repository/models/tiny/load", {}).status_code == 200
     assert index(url)["tiny"] == {"name": "tiny", "version": "1", "state": "READY", "reason": ""}
+
+
+def test_reloading_a_ready_model_swaps_engines_and_keeps_its_streams(repo_server):
+    httpclient = pytest.importorskip("tritonclient.http")
+    c = httpclient.InferenceServerClient(repo_server.url.removeprefix("http://"))
+    url, config = repo_server.url, repo_server.root / "tiny" / "inflight.json"
+    original = config.read_text()
+    results, started = {}, threading.Event()
+    t = threading.Thread(target=stream_completion, args=(
+        url, "tiny", GOLDEN["cases"][1]["prompt_ids"], 200, started, results, "tiny"))
+    t.start()
+    try:
+        assert started.wait(TIMEOUT)
+        # Triton's load of a loaded model reloads it from its files as they are now.
+        config.write_text(json.dumps({**json.loads(original), "max_num_seqs": 4}))
+        c.load_model("tiny")
+        assert c.get_model_config("tiny")["max_batch_size"] == 4
+        assert index(url)["tiny"]["state"] == "READY"
+        # A reload that fails leaves the loaded engine serving.
+        config.write_text(json.dumps({**json.loads(original), "max_num_seq": 4}))
+        r = post_json(url + "/v2/repository/models/tiny/load", {})
+        assert r.status_code == 400, r.text
+        assert "failed to reload 'tiny' (the loaded one serves on)" in r.json()["error"], r.text
+        assert "unknown key 'max_num_seq'" in r.json()["error"], r.text
+        assert c.is_model_ready("tiny")
+    finally:
+        config.write_text(original)
+    t.join(TIMEOUT)
+    assert results["tiny"][1:] == ("length", 200), results  # the stream on the old engine
+    case = GOLDEN["cases"][0]
+    r = post_json(url + "/v1/completions", {"model": "tiny-llama", "prompt": case["prompt_ids"],
+                                            "max_tokens": 8, "temperature": 0,
+                                            "ignore_eos": True, "skip_special_tokens": False})
+    assert r.json()["choices"][0]["text"] == detokenize(url, "tiny", case["greedy_ids"][:8])
+    c.load_model("tiny")  # back to the original settings
+    assert c.get_model_config("tiny")["max_batch_size"] == 8
+
+
+def test_a_model_directory_added_after_start_is_listed_and_loads(repo_server, oai):
+    url, root = repo_server.url, repo_server.root
+    new = root / "tiny-copy"
+    new.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (new / name).symlink_to(TINY / name)
+    (new / "inflight.json").write_text(json.dumps(
+        {"tokenizer": str(MODEL), "max_model_len": 256, "kv_cache_memory": "32MiB",
+         "device": "cpu"}))  # the GPU budget is shared out between the other two
+    try:
+        assert index(url)["tiny-copy"] == {"name": "tiny-copy", "version": "1",
+                                           "state": "UNAVAILABLE", "reason": ""}
+        r = post_json(url + "/v2/repository/models/tiny-copy/load", {})
+        assert r.status_code == 200, r.text
+        case = GOLDEN["cases"][0]
+        out = oai.completions.create(model="tiny-copy", prompt=case["prompt_ids"], max_tokens=8,
+                                     temperature=0, extra_body={"ignore_eos": True,
+                                                                "skip_special_tokens": False})
+        assert out.choices[0].text == detokenize(url, "tiny", case["greedy_ids"][:8])
+        assert "tiny-copy" in [m.id for m in oai.models.list().data]
+        assert post_json(url + "/v2/repository/models/tiny-copy/unload", {}).status_code == 200
+        wait_state(url, "tiny-copy", "UNAVAILABLE")
+    finally:
+        shutil.rmtree(new)
+    # Unloaded and gone from the directory: gone from the index.
+    assert "tiny-copy" not in index(url)
+    r = post_json(url + "/v2/repository/models/tiny-copy/load", {})
+    assert r.status_code == 404, r.text
 
 
 def serve_error(root, *args):

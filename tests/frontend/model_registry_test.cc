@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <utility>
 #include <thread>
 
 #include "core/check.h"
@@ -35,7 +37,7 @@ std::shared_ptr<const LoadedModel> load_tiny(const std::string& name) {
   return make_loaded_model(std::move(engine).value(), "");
 }
 
-ModelState state_of(const ModelRegistry& registry, const std::string& name) {
+ModelState state_of(ModelRegistry& registry, const std::string& name) {
   for (const auto& m : registry.index()) {
     if (m.name == name) return m.state;
   }
@@ -163,6 +165,96 @@ TEST(ModelRegistry, UnloadLetsTheRequestInFlightFinish) {
   // Loaded again on request.
   ASSERT_EQ(registry.load("a").message(), "");
   EXPECT_EQ(state_of(registry, "a"), ModelState::kReady);
+}
+
+// Runs `g` to its end: its tokens and finish reason.
+std::pair<size_t, std::optional<FinishReason>> finish(const std::shared_ptr<Generation>& g) {
+  std::vector<TaggedOutput> outputs;
+  while (!g->take(outputs)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  size_t tokens = 0;
+  std::optional<FinishReason> reason;
+  for (const auto& o : outputs) {
+    tokens += o.output.token_ids.size();
+    if (o.output.finish_reason) reason = o.output.finish_reason;
+  }
+  return {tokens, reason};
+}
+
+TEST(ModelRegistry, ReloadServesOnUntilTheNewEngineIsUp) {
+  if (testing::model_path().empty())
+    GTEST_SKIP() << "skipped: the default model (tokenizer) is missing";
+  std::atomic<bool> broken{false};
+  ModelRegistry registry({}, [&](const std::string& name) {
+    return load_tiny(broken ? "broken" : name);
+  });
+  registry.add("a", {});
+  ASSERT_EQ(registry.load("a").message(), "");
+  const auto first = registry.resolve("a");
+  Request r;
+  r.prompt_token_ids = {96, 77, 40, 46, 6};
+  r.sampling.temperature = 0.0f;
+  r.sampling.max_tokens = 24;
+  r.sampling.ignore_eos = true;
+  auto before = Generation::submit(*first, {r});
+
+  // A failed reload leaves the loaded engine serving.
+  broken = true;
+  const Status failed = registry.load("a");
+  EXPECT_NE(failed.message().find("failed to reload 'a' (the loaded one serves on)"),
+            std::string::npos)
+      << failed.message();
+  EXPECT_EQ(state_of(registry, "a"), ModelState::kReady);
+  EXPECT_EQ(registry.resolve("a"), first);
+
+  // A reload swaps in a new engine; the request on the old one runs to its end.
+  broken = false;
+  ASSERT_EQ(registry.load("a").message(), "");
+  EXPECT_EQ(state_of(registry, "a"), ModelState::kReady);
+  const auto second = registry.resolve("a");
+  EXPECT_NE(second, first);
+  auto after = Generation::submit(*second, {r});
+  EXPECT_EQ(finish(before), std::make_pair(size_t{24}, std::optional(FinishReason::kLength)));
+  EXPECT_EQ(finish(after), std::make_pair(size_t{24}, std::optional(FinishReason::kLength)));
+  before.reset();  // the old engine drains, then stops: a late request on it gets 503
+  int late = 200;
+  while (late == 200) {
+    try {
+      Generation::submit(*first, {r}).reset();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } catch (const ApiError& e) {
+      late = e.status();
+    }
+  }
+  EXPECT_EQ(late, 503);
+  EXPECT_EQ(finish(Generation::submit(*registry.resolve("a"), {r})).first, 24u);
+}
+
+TEST(ModelRegistry, FollowsItsSource) {
+  if (testing::model_path().empty())
+    GTEST_SKIP() << "skipped: the default model (tokenizer) is missing";
+  std::vector<ModelRegistry::Names> source = {{"a", {}}, {"b", {"bee"}}};
+  ModelRegistry registry({}, load_tiny);
+  registry.add("a", {});
+  registry.add("b", {"bee"});
+  registry.set_discover([&] { return source; });
+  ASSERT_EQ(registry.load("a").message(), "");
+
+  // Added: listed and loadable; removed: an UNAVAILABLE model leaves, a READY one stays.
+  source = {{"b", {"bee", "b2"}}, {"c", {}}, {"clash", {"bee"}}};
+  const auto index = registry.index();
+  ASSERT_EQ(index.size(), 3u);
+  EXPECT_EQ(index[0].name, "a");
+  EXPECT_EQ(index[1].name, "b");
+  EXPECT_EQ(index[2].name, "c");  // "clash" takes b's alias: not served
+  ASSERT_EQ(registry.load("c").message(), "");
+  ASSERT_EQ(registry.load("b").message(), "");
+  EXPECT_EQ(registry.resolve("b2"), registry.resolve("b"));  // aliases as the source has them
+  ASSERT_TRUE(registry.unload("a").ok());
+  while (state_of(registry, "a") == ModelState::kUnloading) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(registry.index().size(), 2u);  // a: unloaded and gone from the source
+  EXPECT_EQ(registry.load("a").code(), StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -146,5 +146,66 @@ TEST(MemoryPlan, RefusesWhatCannotFitNamingTheModels) {
   EXPECT_EQ(error_of([&] { plan_memory_shares(exact, 0.9); }), "");
 }
 
+std::vector<std::string> names_of(const std::vector<RepositoryModel>& models) {
+  std::vector<std::string> names;
+  for (const auto& m : models) names.push_back(m.name + (m.error.empty() ? "" : "!"));
+  return names;
+}
+
+TEST(ModelRepository, FollowsTheDirectoryAndPlansSharesAtLoad) {
+  const fs::path repo = testing::scratch_dir("model_repository_follow");
+  fs::create_directories(repo / "a");
+  std::ofstream(repo / "a" / "m.gguf") << "x";
+  std::ofstream(repo / "a" / "inflight.json") << R"({"gpu_memory_utilization": 0.5})";
+  fs::create_directories(repo / "b");
+  std::ofstream(repo / "b" / "m.gguf") << "x";
+  fs::create_directories(repo / "bad");
+  std::ofstream(repo / "bad" / "inflight.json") << R"({"max_num_seqs": "many"})";
+  ModelRepository r(repo, ModelSpec{}, 0.9);
+  EXPECT_EQ(names_of(r.initial()), (std::vector<std::string>{"a", "b", "bad!"}));
+  EXPECT_NE(r.initial()[2].error.find("bad/inflight.json"), std::string::npos);
+  EXPECT_DOUBLE_EQ(r.spec_to_load("b").gpu_memory_utilization, 0.4);  // planned at start
+
+  // A directory added after start is found and planned beside the others when it loads.
+  fs::create_directories(repo / "c");
+  std::ofstream(repo / "c" / "m.gguf") << "x";
+  std::ofstream(repo / "c" / "inflight.json") << R"({"aliases": ["sea"]})";
+  EXPECT_NE(error_of([&] { r.spec_to_load("c"); }).find("no model 'c'"), std::string::npos);
+  EXPECT_EQ(names_of(r.scan()), (std::vector<std::string>{"a", "b", "bad!", "c"}));
+  EXPECT_EQ(r.scan()[3].aliases, (std::vector<std::string>{"sea"}));
+  EXPECT_NE(error_of([&] { r.spec_to_load("c"); }).find("leave nothing"), std::string::npos);
+  std::ofstream(repo / "c" / "inflight.json") << R"({"gpu_memory_utilization": 0.3})";
+  EXPECT_NE(error_of([&] { r.spec_to_load("c"); }).find("ask for 1.2"), std::string::npos);
+  // An edited file counts at the next load: a smaller share for b makes room for c.
+  std::ofstream(repo / "b" / "inflight.json") << R"({"gpu_memory_utilization": 0.1})";
+  EXPECT_DOUBLE_EQ(r.spec_to_load("b").gpu_memory_utilization, 0.1);
+  EXPECT_DOUBLE_EQ(r.spec_to_load("c").gpu_memory_utilization, 0.3);
+
+  // A removed directory leaves; a second directory serving a name is left out.
+  fs::remove_all(repo / "bad");
+  fs::create_directories(repo / "d");
+  std::ofstream(repo / "d" / "m.gguf") << "x";
+  std::ofstream(repo / "d" / "inflight.json") << R"({"served_model_name": "a"})";
+  EXPECT_EQ(names_of(r.scan()), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(r.scan()[0].dir, repo / "a");
+  fs::remove_all(repo / "c");
+  EXPECT_NE(error_of([&] { r.spec_to_load("c"); }).find("its directory is gone"),
+            std::string::npos);
+}
+
+TEST(ModelRepository, RefusesAtStartTwoDirectoriesOfOneNameAndAnEmptyRepository) {
+  const fs::path repo = testing::scratch_dir("model_repository_start");
+  EXPECT_NE(error_of([&] { ModelRepository(repo, ModelSpec{}, 0.9); }).find("no model directory"),
+            std::string::npos);
+  for (const char* dir : {"x", "y"}) {
+    fs::create_directories(repo / dir);
+    std::ofstream(repo / dir / "m.gguf") << "x";
+    std::ofstream(repo / dir / "inflight.json") << R"({"served_model_name": "same"})";
+  }
+  EXPECT_NE(error_of([&] { ModelRepository(repo, ModelSpec{}, 0.9); })
+                .find("both serve the name 'same'"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace inflight::frontend
