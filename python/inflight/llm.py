@@ -23,7 +23,7 @@ from .tokenizer import Tokenizer
 
 PromptType = Union[str, Sequence[int], Dict[str, Any]]
 # The tool-call formats chat() parses (the server's --tool-call-parser names).
-TOOL_CALL_PARSERS = ("hermes", "llama3_json", "mistral", "qwen3_coder", "pythonic")
+TOOL_CALL_PARSERS = _inflight.tool_call_parsers
 
 
 def normalize_prompts(prompts) -> List[Union[str, List[int]]]:

@@ -336,7 +336,7 @@ NB_MODULE(_inflight, m) {
         const auto p = frontend::tool_call_parser_named(parser);
         if (!p)
           throw nb::value_error(("tool_call_parser: unknown parser '" + parser + "'").c_str());
-        // The request's tools (JSON text, "" for none): qwen3_coder types values by them.
+        // The request's tools (JSON text, "" for none): the XML formats type values by them.
         const auto tools = tools_json.empty()
                                ? nlohmann::ordered_json()
                                : nlohmann::ordered_json::parse(tools_json, nullptr, false);
@@ -347,4 +347,5 @@ NB_MODULE(_inflight, m) {
         return std::make_pair(frontend::message_content(parsed), calls);
       },
       "parser"_a, "text"_a, "tools_json"_a = "");
+  m.attr("tool_call_parsers") = nb::tuple(nb::cast(frontend::tool_call_parser_name_list()));
 }

@@ -19,6 +19,9 @@ ParsedOutput parse_mistral(std::string_view text, bool at_end);
 ParsedOutput parse_json_list(std::string_view text, bool at_end);
 ParsedOutput parse_qwen3_coder(std::string_view text, const nlohmann::ordered_json& tools,
                                bool at_end);
+ParsedOutput parse_seed_oss(std::string_view text, const nlohmann::ordered_json& tools,
+                            bool at_end);
+ParsedOutput parse_glm45(std::string_view text, const nlohmann::ordered_json& tools, bool at_end);
 ParsedOutput parse_pythonic(std::string_view text, bool at_end);
 
 // ---- shared scanning -------------------------------------------------------------------------
@@ -41,6 +44,19 @@ bool may_become(std::string_view text, std::string_view marker);
 void add_content(ParsedOutput& out, std::string_view segment);
 // The output as content, no calls.
 ParsedOutput all_content(std::string_view text);
+// ---- typed values (the XML formats, whose values are text) --------------------------------
+
+// The `properties` of the `parameters` schema of the tool named `name` in a request's tools
+// (nullptr when it has none, or there is no such tool).
+const nlohmann::ordered_json* tool_properties(const nlohmann::ordered_json& tools,
+                                              std::string_view name);
+// The schema type name of `param` ("string", "integer", ...); for a list of types the first
+// that is not "null"; "" when it has none.
+std::string schema_type(const nlohmann::ordered_json* properties, const std::string& param);
+// A value's text as the JSON value its schema type asks for; text that does not convert stays a
+// string (the client's validation names it), as does a value of no type ("").
+nlohmann::ordered_json param_value(const std::string& text, const std::string& type);
+
 // `value` as JSON text; bytes of a string that are not UTF-8 (a model may emit any) become U+FFFD.
 std::string json_text(const nlohmann::ordered_json& value);
 

@@ -1,4 +1,6 @@
 // Text and JSON scanning shared by the tool-call formats (tool_call_formats.h).
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "frontend/tool_call_formats.h"
@@ -46,6 +48,53 @@ void add_content(ParsedOutput& out, std::string_view segment) {
 
 ParsedOutput all_content(std::string_view text) {
   return ParsedOutput{std::string(text), {}};
+}
+
+const json* tool_properties(const json& tools, std::string_view name) {
+  if (!tools.is_array()) return nullptr;
+  for (const json& tool : tools) {
+    const auto f = tool.find("function");
+    if (f == tool.end() || !f->is_object() || f->value("name", "") != name) continue;
+    const auto params = f->find("parameters");
+    if (params == f->end() || !params->is_object()) return nullptr;
+    const auto props = params->find("properties");
+    return props != params->end() && props->is_object() ? &*props : nullptr;
+  }
+  return nullptr;
+}
+
+std::string schema_type(const json* properties, const std::string& param) {
+  if (!properties) return {};
+  const auto p = properties->find(param);
+  if (p == properties->end() || !p->is_object()) return {};
+  const auto t = p->find("type");
+  if (t == p->end()) return {};
+  if (t->is_string()) return t->get<std::string>();
+  if (t->is_array()) {
+    for (const json& each : *t) {
+      if (each.is_string() && each != "null") return each.get<std::string>();
+    }
+  }
+  return {};
+}
+
+json param_value(const std::string& text, const std::string& type) {
+  if (type.empty() || type == "string") return text;
+  if (text == "null") return nullptr;
+  if (type == "integer") {
+    char* end = nullptr;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    return !text.empty() && *end == '\0' ? json(v) : json(text);
+  }
+  if (type == "boolean") {
+    if (text == "true" || text == "True") return true;
+    if (text == "false" || text == "False") return false;
+    return text;
+  }
+  const json parsed = json::parse(text, nullptr, false);
+  if (parsed.is_discarded()) return text;
+  if (type == "number" && !parsed.is_number()) return text;
+  return parsed;
 }
 
 std::string json_text(const nlohmann::ordered_json& value) {

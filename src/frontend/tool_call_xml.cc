@@ -1,8 +1,6 @@
 // qwen3_coder: <tool_call><function=NAME><parameter=P>VALUE</parameter>...</function></tool_call>
-// (tool_calls.h). Values are text; the type of P in the tool's JSON schema decides what JSON
-// value each becomes, as vLLM's qwen3_coder parser does.
-#include <cstdlib>
-
+// and seed_oss, the same inside <seed:tool_call> (tool_calls.h). Values are text; the type of P
+// in the tool's JSON schema decides what JSON value each becomes, as vLLM's parsers do.
 #include <nlohmann/json.hpp>
 
 #include "frontend/tool_call_formats.h"
@@ -13,64 +11,16 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-constexpr std::string_view kOpen = "<tool_call>";
-constexpr std::string_view kClose = "</tool_call>";
+// The tags around one call.
+struct Block {
+  std::string_view open, close;
+};
+constexpr Block kQwen3Coder = {"<tool_call>", "</tool_call>"};
+constexpr Block kSeedOss = {"<seed:tool_call>", "</seed:tool_call>"};
 constexpr std::string_view kFunction = "<function=";
 constexpr std::string_view kFunctionEnd = "</function>";
 constexpr std::string_view kParameter = "<parameter=";
 constexpr std::string_view kParameterEnd = "</parameter>";
-
-// properties of the `parameters` schema of the tool named `name` in a request's tools (or null).
-const json* tool_properties(const json& tools, std::string_view name) {
-  if (!tools.is_array()) return nullptr;
-  for (const json& tool : tools) {
-    const auto f = tool.find("function");
-    if (f == tool.end() || !f->is_object() || f->value("name", "") != name) continue;
-    const auto params = f->find("parameters");
-    if (params == f->end() || !params->is_object()) return nullptr;
-    const auto props = params->find("properties");
-    return props != params->end() && props->is_object() ? &*props : nullptr;
-  }
-  return nullptr;
-}
-
-// The schema's type name ("string", "integer", ...); for a list of types the first that is not
-// "null"; "" when it has none.
-std::string schema_type(const json* properties, const std::string& param) {
-  if (!properties) return {};
-  const auto p = properties->find(param);
-  if (p == properties->end() || !p->is_object()) return {};
-  const auto t = p->find("type");
-  if (t == p->end()) return {};
-  if (t->is_string()) return t->get<std::string>();
-  if (t->is_array()) {
-    for (const json& each : *t) {
-      if (each.is_string() && each != "null") return each.get<std::string>();
-    }
-  }
-  return {};
-}
-
-// A parameter's text as the JSON value its schema type asks for; text that does not convert
-// stays a string (the client's validation names it), as does any value of an unknown parameter.
-json param_value(const std::string& text, const std::string& type) {
-  if (type.empty() || type == "string") return text;
-  if (text == "null") return nullptr;
-  if (type == "integer") {
-    char* end = nullptr;
-    const long long v = std::strtoll(text.c_str(), &end, 10);
-    return !text.empty() && *end == '\0' ? json(v) : json(text);
-  }
-  if (type == "boolean") {
-    if (text == "true" || text == "True") return true;
-    if (text == "false" || text == "False") return false;
-    return text;
-  }
-  const json parsed = json::parse(text, nullptr, false);
-  if (parsed.is_discarded()) return text;
-  if (type == "number" && !parsed.is_number()) return text;
-  return parsed;
-}
 
 // One value between <parameter=P> and </parameter>, without the newline the format puts after
 // the opening tag and before the closing one.
@@ -82,8 +32,8 @@ std::string strip_newlines(std::string_view v) {
 
 // One <function=...>...</function> at text[i] (after <tool_call>). Returns where its block ends
 // (past </function>, or text.size() when still open), or npos when it is not a call.
-size_t read_function(std::string_view text, size_t i, const json& tools, bool at_end,
-                     ParsedOutput& out, bool& open) {
+size_t read_function(std::string_view text, size_t i, const Block& block, const json& tools,
+                     bool at_end, ParsedOutput& out, bool& open) {
   open = false;
   const size_t name_end = text.find('>', i + kFunction.size());
   if (name_end == std::string_view::npos) {
@@ -106,10 +56,10 @@ size_t read_function(std::string_view text, size_t i, const json& tools, bool at
       j += kFunctionEnd.size();
       break;
     }
-    if (rest.starts_with(kClose)) break;  // </function> omitted: the block's end ends the call
+    if (rest.starts_with(block.close)) break;  // </function> omitted: the block's end ends it
     if (!rest.starts_with(kParameter)) {
       if (!at_end && (rest.empty() || may_become(rest, kParameter) ||
-                      may_become(rest, kFunctionEnd) || may_become(rest, kClose))) {
+                      may_become(rest, kFunctionEnd) || may_become(rest, block.close))) {
         open = true;
         break;
       }
@@ -129,7 +79,7 @@ size_t read_function(std::string_view text, size_t i, const json& tools, bool at
     // A value ends at </parameter>, or (a model may omit it) at the next tag: the first of them,
     // so that a stream decides as the whole text does.
     size_t v_end = text.find(kParameterEnd, v);
-    for (const std::string_view tag : {kParameter, kFunctionEnd, kClose}) {
+    for (const std::string_view tag : {kParameter, kFunctionEnd, block.close}) {
       v_end = std::min(v_end, text.find(tag, v));
     }
     size_t next = v_end;
@@ -154,9 +104,9 @@ size_t read_function(std::string_view text, size_t i, const json& tools, bool at
   return j;
 }
 
-}  // namespace
-
-ParsedOutput parse_qwen3_coder(std::string_view text, const json& tools, bool at_end) {
+ParsedOutput parse_function_blocks(std::string_view text, const Block& block, const json& tools,
+                                   bool at_end) {
+  const std::string_view kOpen = block.open, kClose = block.close;
   ParsedOutput out;
   size_t pos = 0;
   while (true) {
@@ -172,7 +122,7 @@ ParsedOutput parse_qwen3_coder(std::string_view text, const json& tools, bool at
     if (!at_end && (body.empty() || may_become(body, kFunction))) return out;
     bool still_open = false;
     const size_t end = body.starts_with(kFunction)
-                           ? read_function(text, i, tools, at_end, out, still_open)
+                           ? read_function(text, i, block, tools, at_end, out, still_open)
                            : std::string_view::npos;
     if (still_open) return out;
     if (end == std::string_view::npos) {  // not a call: the tag is text
@@ -189,6 +139,16 @@ ParsedOutput parse_qwen3_coder(std::string_view text, const json& tools, bool at
       return out;
     }
   }
+}
+
+}  // namespace
+
+ParsedOutput parse_qwen3_coder(std::string_view text, const json& tools, bool at_end) {
+  return parse_function_blocks(text, kQwen3Coder, tools, at_end);
+}
+
+ParsedOutput parse_seed_oss(std::string_view text, const json& tools, bool at_end) {
+  return parse_function_blocks(text, kSeedOss, tools, at_end);
 }
 
 }  // namespace inflight::frontend::tool_call_formats

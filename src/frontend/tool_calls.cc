@@ -13,18 +13,32 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-constexpr std::array<std::pair<std::string_view, ToolCallParser>, 5> kNamed = {{
+constexpr std::array<std::pair<std::string_view, ToolCallParser>, 8> kNamed = {{
     {"hermes", ToolCallParser::kHermes},
     {"llama3_json", ToolCallParser::kLlama3Json},
     {"mistral", ToolCallParser::kMistral},
     {"qwen3_coder", ToolCallParser::kQwen3Coder},
+    {"seed_oss", ToolCallParser::kSeedOss},
+    {"glm45", ToolCallParser::kGlm45},
+    {"glm47", ToolCallParser::kGlm45},
     {"pythonic", ToolCallParser::kPythonic},
 }};
 
 }  // namespace
 
-std::string_view tool_call_parser_names() {
-  return "hermes, llama3_json, mistral, qwen3_coder, pythonic";
+const std::vector<std::string>& tool_call_parser_name_list() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& [name, parser] : kNamed) out.emplace_back(name);
+    return out;
+  }();
+  return names;
+}
+
+std::string tool_call_parser_names() {
+  std::string out;
+  for (const auto& name : tool_call_parser_name_list()) out += (out.empty() ? "" : ", ") + name;
+  return out;
 }
 
 std::optional<ToolCallParser> tool_call_parser_named(std::string_view name) {
@@ -38,11 +52,14 @@ std::optional<ToolCallParser> tool_call_parser_for_template(std::string_view cha
   const auto has = [&](std::string_view s) {
     return chat_template.find(s) != std::string_view::npos;
   };
-  // Qwen3-Coder, Step 3.5: <tool_call>\n<function=name>\n<parameter=p>... (ByteDance Seed's
-  // <seed:tool_call> and functionary's bare <function=name>{json} are other formats).
-  if (has("<tool_call>") && has("<function=") && has("<parameter=")) {
-    return ToolCallParser::kQwen3Coder;
+  // Qwen3-Coder, Step 3.5: <tool_call>\n<function=name>\n<parameter=p>...; ByteDance Seed's
+  // the same in <seed:tool_call> (functionary's bare <function=name>{json} is another format).
+  if (has("<function=") && has("<parameter=")) {
+    if (has("<seed:tool_call>")) return ToolCallParser::kSeedOss;
+    if (has("<tool_call>")) return ToolCallParser::kQwen3Coder;
   }
+  // GLM-4.5 and later, Laguna: <tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value>.
+  if (has("<tool_call>") && has("<arg_key>") && has("<arg_value>")) return ToolCallParser::kGlm45;
   // Hermes: <tool_call> blocks holding {"name": <function-name>, "arguments": ...} (GLM writes
   // other keys inside <tool_call>).
   if (has("<tool_call>") && has("<function-name>") && has("arguments")) {
@@ -75,6 +92,10 @@ ParsedOutput parse_format(ToolCallParser parser, std::string_view text, const js
       return parse_mistral(text, at_end);
     case ToolCallParser::kQwen3Coder:
       return parse_qwen3_coder(text, tools, at_end);
+    case ToolCallParser::kSeedOss:
+      return parse_seed_oss(text, tools, at_end);
+    case ToolCallParser::kGlm45:
+      return parse_glm45(text, tools, at_end);
     case ToolCallParser::kPythonic:
       return parse_pythonic(text, at_end);
     case ToolCallParser::kJsonList:

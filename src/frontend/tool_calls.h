@@ -13,6 +13,11 @@
 //   qwen3_coder  <tool_call><function=f><parameter=p>value</parameter>...</function></tool_call>,
 //                each value converted by the type of `p` in the tool's JSON schema (Qwen3-Coder,
 //                Step 3.5)
+//   seed_oss     the same inside <seed:tool_call>...</seed:tool_call> (ByteDance Seed-OSS)
+//   glm45        <tool_call>f<arg_key>k</arg_key><arg_value>v</arg_value>...</tool_call>, with
+//                or without newlines between the parts; a value is text for a "string"
+//                parameter, else JSON when it reads as JSON (GLM-4.5/4.6/4.7, Laguna; also
+//                named glm47)
 //   pythonic     a Python list of calls [f(a=1), g(b="x")], the whole output, optionally inside
 //                <|python_start|>...<|python_end|> (Llama 3.2/4 pythonic templates) or after
 //                text inside <|tool_call_start|>...<|tool_call_end|> (LFM2)
@@ -22,7 +27,7 @@
 //
 // Parsing never fails a request: text that does not hold a well-formed call stays content.
 // Arguments are the JSON text of the call's arguments object (OpenAI sends a string): as the
-// model wrote it for the JSON formats, built from the values for qwen3_coder and pythonic.
+// model wrote it for the JSON formats, built from the values for the XML formats and pythonic.
 #pragma once
 
 #include <optional>
@@ -34,19 +39,31 @@
 
 namespace inflight::frontend {
 
-enum class ToolCallParser { kHermes, kLlama3Json, kMistral, kQwen3Coder, kPythonic, kJsonList };
+enum class ToolCallParser {
+  kHermes,
+  kLlama3Json,
+  kMistral,
+  kQwen3Coder,
+  kSeedOss,
+  kGlm45,
+  kPythonic,
+  kJsonList
+};
 
-// The --tool-call-parser names, for messages: "hermes, llama3_json, ...".
-std::string_view tool_call_parser_names();
+// The --tool-call-parser names: hermes, llama3_json, ...
+const std::vector<std::string>& tool_call_parser_name_list();
+// The same for messages: "hermes, llama3_json, ...".
+std::string tool_call_parser_names();
 
 // The parser of a --tool-call-parser name, or nullopt for an unknown one.
 std::optional<ToolCallParser> tool_call_parser_named(std::string_view name);
 
 // The parser a chat template's own rendering calls for, when no --tool-call-parser is given:
-// qwen3_coder for <tool_call><function=...> XML, hermes for <tool_call>{"name":
-// <function-name>, "arguments": ...} blocks, mistral for [TOOL_CALLS], pythonic for
-// [func_name1(...)] lists, llama3_json for Llama 3.x's {"name": ..., "parameters": ...};
-// nullopt for any other or no format.
+// qwen3_coder for <tool_call><function=...> XML, seed_oss for the same in <seed:tool_call>,
+// glm45 for <arg_key>/<arg_value> pairs, hermes for <tool_call>{"name": <function-name>,
+// "arguments": ...} blocks, mistral for [TOOL_CALLS], pythonic for [func_name1(...)] lists,
+// llama3_json for Llama 3.x's {"name": ..., "parameters": ...}; nullopt for any other or no
+// format.
 std::optional<ToolCallParser> tool_call_parser_for_template(std::string_view chat_template);
 
 struct ToolCall {
@@ -60,7 +77,7 @@ struct ParsedOutput {
 };
 
 // Splits an output into content and calls. `tools` is the request's tools array (null: none;
-// qwen3_coder reads parameter types from it).
+// the XML formats read parameter types from it).
 //
 // at_end: `text` is the whole output. Otherwise it is the output so far, and the result is
 // what is decided: `content` holds the text outside calls that can no longer become part of one
@@ -70,7 +87,7 @@ struct ParsedOutput {
 // turns out malformed, when its text becomes content.
 ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text,
                               const nlohmann::ordered_json& tools, bool at_end = true);
-// The same without tools (every qwen3_coder value is then a string).
+// The same without tools (no parameter is typed).
 ParsedOutput parse_tool_calls(ToolCallParser parser, std::string_view text);
 
 // The content of a whole message (not streamed): without surrounding whitespace when it comes

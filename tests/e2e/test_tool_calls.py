@@ -1,5 +1,5 @@
 """Tool calls with tool_choice "auto", as OpenAI clients receive them: parsed out of the reply in
-the chat template's format (hermes, qwen3_coder, mistral, pythonic), streamed as deltas (a first delta with id, type, name and empty
+the chat template's format (hermes, qwen3_coder, mistral, pythonic, glm45, seed_oss), streamed as deltas (a first delta with id, type, name and empty
 arguments, then argument fragments as tokens arrive, an index per call) that the `openai`
 client reassembles, and a clear 400 when the template cannot show the model its tools.
 
@@ -159,6 +159,14 @@ def test_qwen3_coder_values_take_the_schema_types():
     # LFM2: a pythonic list inside <|tool_call_start|> ... <|tool_call_end|>.
     ("LFM2.5-8B-A1B",
      r'<\|tool_call_start\|>\[get_weather\(city="Paris", days=[1-3]\)\]<\|tool_call_end\|>'),
+    # GLM-4.6: <arg_key>/<arg_value> pairs, the integer written as JSON.
+    ("GLM-4.6",
+     r'<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n'
+     r'<arg_key>days</arg_key>\n<arg_value>[1-3]</arg_value>\n</tool_call>'),
+    # ByteDance Seed-OSS: Qwen3-Coder's XML inside <seed:tool_call>.
+    ("ByteDance-Seed-OSS",
+     r'<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n'
+     r'<parameter=days>[1-3]</parameter>\n</function>\n</seed:tool_call>'),
 ])
 def test_format_found_from_the_template(name, regex):
     s = serve("--chat-template", template(name))

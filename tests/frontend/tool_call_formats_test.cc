@@ -119,6 +119,66 @@ TEST(ToolCallFormats, Qwen3CoderLenientAndMalformed) {
   }
 }
 
+TEST(ToolCallFormats, SeedOssIsQwen3CoderInItsOwnTags) {
+  const std::string text =
+      "<seed:think>none</seed:think>Checking.\n<seed:tool_call>\n<function=get_current_weather>"
+      "\n<parameter=city>Dallas</parameter>\n<parameter=days>3</parameter>\n</function>\n"
+      "</seed:tool_call>";
+  ParsedOutput p = parse_tool_calls(ToolCallParser::kSeedOss, text, weather_tools());
+  ASSERT_EQ(p.calls.size(), 1u);
+  expect_call(p.calls[0], "get_current_weather", R"({"city": "Dallas", "days": 3})");
+  EXPECT_EQ(p.content, "<seed:think>none</seed:think>Checking.\n");
+  // Qwen3-Coder's tags are text to it, and its tags text to qwen3_coder.
+  p = parse_tool_calls(ToolCallParser::kQwen3Coder, text, weather_tools());
+  EXPECT_TRUE(p.calls.empty());
+  EXPECT_EQ(p.content, text);
+}
+
+// ---- glm45 -----------------------------------------------------------------------------------
+
+TEST(ToolCallFormats, Glm45PairsWithAndWithoutNewlines) {
+  // GLM-4.5/4.6 put each part on its line, GLM-4.7 writes them back to back; strings as they
+  // are, other values as JSON (the templates' rendering).
+  const std::string text =
+      "Let me look.\n<tool_call>get_current_weather\n<arg_key>city</arg_key>\n<arg_value>Dallas"
+      "</arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n<arg_key>hours</arg_key>"
+      "\n<arg_value>[6, 12]</arg_value>\n<arg_key>zip</arg_key>\n<arg_value>75201</arg_value>\n"
+      "</tool_call><tool_call>get_time<arg_key>zone</arg_key><arg_value>\"UTC\"</arg_value>"
+      "<arg_key>utc</arg_key><arg_value>true</arg_value></tool_call>"
+      "<tool_call>get_date</tool_call>";
+  ParsedOutput p = parse_tool_calls(ToolCallParser::kGlm45, text, weather_tools());
+  ASSERT_EQ(p.calls.size(), 3u);
+  expect_call(p.calls[0], "get_current_weather",
+              R"({"city": "Dallas", "days": 3, "hours": [6, 12], "zip": "75201"})");
+  // get_time has no schema: a value is JSON when it reads as JSON.
+  expect_call(p.calls[1], "get_time", R"({"zone": "UTC", "utc": true})");
+  expect_call(p.calls[2], "get_date", "{}");
+  EXPECT_EQ(p.content, "Let me look.\n");
+  // A string parameter keeps text that would read as JSON.
+  p = parse_tool_calls(ToolCallParser::kGlm45,
+                       "<tool_call>get_current_weather<arg_key>city</arg_key><arg_value>null"
+                       "</arg_value><arg_key>days</arg_key><arg_value>three</arg_value>"
+                       "</tool_call>",
+                       weather_tools());
+  ASSERT_EQ(p.calls.size(), 1u);
+  expect_call(p.calls[0], "get_current_weather", R"({"city": "null", "days": "three"})");
+}
+
+TEST(ToolCallFormats, Glm45CutShortAndMalformed) {
+  ParsedOutput p = parse_tool_calls(
+      ToolCallParser::kGlm45,
+      "<tool_call>get_current_weather\n<arg_key>city</arg_key>\n<arg_value>Aus", weather_tools());
+  ASSERT_EQ(p.calls.size(), 1u);
+  expect_call(p.calls[0], "get_current_weather", R"({"city": "Aus"})");
+  for (const char* text : {"<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>",
+                           "<tool_call>f\n<arg_key>a</arg_key> oops</tool_call>",
+                           "<tool_call>f\nplain words</tool_call>", "<tool_call>", "a <b>c</b>"}) {
+    p = parse_tool_calls(ToolCallParser::kGlm45, text, weather_tools());
+    EXPECT_TRUE(p.calls.empty()) << text;
+    EXPECT_EQ(p.content, text);
+  }
+}
+
 // ---- pythonic --------------------------------------------------------------------------------
 
 TEST(ToolCallFormats, PythonicLists) {
@@ -193,6 +253,16 @@ std::vector<StreamCase> stream_cases() {
        "<tool_call>\n<function=get_current_weather>\n<parameter=city>\nOslo\n<parameter=days>"
        "\n2\n</parameter>\n</tool_call> ok",
        1},
+      {ToolCallParser::kSeedOss,
+       "Checking.\n<seed:tool_call>\n<function=get_current_weather>\n<parameter=city>Oslo"
+       "</parameter>\n</function>\n</seed:tool_call>",
+       1},
+      {ToolCallParser::kGlm45,
+       "Checking.\n<tool_call>get_current_weather\n<arg_key>city</arg_key>\n<arg_value>Dallas"
+       "</arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>"
+       "<tool_call>get_time<arg_key>zone</arg_key><arg_value>UTC</arg_value></tool_call> ok",
+       2},
+      {ToolCallParser::kGlm45, "a <tool_call>f\nplain words</tool_call> and <b>more</b>", 0},
       {ToolCallParser::kPythonic, "[get_current_weather(city='Paris', hours=[6, 12]), get_time()]",
        2},
       {ToolCallParser::kPythonic,

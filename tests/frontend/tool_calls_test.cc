@@ -210,8 +210,11 @@ TEST(ToolCalls, ParserFollowsTheChatTemplate) {
       {"mistralai-Mistral-Nemo-Instruct-2407", ToolCallParser::kMistral},
       {"mistralai-Ministral-3-14B-Reasoning-2512", ToolCallParser::kMistral},
       {"LFM2.5-8B-A1B", ToolCallParser::kPythonic},
-      {"GLM-4.6", std::nullopt},
-      {"ByteDance-Seed-OSS", std::nullopt},  // <seed:tool_call>: its own format
+      {"GLM-4.6", ToolCallParser::kGlm45},
+      {"GLM-4.7-Flash", ToolCallParser::kGlm45},
+      {"poolside-Laguna-XS.2", ToolCallParser::kGlm45},
+      {"ByteDance-Seed-OSS", ToolCallParser::kSeedOss},
+      {"moonshotai-Kimi-K2", std::nullopt},
       {"meetkai-functionary-medium-v3.1", std::nullopt},
   };
   for (const auto& [name, expected] : cases) {

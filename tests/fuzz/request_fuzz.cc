@@ -39,7 +39,8 @@ void tool_calls(std::string_view text) {
   const nlohmann::ordered_json no_tools;  // outlives each stream, as a request's tools do
   for (const ToolCallParser p :
        {ToolCallParser::kHermes, ToolCallParser::kLlama3Json, ToolCallParser::kMistral,
-        ToolCallParser::kQwen3Coder, ToolCallParser::kPythonic, ToolCallParser::kJsonList}) {
+        ToolCallParser::kQwen3Coder, ToolCallParser::kSeedOss, ToolCallParser::kGlm45,
+        ToolCallParser::kPythonic, ToolCallParser::kJsonList}) {
     const ParsedOutput out = parse_tool_calls(p, text);
     if (out.calls.empty() && out.content != text) std::abort();
     if (out.content.size() > text.size()) std::abort();
