@@ -317,10 +317,14 @@ std::string Quantization::describe() const {
         out += ", activations static per tensor";
         break;
     }
-    if (kv_cache_scales) out += ", KV-cache scales";
     if (!ignore.empty()) out += fmt::format(", {} ignore entries", ignore.size());
   }
-  if (fp8_kv_cache) out += std::string(out.empty() ? "" : ", ") + "KV cache fp8 e4m3";
+  if (fp8_kv_cache) {
+    out += std::string(out.empty() ? "" : ", ") +
+           "KV cache fp8 e4m3 with a scale per token and kv head";
+    // The cache measures each vector's range as it is written (docs/quantization.md).
+    if (kv_cache_scales) out += " (the checkpoint's static k_scale/v_scale are not used)";
+  }
   return out.empty() ? "none" : out;
 }
 

@@ -63,6 +63,8 @@ struct Quantization {
   // ModelOpt's exclude_modules write them; '*' crosses dots), as the three formats write them.
   std::vector<std::string> ignore;
   // The checkpoint stores per-layer KV-cache scales (k_scale / v_scale) for an FP8 KV cache.
+  // They are not read: the FP8 cache scales each token and kv head by its own range, which is
+  // never less accurate than one calibrated scale per tensor (docs/quantization.md).
   bool kv_cache_scales = false;
   // The KV cache holds e4m3 values with a scale per token and kv head (ops/paged_kv.h) instead
   // of the compute dtype: what a checkpoint with an FP8 KV-cache scheme asks for, or

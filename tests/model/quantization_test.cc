@@ -61,7 +61,8 @@ TEST(Quantization, CompressedTensorsStaticWithKvCache) {
   EXPECT_TRUE(q.fp8_kv_cache);  // --kv-cache-dtype auto follows the checkpoint
   EXPECT_EQ(q.describe(),
             "fp8 (compressed-tensors): weights per tensor, activations static per tensor, "
-            "KV-cache scales, 1 ignore entries, KV cache fp8 e4m3");
+            "1 ignore entries, KV cache fp8 e4m3 with a scale per token and kv head (the "
+            "checkpoint's static k_scale/v_scale are not used)");
 }
 
 TEST(Quantization, CompressedTensorsBlock) {
