@@ -8,7 +8,7 @@
 #       the whole 94 MiB model exceeds the 64 MiB a run may carry, dev/cuda/README.md), the 200
 #       fortune prompts the batch-invariance test reads, the Llama-3 vocabulary (for `serve`) and
 #       the commit, into $STAGE_DIR (default .devrun-serving, git-ignored).
-#   dev/cuda/device_run.sh run [tests|bench|perf|startup|parallel|structured|all]   on the GPU machine, repository root,
+#   dev/cuda/device_run.sh run [tests|bench|perf|startup|parallel|structured|repository|all]   on the GPU machine, repository root,
 #       the staging directory carried along. Logs and result JSON go to $OUT; a summary last.
 #
 # tests: every CUDA test binary (kernels vs the CPU, models vs the CPU, engine on CUDA, batch
@@ -41,6 +41,7 @@
 # (`bench collectives`), batch-1 decode in each layout and offline 128/128 in the layouts
 # PAR_OFFLINE names (default all but tp1). PERF_ONLY picks steps by name (greedy_<layout>,
 # collectives_tp<N>, b1_<layout>, o128_<layout>).
+# repository: two models of a --model-repository on one GPU, their memory shares by nvidia-smi.
 # structured: offline 256 x 128/128 with and without a JSON schema on every request.
 set -u -o pipefail
 
@@ -336,6 +337,15 @@ run_structured() {
   rm -f "$vocab"
 }
 
+# Two models of a model repository sharing the GPU (dev/cuda/repository_split.py): shares taken,
+# given back on unload, taken again on load, a share that does not fit refused.
+run_repository() {
+  step repository 420 python3 dev/cuda/repository_split.py --bin "$stage_dir/bin/inflight" \
+    --model "$stage_dir/data/model.gguf" --work /tmp/repository_split \
+    --result-json "$OUT/repository_split.json"
+  grep -E '^(PASS|FAIL)' "$OUT/logs/repository.log"
+}
+
 run() {
   OUT="${OUT:-/tmp/device_run_out}"
   local what="${1:-all}"
@@ -346,11 +356,12 @@ run() {
   [[ "$what" == startup ]] && run_startup
   [[ "$what" == parallel ]] && run_parallel
   [[ "$what" == structured ]] && run_structured
+  [[ "$what" == repository ]] && run_repository
   finish_run "device run ($what)"
 }
 
 case "${1:-}" in
   stage) shift; stage "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: $0 stage [BUILD_DIR] | run [tests|bench|perf|startup|parallel|all]"; exit 2 ;;
+  *) echo "usage: $0 stage [BUILD_DIR] | run [tests|bench|perf|startup|parallel|structured|repository|all]"; exit 2 ;;
 esac
