@@ -93,7 +93,8 @@ void ModelRegistry::refresh() {
   // UNAVAILABLE models the source no longer holds leave; the others stay until unloaded.
   std::erase_if(entries_, [&](const Entry& e) {
     return e.state == ModelState::kUnavailable &&
-           std::none_of(found.begin(), found.end(), [&](const Names& n) { return n.name == e.name; });
+           std::none_of(found.begin(), found.end(),
+                        [&](const Names& n) { return n.name == e.name; });
   });
   for (const Names& n : found) {
     std::vector<std::string> names = n.aliases;
@@ -102,9 +103,10 @@ void ModelRegistry::refresh() {
     if (e != nullptr && e->name != n.name) e = nullptr;  // an alias of another model
     if (const Entry* other = clash_locked(names, e)) {
       if (clashes_.insert(n.name).second) {  // once per name, not at every look
-        INFLIGHT_LOG_WARN("model '{}' of the repository is not served: it takes a name of model "
-                          "'{}'",
-                          n.name, other->name);
+        INFLIGHT_LOG_WARN(
+            "model '{}' of the repository is not served: it takes a name of model "
+            "'{}'",
+            n.name, other->name);
       }
       continue;
     }
@@ -163,9 +165,9 @@ Status ModelRegistry::load(const std::string& name) {
   if (reload) {
     e->reloading = false;
     if (!error.empty()) {
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("failed to reload '{}' (the loaded one serves on): {}", e->name,
-                                error));
+      return Status(
+          StatusCode::kInvalidArgument,
+          fmt::format("failed to reload '{}' (the loaded one serves on): {}", e->name, error));
     }
     std::shared_ptr<Frontend> old = std::exchange(e->frontend, fe);
     threads_.emplace_back([old = std::move(old)] { drain(old); });

@@ -72,7 +72,6 @@ class ModelRegistry {
   // (a name that clashes with a model's is skipped with a warning).
   void set_discover(Discover discover) { discover_ = std::move(discover); }
 
-
   // Loads `name` (blocking), or reloads it when READY: kNotFound for a name never added,
   // kInvalidArgument when it is busy (loading, reloading, unloading), else the loader's error
   // (a model being loaded is then UNAVAILABLE with it as reason; one being reloaded serves on).

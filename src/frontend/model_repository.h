@@ -105,6 +105,7 @@ class ModelRepository {
   // others' (kept when the file names none). kNotFound for a name not scanned or a directory
   // gone; kInvalidArgument as read_model_spec and plan_memory_shares, or for a renamed model.
   ModelSpec spec_to_load(const std::string& name);
+
  private:
   std::vector<RepositoryModel> scan_locked(bool at_start);
 

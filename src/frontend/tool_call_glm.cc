@@ -66,9 +66,8 @@ Body read_call(std::string_view text, size_t i, const json& tools, bool at_end, 
     }
     keyed = true;
     const size_t key_end = text.find(kKeyEnd, j + kKey.size());
-    const size_t v = key_end == std::string_view::npos
-                         ? text.size()
-                         : skip_space(text, key_end + kKeyEnd.size());
+    const size_t v = key_end == std::string_view::npos ? text.size()
+                                                       : skip_space(text, key_end + kKeyEnd.size());
     const std::string_view after_key = text.substr(v);
     if (!after_key.starts_with(kValue)) {
       if (!after_key.empty() && !may_become(after_key, kValue)) return Body::kBad;

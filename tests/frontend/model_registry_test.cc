@@ -7,8 +7,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <utility>
 #include <thread>
+#include <utility>
 
 #include "core/check.h"
 #include "frontend/api_error.h"
@@ -184,9 +184,8 @@ TEST(ModelRegistry, ReloadServesOnUntilTheNewEngineIsUp) {
   if (testing::model_path().empty())
     GTEST_SKIP() << "skipped: the default model (tokenizer) is missing";
   std::atomic<bool> broken{false};
-  ModelRegistry registry({}, [&](const std::string& name) {
-    return load_tiny(broken ? "broken" : name);
-  });
+  ModelRegistry registry(
+      {}, [&](const std::string& name) { return load_tiny(broken ? "broken" : name); });
   registry.add("a", {});
   ASSERT_EQ(registry.load("a").message(), "");
   const auto first = registry.resolve("a");

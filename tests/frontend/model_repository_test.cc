@@ -202,9 +202,9 @@ TEST(ModelRepository, RefusesAtStartTwoDirectoriesOfOneNameAndAnEmptyRepository)
     std::ofstream(repo / dir / "m.gguf") << "x";
     std::ofstream(repo / dir / "inflight.json") << R"({"served_model_name": "same"})";
   }
-  EXPECT_NE(error_of([&] { ModelRepository(repo, ModelSpec{}, 0.9); })
-                .find("both serve the name 'same'"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { ModelRepository(repo, ModelSpec{}, 0.9); }).find("both serve the name 'same'"),
+      std::string::npos);
 }
 
 }  // namespace
