@@ -360,7 +360,7 @@ struct ServedModels {
   std::vector<frontend::ModelSpec> specs;
   std::vector<std::string> load_at_start;
   frontend::ModelRegistry::Loader loader;
-  frontend::ModelRegistry::Discover discover;  // set for a repository the registry follows
+  frontend::ModelRegistry::Source source;  // set for a repository the registry follows
 };
 
 // --model (or the default model, or dummy weights): one model, loaded at start.
@@ -382,7 +382,7 @@ ServedModels single_model() {
 // A model repository's models (frontend::ModelRepository). With --model-control-mode none every
 // model must read cleanly at start, with explicit only the --load-model ones (the others show
 // their error when loaded). The registry follows the directory: models added later can be
-// loaded, and a load of a loaded model reloads it from its files as they are then.
+// loaded, and a load of a loaded model whose files changed reloads it from them.
 ServedModels repository_models() {
   INFLIGHT_CHECK_CODE(
       !opts.dummy_weights && opts.tensor_parallel_size == 1 && opts.pipeline_parallel_size == 1,
@@ -431,12 +431,17 @@ ServedModels repository_models() {
       out.load_at_start.push_back(name);
     }
   }
-  out.loader = [repo](const std::string& name) { return load_model(repo->spec_to_load(name)); };
-  out.discover = [repo] {
+  out.loader = [repo](const std::string& name) {
+    auto model = load_model(repo->spec_to_load(name));
+    repo->loaded(name);
+    return model;
+  };
+  out.source.models = [repo] {
     std::vector<frontend::ModelRegistry::Names> names;
     for (auto& m : repo->scan()) names.push_back({std::move(m.name), std::move(m.aliases)});
     return names;
   };
+  out.source.changed = [repo](const std::string& name) { return repo->changed(name); };
   return out;
 }
 
@@ -466,7 +471,7 @@ int run() {
     registry.add(spec.name, spec.aliases);
     names.push_back(spec.name);
   }
-  if (served.discover) registry.set_discover(served.discover);
+  if (served.source.models) registry.set_source(served.source);
   server::Server server(opts.server, registry);
   server.listen();
   std::optional<server::GrpcServer> grpc;

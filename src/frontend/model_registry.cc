@@ -81,10 +81,10 @@ void ModelRegistry::add(const std::string& name, std::vector<std::string> aliase
 }
 
 void ModelRegistry::refresh() {
-  if (!discover_) return;
+  if (!source_.models) return;
   std::vector<Names> found;
   try {
-    found = discover_();  // reads the source: outside the lock
+    found = source_.models();  // reads the source: outside the lock
   } catch (const Error& e) {
     INFLIGHT_LOG_WARN("the model repository cannot be read: {}", e.message());
     return;  // the models stay as they were
@@ -131,7 +131,10 @@ Status ModelRegistry::load(const std::string& name) {
       return Status(StatusCode::kNotFound,
                     fmt::format("no model '{}' in the model repository", name));
     }
-    reload = e->state == ModelState::kReady && !e->reloading;
+    if (e->state == ModelState::kReady && !e->reloading) {
+      if (!source_.changed || !source_.changed(e->name)) return Status();  // loaded as it is
+      reload = true;
+    }
     if (e->state != ModelState::kUnavailable && !reload) {
       return Status(StatusCode::kInvalidArgument,
                     fmt::format("model '{}' is {}: wait until it is done", e->name,

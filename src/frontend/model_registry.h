@@ -10,14 +10,13 @@
 // finish, then shuts its engine down and drops it, on a thread of the registry's: the caller
 // does not wait. Other models are never touched: their streams go on.
 //
-// Load of a READY model reloads it (Triton's): a new engine is built from the model's files as
-// they are now while the loaded one serves on; once it is up, new requests go to it and the old
-// one drains as an unload does. A reload that fails leaves the loaded engine serving; a reload
-// keeps the model's names.
-//
-// With a Discover function (a model repository) the registry follows its source: the index and
-// a load look again, so a model directory added after start can be listed and loaded, and an
-// UNAVAILABLE model whose directory is gone leaves the index.
+// With a Source (a model repository) the registry follows it: the index and a load look again,
+// so a model directory added after start can be listed and loaded, and an UNAVAILABLE model
+// whose directory is gone leaves the index. Load of a READY model whose files changed since it
+// was loaded reloads it (Triton's): a new engine is built from the files as they are now while
+// the loaded one serves on; once it is up, new requests go to it and the old one drains as an
+// unload does. A reload that fails leaves the loaded engine serving; a reload keeps the model's
+// names. Load of a READY model that did not change (or without a Source) changes nothing.
 #pragma once
 
 #include <atomic>
@@ -56,7 +55,12 @@ class ModelRegistry {
     std::string name;
     std::vector<std::string> aliases;
   };
-  using Discover = std::function<std::vector<Names>()>;
+  // Where the models come from, when it can change while the server runs (a repository).
+  struct Source {
+    std::function<std::vector<Names>()> models;  // the models it holds now
+    // Whether the files of a loaded model changed since its last load.
+    std::function<bool(const std::string& name)> changed;
+  };
 
   // `shared`: the options every model's Frontend starts from (its names replace the name).
   ModelRegistry(FrontendOptions shared, Loader loader);
@@ -70,11 +74,12 @@ class ModelRegistry {
   void add(const std::string& name, std::vector<std::string> aliases);
   // Set before serving: models the source gains are added, UNAVAILABLE ones it lost removed
   // (a name that clashes with a model's is skipped with a warning).
-  void set_discover(Discover discover) { discover_ = std::move(discover); }
+  void set_source(Source source) { source_ = std::move(source); }
 
-  // Loads `name` (blocking), or reloads it when READY: kNotFound for a name never added,
-  // kInvalidArgument when it is busy (loading, reloading, unloading), else the loader's error
-  // (a model being loaded is then UNAVAILABLE with it as reason; one being reloaded serves on).
+  // Loads `name` (blocking), or reloads it when READY and changed: kNotFound for a name never
+  // added, kInvalidArgument when it is busy (loading, reloading, unloading), else the loader's
+  // error (a model being loaded is then UNAVAILABLE with it as reason; one being reloaded
+  // serves on).
   Status load(const std::string& name);
   // The same on a thread of the registry's; `done` is called there.
   void load_async(const std::string& name, std::function<void(Status)> done);
@@ -111,7 +116,7 @@ class ModelRegistry {
   const Entry* find_locked(std::string_view name) const;
   // A name of `names` that is another model's than `self`'s (nullptr: none).
   const Entry* clash_locked(const std::vector<std::string>& names, const Entry* self) const;
-  // Follows the Discover function (no-op without one).
+  // Follows the Source (no-op without one).
   void refresh();
   // Waits until no request holds `frontend`, then shuts its engine down.
   static void drain(const std::shared_ptr<Frontend>& frontend);
@@ -119,7 +124,7 @@ class ModelRegistry {
 
   const FrontendOptions shared_;
   const Loader loader_;
-  Discover discover_;
+  Source source_;
   std::set<std::string> clashes_;  // models of the source not served for a taken name (warned)
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;

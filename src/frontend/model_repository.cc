@@ -98,6 +98,27 @@ void read_fields(const json& j, ModelSpec& spec) {
   }
 }
 
+// Every file under `dir` (links followed) as "path size mtime" lines, sorted; empty when `dir`
+// cannot be read.
+std::string files_fingerprint(const fs::path& dir) {
+  std::vector<std::string> lines;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink,
+                                           ec),
+       end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code file_ec;
+    if (!it->is_regular_file(file_ec)) continue;  // follows links
+    const auto size = fs::file_size(it->path(), file_ec);
+    const auto mtime = fs::last_write_time(it->path(), file_ec);
+    if (file_ec) continue;
+    lines.push_back(fmt::format("{} {} {}", fs::relative(it->path(), dir).string(), size,
+                                mtime.time_since_epoch().count()));
+  }
+  std::sort(lines.begin(), lines.end());
+  return fmt::format("{}", fmt::join(lines, "\n"));
+}
+
 // The model file of a directory without "model": its one .gguf, else the directory itself
 // (a Hugging Face checkpoint).
 std::string find_model(const fs::path& dir) {
@@ -236,8 +257,10 @@ std::vector<RepositoryModel> ModelRepository::scan_locked(bool at_start) {
                           "{} and {} both serve the name '{}': give one another "
                           "served_model_name",
                           taken->second.string(), m.dir.string(), m.name);
-      INFLIGHT_LOG_WARN("{} is not served: {} serves the name '{}' already", m.dir.string(),
-                        taken->second.string(), m.name);
+      if (shadowed_.insert(m.dir.string()).second) {  // once, not at every scan
+        INFLIGHT_LOG_WARN("{} is not served: {} serves the name '{}' already", m.dir.string(),
+                          taken->second.string(), m.name);
+      }
       continue;
     }
     dirs[m.name] = m.dir;
@@ -254,6 +277,7 @@ ModelSpec ModelRepository::spec_to_load(const std::string& name) {
                       "no model '{}' in {} (its directory is gone, or serves another name now)",
                       name, root_.string());
   ModelSpec spec = read_model_spec(dir->second, defaults_);
+  reading_files_[name] = files_fingerprint(dir->second);  // what this load reads
   INFLIGHT_CHECK_CODE(spec.name == name, ErrorCode::kInvalidArgument,
                       "{}: served_model_name is now '{}', was '{}' when the repository was read: "
                       "unload it, then load '{}'",
@@ -271,6 +295,21 @@ ModelSpec ModelRepository::spec_to_load(const std::string& name) {
   plan_memory_shares(specs, budget_);
   planned_[name] = specs.back();  // only a spec that fits replaces the one before
   return specs.back();
+}
+
+void ModelRepository::loaded(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  if (const auto read = reading_files_.find(name); read != reading_files_.end()) {
+    loaded_files_[name] = read->second;
+  }
+}
+
+bool ModelRepository::changed(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  const auto dir = dirs_.find(name);
+  const auto loaded = loaded_files_.find(name);
+  return dir == dirs_.end() || loaded == loaded_files_.end() ||
+         files_fingerprint(dir->second) != loaded->second;
 }
 
 }  // namespace inflight::frontend

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +89,8 @@ struct RepositoryModel {
 // what cannot fit (ModelSpec::gpu_memory_utilization). Later scans find directories added
 // since (their share is planned when they load) and drop those removed; a model's inflight.json
 // is read again each time it is loaded, so an edited file counts at the next load or reload.
+// A model's files are fingerprinted when it is loaded (each file under its directory, links
+// followed: path, size, modification time), so a reload can be skipped when nothing changed.
 class ModelRepository {
  public:
   // `defaults`: the serve flags (a model's share is left to its inflight.json); `budget`: the
@@ -105,6 +108,12 @@ class ModelRepository {
   // others' (kept when the file names none). kNotFound for a name not scanned or a directory
   // gone; kInvalidArgument as read_model_spec and plan_memory_shares, or for a renamed model.
   ModelSpec spec_to_load(const std::string& name);
+  // The load spec_to_load began for `name` succeeded: its files as spec_to_load saw them are
+  // what `changed` compares with.
+  void loaded(const std::string& name);
+  // Whether `name`'s files differ from those of its last successful load (true when never
+  // loaded, or when its directory is gone).
+  bool changed(const std::string& name);
 
  private:
   std::vector<RepositoryModel> scan_locked(bool at_start);
@@ -116,6 +125,9 @@ class ModelRepository {
   std::mutex mutex_;
   std::map<std::string, std::filesystem::path> dirs_;  // served name -> directory, as scanned
   std::map<std::string, ModelSpec> planned_;           // the specs with their planned shares
+  // Served name -> its files' fingerprint when spec_to_load read it, and at its last load.
+  std::map<std::string, std::string> reading_files_, loaded_files_;
+  std::set<std::string> shadowed_;  // directories left out for a taken name (warned once)
 };
 
 }  // namespace inflight::frontend

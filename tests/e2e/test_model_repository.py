@@ -375,7 +375,12 @@ def test_reloading_a_ready_model_swaps_engines_and_keeps_its_streams(repo_server
     t.start()
     try:
         assert started.wait(TIMEOUT)
-        # Triton's load of a loaded model reloads it from its files as they are now.
+        # A load of a loaded model whose files did not change changes nothing...
+        loads = "".join(repo_server.log).count(f"loaded {repo_server.root / 'tiny'}")
+        assert loads > 0, "".join(repo_server.log[-20:])
+        c.load_model("tiny")
+        assert "".join(repo_server.log).count(f"loaded {repo_server.root / 'tiny'}") == loads
+        # ...after an edit it reloads the model from its files as they are now (Triton's).
         config.write_text(json.dumps({**json.loads(original), "max_num_seqs": 4}))
         c.load_model("tiny")
         assert c.get_model_config("tiny")["max_batch_size"] == 4

@@ -183,12 +183,18 @@ std::pair<size_t, std::optional<FinishReason>> finish(const std::shared_ptr<Gene
 TEST(ModelRegistry, ReloadServesOnUntilTheNewEngineIsUp) {
   if (testing::model_path().empty())
     GTEST_SKIP() << "skipped: the default model (tokenizer) is missing";
-  std::atomic<bool> broken{false};
+  std::atomic<bool> broken{false}, changed{false};
   ModelRegistry registry(
       {}, [&](const std::string& name) { return load_tiny(broken ? "broken" : name); });
   registry.add("a", {});
+  registry.set_source({[] { return std::vector<ModelRegistry::Names>{{"a", {}}}; },
+                       [&](const std::string&) { return changed.load(); }});
   ASSERT_EQ(registry.load("a").message(), "");
   const auto first = registry.resolve("a");
+  // Unchanged files: a load of the loaded model changes nothing.
+  ASSERT_EQ(registry.load("a").message(), "");
+  EXPECT_EQ(registry.resolve("a"), first);
+  changed = true;
   Request r;
   r.prompt_token_ids = {96, 77, 40, 46, 6};
   r.sampling.temperature = 0.0f;
@@ -216,7 +222,9 @@ TEST(ModelRegistry, ReloadServesOnUntilTheNewEngineIsUp) {
   EXPECT_EQ(finish(after), std::make_pair(size_t{24}, std::optional(FinishReason::kLength)));
   before.reset();  // the old engine drains, then stops: a late request on it gets 503
   int late = 200;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (late == 200) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the old engine never stopped";
     try {
       Generation::submit(*first, {r}).reset();
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -235,7 +243,7 @@ TEST(ModelRegistry, FollowsItsSource) {
   ModelRegistry registry({}, load_tiny);
   registry.add("a", {});
   registry.add("b", {"bee"});
-  registry.set_discover([&] { return source; });
+  registry.set_source({[&] { return source; }, {}});
   ASSERT_EQ(registry.load("a").message(), "");
 
   // Added: listed and loadable; removed: an UNAVAILABLE model leaves, a READY one stays.

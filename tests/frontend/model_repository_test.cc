@@ -193,6 +193,30 @@ TEST(ModelRepository, FollowsTheDirectoryAndPlansSharesAtLoad) {
             std::string::npos);
 }
 
+TEST(ModelRepository, ChangedComparesTheFilesOfTheLastLoad) {
+  const fs::path repo = testing::scratch_dir("model_repository_changed");
+  fs::create_directories(repo / "a" / "sub");
+  std::ofstream(repo / "a" / "m.gguf") << "x";
+  std::ofstream(repo / "a" / "sub" / "tokenizer.json") << "{}";
+  ModelRepository r(repo, ModelSpec{}, 0.9);
+  EXPECT_TRUE(r.changed("a"));  // never loaded
+  r.spec_to_load("a");
+  EXPECT_TRUE(r.changed("a"));  // a load begun is not a load done
+  r.loaded("a");
+  EXPECT_FALSE(r.changed("a"));
+  std::ofstream(repo / "a" / "sub" / "tokenizer.json") << "{\"a\": 1}";  // another size
+  EXPECT_TRUE(r.changed("a"));
+  r.spec_to_load("a");  // a reload that fails leaves the last load's files as the reference
+  EXPECT_TRUE(r.changed("a"));
+  r.loaded("a");
+  EXPECT_FALSE(r.changed("a"));
+  std::ofstream(repo / "a" / "inflight.json") << "{}";  // a file added
+  EXPECT_TRUE(r.changed("a"));
+  fs::remove(repo / "a" / "inflight.json");
+  EXPECT_FALSE(r.changed("a"));
+  EXPECT_TRUE(r.changed("nope"));
+}
+
 TEST(ModelRepository, RefusesAtStartTwoDirectoriesOfOneNameAndAnEmptyRepository) {
   const fs::path repo = testing::scratch_dir("model_repository_start");
   EXPECT_NE(error_of([&] { ModelRepository(repo, ModelSpec{}, 0.9); }).find("no model directory"),
