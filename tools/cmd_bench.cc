@@ -29,11 +29,10 @@
 #include "core/check.h"
 #include "formats/default_model.h"
 #include "formats/model_files.h"
-#include "formats/quantization.h"
 #include "model/arch_presets.h"
 #include "tools/command.h"
+#include "tools/engine_options.h"
 #include "tools/parallel_launch.h"
-#include "tools/precision_options.h"
 
 namespace inflight::tools {
 namespace {
@@ -60,23 +59,9 @@ struct ServeArgs {
   double ready_timeout = 600.0;
 };
 
+// bench offline and latency: the engine's options (tools/engine_options.h), and the report's.
 struct EngineArgs {
-  std::string model;
-  bool dummy_weights = false;
-  std::string arch;
-  std::string config;
-  std::string tokenizer;  // for dummy weights (structured output needs one)
-  std::string device = "auto";
-  std::string quantization;
-  std::string kv_cache_dtype = "auto";
-  std::string kv_cache_memory = "auto";
-  int32_t tensor_parallel_size = 1;
-  int32_t pipeline_parallel_size = 1;
-  int32_t max_num_micro_batches = EngineConfig{}.max_num_micro_batches;
-  int32_t max_model_len = 0;
-  int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
-  int32_t max_num_batched_tokens = EngineConfig{}.max_num_batched_tokens;
-  double schedule_conservativeness = EngineConfig{}.schedule_conservativeness;
+  EngineOptions options;
   std::string percentiles = "50,90,99";
   std::string result_json;
 };
@@ -107,42 +92,13 @@ struct CollectivesArgs {
 CollectivesArgs g_collectives;
 CLI::App* g_collectives_app = nullptr;
 
-void add_engine_options(CLI::App& app, int32_t& input_len, int32_t& output_len, uint64_t& seed) {
-  app.add_option("--model", g_engine.model,
-                 "Model: a .gguf file or a Hugging Face directory "
-                 "(default: the default model)");
-  app.add_flag("--dummy-weights", g_engine.dummy_weights,
-               "Random weights of --arch (or --config) made on the device; token-id prompts");
-  app.add_option("--arch", g_engine.arch,
-                 "Architecture for --dummy-weights: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, "
-                 "mistral-7b, qwen3-8b, qwen3-30b-a3b, mixtral-8x7b, smollm2-135m");
-  app.add_option("--config", g_engine.config, "Hugging Face config.json for --dummy-weights");
-  app.add_option("--tokenizer", g_engine.tokenizer,
-                 "Tokenizer for --dummy-weights (a vocab GGUF or tokenizer.json of the same "
-                 "vocabulary size; --json-schema needs one)");
-  app.add_option("--device", g_engine.device, "Backend device: auto | cpu | cuda | cuda:N")
-      ->capture_default_str();
-  add_precision_options(app, g_engine.quantization, g_engine.kv_cache_dtype);
-  add_parallel_options(app, g_engine.tensor_parallel_size, g_engine.pipeline_parallel_size,
-                       g_engine.max_num_micro_batches);
-  app.add_option("--kv-cache-memory", g_engine.kv_cache_memory,
-                 "Engine: KV cache as auto (0.9 of the free memory on a GPU, 512 MiB on the "
-                 "CPU), bytes (512MiB, 2G) or a fraction of the free memory")
-      ->capture_default_str();
-  app.add_option("--max-model-len", g_engine.max_model_len,
-                 "Engine: longest prompt + output (default: the model's)");
+// The engine's options, then the workload's and the report's.
+void add_engine_bench_options(CLI::App& app, int32_t& input_len, int32_t& output_len,
+                              uint64_t& seed) {
+  add_engine_options(app, g_engine.options);
   app.add_option("--input-len", input_len, "Prompt tokens per request")->capture_default_str();
   app.add_option("--output-len", output_len, "Generated tokens per request")->capture_default_str();
   app.add_option("--seed", seed, "Seed of the random prompts")->capture_default_str();
-  app.add_option("--max-num-seqs", g_engine.max_num_seqs,
-                 "Engine: sequences per step (0: from the memory plan)")
-      ->capture_default_str();
-  app.add_option("--max-num-batched-tokens", g_engine.max_num_batched_tokens,
-                 "Engine: tokens per step (0: 8192 on a GPU, 2048 on the CPU)")
-      ->capture_default_str();
-  app.add_option("--schedule-conservativeness", g_engine.schedule_conservativeness,
-                 "Engine: KV room admission keeps for running requests' growth (0: none)")
-      ->capture_default_str();
   app.add_option("--percentiles", g_engine.percentiles, "Percentiles to report")
       ->capture_default_str();
   app.add_option("--result-json", g_engine.result_json, "Write the result JSON here");
@@ -210,14 +166,16 @@ void setup(CLI::App& bench) {
       ->capture_default_str();
 
   g_offline_app = bench.add_subcommand("offline", "Engine throughput, all requests queued at once");
-  add_engine_options(*g_offline_app, g_offline.input_len, g_offline.output_len, g_offline.seed);
+  add_engine_bench_options(*g_offline_app, g_offline.input_len, g_offline.output_len,
+                           g_offline.seed);
   g_offline_app->add_option("--num-prompts", g_offline.num_prompts)->capture_default_str();
   g_offline_app->add_option("--json-schema", g_offline.json_schema,
                             "Constrain every output with this JSON schema (structured output): "
                             "its JSON text, or @FILE");
 
   g_latency_app = bench.add_subcommand("latency", "TTFT and decode step latency of a fixed batch");
-  add_engine_options(*g_latency_app, g_latency.input_len, g_latency.output_len, g_latency.seed);
+  add_engine_bench_options(*g_latency_app, g_latency.input_len, g_latency.output_len,
+                           g_latency.seed);
   g_latency_app->add_option("--batch-size", g_latency.batch_size)->capture_default_str();
   g_latency_app->add_option("--num-iters", g_latency.num_iters)->capture_default_str();
   g_latency_app->add_option("--num-iters-warmup", g_latency.num_iters_warmup)
@@ -320,29 +278,11 @@ int run_serve() {
   return m.completed > 0 ? 0 : 1;
 }
 
-EngineSetupOptions engine_options() {
+EngineSetupOptions engine_setup() {
   EngineSetupOptions e;
-  if (g_engine.dummy_weights) {
-    e.source.dummy_arch = g_engine.arch;
-    e.source.dummy_config = g_engine.config;
-    e.source.tokenizer = g_engine.tokenizer;
-    INFLIGHT_CHECK_CODE(!g_engine.arch.empty() || !g_engine.config.empty(),
-                        ErrorCode::kInvalidArgument,
-                        "--dummy-weights needs --arch NAME or --config config.json");
-  } else {
-    e.source.path = g_engine.model.empty() ? find_default_model() : g_engine.model;
-  }
-  e.source.device = g_engine.device;
-  e.source.quantization = g_engine.quantization;
-  e.source.kv_cache_dtype = g_engine.kv_cache_dtype;
-  e.source.tensor_parallel_size = g_engine.tensor_parallel_size;
-  e.source.pipeline_parallel_size = g_engine.pipeline_parallel_size;
-  e.kv_cache_memory = g_engine.kv_cache_memory;
-  e.config.max_model_len = g_engine.max_model_len;
-  e.config.max_num_seqs = g_engine.max_num_seqs;
-  e.config.max_num_micro_batches = g_engine.max_num_micro_batches;
-  e.config.max_num_batched_tokens = g_engine.max_num_batched_tokens;
-  e.config.schedule_conservativeness = g_engine.schedule_conservativeness;
+  e.source = model_source(g_engine.options);
+  e.config = engine_config(g_engine.options);
+  e.kv_cache_memory = g_engine.options.kv_cache_memory;
   return e;
 }
 
@@ -353,7 +293,7 @@ void maybe_write(const nlohmann::json& result) {
 }
 
 int run_offline() {
-  g_offline.engine = engine_options();
+  g_offline.engine = engine_setup();
   if (const std::optional<int> rc = start_parallel_job(g_offline.engine.source)) return *rc;
   g_offline.percentiles = parse_percentiles(g_engine.percentiles);
   if (g_offline.json_schema.starts_with('@')) {
@@ -373,7 +313,7 @@ int run_offline() {
 }
 
 int run_latency() {
-  g_latency.engine = engine_options();
+  g_latency.engine = engine_setup();
   if (const std::optional<int> rc = start_parallel_job(g_latency.engine.source)) return *rc;
   g_latency.percentiles = parse_percentiles(g_engine.percentiles);
   const LatencyBenchResult r = run_latency_bench(g_latency);

@@ -23,19 +23,16 @@
 
 #include "core/check.h"
 #include "core/env.h"
-#include "formats/default_model.h"
-#include "formats/quantization.h"
 #include "inflight/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
+#include "tools/engine_options.h"
 #include "tools/parallel_launch.h"
-#include "tools/precision_options.h"
 
 namespace inflight::tools {
 namespace {
 
 struct Options {
-  std::string model;
   std::string prompt;
   std::string prompts_file;
   int32_t max_tokens = 64;
@@ -43,56 +40,13 @@ struct Options {
   int32_t top_k = 0;
   float top_p = 1.0f;
   std::optional<uint64_t> seed;
-  int32_t max_num_seqs = EngineConfig{}.max_num_seqs;
-  int32_t max_num_batched_tokens = EngineConfig{}.max_num_batched_tokens;
-  double schedule_conservativeness = EngineConfig{}.schedule_conservativeness;
-  int32_t block_size = EngineConfig{}.block_size;
-  std::string kv_cache_memory = "auto";
-  int32_t max_model_len = 0;
-  std::string device = "auto";
-  std::string quantization;
-  std::string kv_cache_dtype = "auto";
-  int32_t tensor_parallel_size = 1;
-  int32_t pipeline_parallel_size = 1;
-  int32_t max_num_micro_batches = EngineConfig{}.max_num_micro_batches;
-  bool dummy_weights = false;
-  std::string arch;
-  std::string config;
-  std::string tokenizer;
+  EngineOptions engine;  // --model, --device, --dummy-weights, the engine's sizes, ...
 };
 Options opts;
 
-ModelSource model_source() {
-  ModelSource source;
-  if (opts.dummy_weights) {
-    INFLIGHT_CHECK_CODE(!opts.arch.empty() || !opts.config.empty(), ErrorCode::kInvalidArgument,
-                        "--dummy-weights needs --arch NAME or --config config.json");
-    source.dummy_arch = opts.arch;
-    source.dummy_config = opts.config;
-  } else {
-    source.path = opts.model.empty() ? find_default_model() : opts.model;
-  }
-  source.tokenizer = opts.tokenizer;
-  source.device = opts.device;
-  source.quantization = opts.quantization;
-  source.kv_cache_dtype = opts.kv_cache_dtype;
-  source.tensor_parallel_size = opts.tensor_parallel_size;
-  source.pipeline_parallel_size = opts.pipeline_parallel_size;
-  return source;
-}
-
 std::unique_ptr<Engine> start_engine() {
-  const ModelSource source = model_source();
-  EngineConfig config;
-  config.max_num_seqs = opts.max_num_seqs;
-  config.max_num_micro_batches = opts.max_num_micro_batches;
-  config.max_num_batched_tokens = opts.max_num_batched_tokens;
-  config.schedule_conservativeness = opts.schedule_conservativeness;
-  config.block_size = opts.block_size;
-  config.max_model_len = opts.max_model_len;
-  if (const Status s = parse_kv_cache_memory(opts.kv_cache_memory, config); !s.ok()) {
-    INFLIGHT_THROW(ErrorCode::kInvalidArgument, "--kv-cache-memory: {}", s.message());
-  }
+  const ModelSource source = model_source(opts.engine);
+  const EngineConfig config = engine_config(opts.engine);
   auto engine = Engine::load(source, config);
   INFLIGHT_CHECK_CODE(engine.ok(), ErrorCode::kInvalidArgument, "cannot start the engine: {}",
                       engine.status().to_string());
@@ -327,10 +281,7 @@ int run_file() {
 }
 
 void setup(CLI::App& app) {
-  app.add_option("--model", opts.model,
-                 "Model (.gguf file or Hugging Face directory); default: "
-                 "models/" +
-                     std::string(kDefaultModelFile));
+  add_engine_options(app, opts.engine);
   auto* prompt = app.add_option("--prompt", opts.prompt,
                                 "Prompt text; the completion streams "
                                 "to stdout");
@@ -343,39 +294,12 @@ void setup(CLI::App& app) {
   app.add_option("--top-k", opts.top_k, "Keep the k most likely tokens (0 = all)");
   app.add_option("--top-p", opts.top_p, "Nucleus sampling mass, (0, 1]");
   app.add_option("--seed", opts.seed, "Seed for reproducible sampling");
-  app.add_option("--max-num-seqs", opts.max_num_seqs,
-                 "Most sequences per step (0: from the memory plan)");
-  app.add_option("--max-num-batched-tokens", opts.max_num_batched_tokens,
-                 "Most tokens per step (0: 8192 on a GPU, 2048 on the CPU)");
-  app.add_option("--schedule-conservativeness", opts.schedule_conservativeness,
-                 "KV room admission keeps for running requests' growth (0: none)");
-  app.add_option("--block-size", opts.block_size, "Tokens per KV block");
-  app.add_option("--kv-cache-memory", opts.kv_cache_memory,
-                 "KV cache: auto, bytes (512MiB, 2G) or a fraction (0.9) of the memory free after "
-                 "weights and workspace")
-      ->capture_default_str();
-  app.add_option("--max-model-len", opts.max_model_len,
-                 "Longest prompt + output (default: the model's context length)");
-  app.add_option("--device", opts.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
-  add_precision_options(app, opts.quantization, opts.kv_cache_dtype);
-  add_parallel_options(app, opts.tensor_parallel_size, opts.pipeline_parallel_size,
-                       opts.max_num_micro_batches);
-  auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
-                             "Random weights made on the device (needs --arch or --config)");
-  app.add_option("--arch", opts.arch,
-                 "Dummy-weights architecture: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, "
-                 "mistral-7b, qwen3-8b, qwen3-30b-a3b, mixtral-8x7b, smollm2-135m")
-      ->needs(dummy);
-  app.add_option("--config", opts.config, "Dummy-weights shapes from a Hugging Face config.json")
-      ->needs(dummy);
-  app.add_option("--tokenizer", opts.tokenizer,
-                 "Tokenizer file (a .gguf or tokenizer.json) instead of the model's");
 }
 
 int run() {
   INFLIGHT_CHECK_CODE(!opts.prompt.empty() || !opts.prompts_file.empty(),
                       ErrorCode::kInvalidArgument, "give --prompt TEXT or --prompts-file FILE");
-  if (const std::optional<int> rc = start_parallel_job(model_source())) return *rc;
+  if (const std::optional<int> rc = start_parallel_job(model_source(opts.engine))) return *rc;
   return opts.prompts_file.empty() ? run_single() : run_file();
 }
 

@@ -32,11 +32,12 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "core/check.h"
 #include "core/logging.h"
 #include "formats/default_model.h"
-#include "formats/quantization.h"
 #include "frontend/loaded_model.h"
 #include "frontend/model_registry.h"
 #include "frontend/model_repository.h"
@@ -47,8 +48,8 @@
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"
+#include "tools/engine_options.h"
 #include "tools/parallel_launch.h"
-#include "tools/precision_options.h"
 
 namespace inflight::tools {
 namespace {
@@ -56,8 +57,11 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Options {
-  // The model's settings (--model, --served-model-name, --device, ...); with
-  // --model-repository, what each model's inflight.json starts from.
+  // The engine's flags (--model, --device, --max-num-seqs, ...: tools/engine_options.h).
+  EngineOptions engine;
+  // The model's other settings (--served-model-name, --chat-template, ...); the engine's that a
+  // model may set for itself are copied in (spec_of_flags). With --model-repository, what each
+  // model's inflight.json starts from.
   frontend::ModelSpec spec;
   std::string positional_model;  // `inflight serve MODEL`, as `vllm serve MODEL`
   std::string model_repository;
@@ -65,13 +69,6 @@ struct Options {
   std::vector<std::string> load_models;               // --load-model (explicit mode)
   std::string tool_call_parser;                       // --tool-call-parser (tool_calls.h)
   std::string chat_content_special_tokens = "parse";  // parse | text
-  int32_t tensor_parallel_size = 1;
-  int32_t pipeline_parallel_size = 1;
-  int32_t max_num_micro_batches = EngineConfig{}.max_num_micro_batches;
-  bool dummy_weights = false;
-  std::string arch;
-  std::string config;
-  double schedule_conservativeness = EngineConfig{}.schedule_conservativeness;
   bool disable_prefix_caching = false;
   std::optional<uint64_t> seed;
   std::string log_level;
@@ -111,40 +108,51 @@ void check_dtype(const std::string& dtype, const std::string& device) {
                       dtype, device, computes, computes);
 }
 
+// The engine's settings a model may set for itself (a repository's inflight.json: ModelSpec), each
+// as the flag's member and the ModelSpec's.
+constexpr auto kModelSettings = std::tuple{
+    std::pair{&EngineOptions::model, &frontend::ModelSpec::model},
+    std::pair{&EngineOptions::tokenizer, &frontend::ModelSpec::tokenizer},
+    std::pair{&EngineOptions::device, &frontend::ModelSpec::device},
+    std::pair{&EngineOptions::quantization, &frontend::ModelSpec::quantization},
+    std::pair{&EngineOptions::kv_cache_dtype, &frontend::ModelSpec::kv_cache_dtype},
+    std::pair{&EngineOptions::kv_cache_memory, &frontend::ModelSpec::kv_cache_memory},
+    std::pair{&EngineOptions::max_model_len, &frontend::ModelSpec::max_model_len},
+    std::pair{&EngineOptions::max_num_seqs, &frontend::ModelSpec::max_num_seqs},
+    std::pair{&EngineOptions::max_num_batched_tokens, &frontend::ModelSpec::max_num_batched_tokens},
+    std::pair{&EngineOptions::block_size, &frontend::ModelSpec::block_size}};
+
+// f(flag member, spec member) for each of kModelSettings.
+template <class F>
+void for_each_model_setting(const F& f) {
+  std::apply([&](const auto&... s) { (f(s.first, s.second), ...); }, kModelSettings);
+}
+
+// The model's settings as the flags give them: opts.spec with the engine's flags copied in.
+frontend::ModelSpec spec_of_flags() {
+  frontend::ModelSpec spec = opts.spec;
+  for_each_model_setting([&](auto flag, auto setting) { spec.*setting = opts.engine.*flag; });
+  return spec;
+}
+
+// The engine's flags with `spec`'s own settings in place of theirs.
+EngineOptions engine_options(const frontend::ModelSpec& spec) {
+  EngineOptions engine = opts.engine;
+  for_each_model_setting([&](auto flag, auto setting) { engine.*flag = spec.*setting; });
+  return engine;
+}
+
 ModelSource model_source(const frontend::ModelSpec& spec) {
-  ModelSource source;
-  if (opts.dummy_weights) {
-    INFLIGHT_CHECK_CODE(!spec.tokenizer.empty(), ErrorCode::kInvalidArgument,
-                        "--dummy-weights needs --tokenizer FILE (e.g. a vocab GGUF of the same "
-                        "vocabulary size) to serve text");
-    INFLIGHT_CHECK_CODE(!opts.arch.empty() || !opts.config.empty(), ErrorCode::kInvalidArgument,
-                        "--dummy-weights needs --arch NAME or --config config.json");
-    source.dummy_arch = opts.arch;
-    source.dummy_config = opts.config;
-  } else {
-    source.path = spec.model;
-  }
-  source.tokenizer = spec.tokenizer;
-  source.device = spec.device;
-  source.quantization = spec.quantization;
-  source.kv_cache_dtype = spec.kv_cache_dtype;
-  source.tensor_parallel_size = opts.tensor_parallel_size;
-  source.pipeline_parallel_size = opts.pipeline_parallel_size;
-  return source;
+  INFLIGHT_CHECK_CODE(!opts.engine.dummy_weights || !spec.tokenizer.empty(),
+                      ErrorCode::kInvalidArgument,
+                      "--dummy-weights needs --tokenizer FILE (e.g. a vocab GGUF of the same "
+                      "vocabulary size) to serve text");
+  return tools::model_source(engine_options(spec));
 }
 
 std::shared_ptr<const frontend::LoadedModel> load_model(const frontend::ModelSpec& spec) {
   const ModelSource source = model_source(spec);
-  EngineConfig config;
-  config.max_model_len = spec.max_model_len;
-  config.max_num_seqs = spec.max_num_seqs;
-  config.max_num_micro_batches = opts.max_num_micro_batches;
-  config.max_num_batched_tokens = spec.max_num_batched_tokens;
-  config.schedule_conservativeness = opts.schedule_conservativeness;
-  config.block_size = spec.block_size;
-  if (const Status s = parse_kv_cache_memory(spec.kv_cache_memory, config); !s.ok()) {
-    INFLIGHT_THROW(ErrorCode::kInvalidArgument, "--kv-cache-memory: {}", s.message());
-  }
+  EngineConfig config = engine_config(engine_options(spec));
   config.enable_prefix_caching = spec.enable_prefix_caching && !opts.disable_prefix_caching;
   config.max_logprobs = spec.max_logprobs;
   config.gpu_memory_utilization = spec.gpu_memory_utilization;
@@ -182,9 +190,7 @@ void setup(CLI::App& app) {
   auto& server = opts.server.options;
   auto& front = opts.server.frontend;
   auto& spec = opts.spec;
-  auto* model = app.add_option("--model", spec.model,
-                               "Model (.gguf file or Hugging Face directory); default: models/" +
-                                   std::string(kDefaultModelFile));
+  CLI::Option* model = add_engine_options(app, opts.engine);
   auto* positional =
       app.add_option("model_path", opts.positional_model,
                      "The model as a positional argument (as `vllm serve MODEL`); same as --model");
@@ -225,38 +231,6 @@ void setup(CLI::App& app) {
       ->delimiter(',');
   app.add_option("--served-model-name", spec.name,
                  "Model name in the API (default: the model file's name)");
-  app.add_option("--max-model-len", spec.max_model_len,
-                 "Longest prompt + output in tokens (default: the model's context length)");
-  app.add_option("--max-num-seqs", spec.max_num_seqs,
-                 "Most sequences per engine step (0: from the memory plan, up to 1024 on a GPU)")
-      ->capture_default_str();
-  app.add_option("--max-num-batched-tokens", spec.max_num_batched_tokens,
-                 "Most tokens per engine step (0: 8192 on a GPU, 2048 on the CPU)")
-      ->capture_default_str();
-  app.add_option("--schedule-conservativeness", opts.schedule_conservativeness,
-                 "KV room admission keeps for running requests' growth: 1 = the adaptive "
-                 "estimate, larger = more, 0 = admit while blocks are free")
-      ->capture_default_str();
-  app.add_option("--kv-cache-memory", spec.kv_cache_memory,
-                 "KV cache size: auto (0.9 on CUDA, 512MiB on the CPU), bytes (512MiB, 2G) or a "
-                 "fraction (0.9) of the memory free after weights and workspace")
-      ->capture_default_str();
-  app.add_option("--device", spec.device, "auto | cpu | cuda | cuda:N")->capture_default_str();
-  add_precision_options(app, spec.quantization, spec.kv_cache_dtype);
-  add_parallel_options(app, opts.tensor_parallel_size, opts.pipeline_parallel_size,
-                       opts.max_num_micro_batches);
-  auto* dummy = app.add_flag("--dummy-weights", opts.dummy_weights,
-                             "Random weights made on the device (needs --arch or --config, and "
-                             "--tokenizer)");
-  app.add_option("--arch", opts.arch,
-                 "Dummy-weights architecture: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, "
-                 "mistral-7b, qwen3-8b, qwen3-30b-a3b, mixtral-8x7b, smollm2-135m")
-      ->needs(dummy);
-  app.add_option("--config", opts.config, "Dummy-weights shapes from a Hugging Face config.json")
-      ->needs(dummy);
-  app.add_option("--tokenizer", spec.tokenizer,
-                 "Tokenizer file (.gguf or tokenizer.json) instead of the model's");
-  app.add_option("--block-size", spec.block_size, "Tokens per KV block")->capture_default_str();
   app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", spec.enable_prefix_caching,
                "Reuse the KV blocks of cached prompt prefixes (vLLM's flag; on by default)");
   app.add_option("--gpu-memory-utilization", spec.gpu_memory_utilization,
@@ -346,7 +320,7 @@ void check_access() {
 
 // The model named positionally or by --model (not two different ones).
 std::string model_argument() {
-  const std::string& model = opts.spec.model;
+  const std::string& model = opts.engine.model;
   INFLIGHT_CHECK_CODE(
       opts.positional_model.empty() || model.empty() || opts.positional_model == model,
       ErrorCode::kInvalidArgument, "two models given: '{}' (positional) and --model '{}'; give one",
@@ -365,12 +339,13 @@ struct ServedModels {
 
 // --model (or the default model, or dummy weights): one model, loaded at start.
 ServedModels single_model() {
-  frontend::ModelSpec spec = opts.spec;
+  frontend::ModelSpec spec = spec_of_flags();
   const std::string named = model_argument();
-  spec.model = opts.dummy_weights ? std::string() : named.empty() ? find_default_model() : named;
+  const EngineOptions& e = opts.engine;
+  spec.model = e.dummy_weights ? std::string() : named.empty() ? find_default_model() : named;
   if (spec.name.empty()) {
-    spec.name = opts.dummy_weights ? (opts.arch.empty() ? std::string("dummy") : opts.arch)
-                                   : fs::path(spec.model).filename().replace_extension().string();
+    spec.name = e.dummy_weights ? (e.arch.empty() ? std::string("dummy") : e.arch)
+                                : fs::path(spec.model).filename().replace_extension().string();
   }
   ServedModels out;
   out.specs = {spec};
@@ -384,11 +359,11 @@ ServedModels single_model() {
 // their error when loaded). The registry follows the directory: models added later can be
 // loaded, and a load of a loaded model whose files changed reloads it from them.
 ServedModels repository_models() {
-  INFLIGHT_CHECK_CODE(
-      !opts.dummy_weights && opts.tensor_parallel_size == 1 && opts.pipeline_parallel_size == 1,
-      ErrorCode::kUnsupported,
-      "--model-repository serves models of one GPU each: leave out "
-      "--dummy-weights, --tensor-parallel-size and --pipeline-parallel-size");
+  INFLIGHT_CHECK_CODE(!opts.engine.dummy_weights && opts.engine.tensor_parallel_size == 1 &&
+                          opts.engine.pipeline_parallel_size == 1,
+                      ErrorCode::kUnsupported,
+                      "--model-repository serves models of one GPU each: leave out "
+                      "--dummy-weights, --tensor-parallel-size and --pipeline-parallel-size");
   const bool explicit_control = opts.model_control_mode == "explicit";
   INFLIGHT_CHECK_CODE(explicit_control || opts.load_models.empty(), ErrorCode::kInvalidArgument,
                       "--load-model needs --model-control-mode explicit (mode none loads every "
@@ -399,7 +374,7 @@ ServedModels repository_models() {
         "directory or its inflight.json's served_model_name",
         opts.spec.name);
   }
-  frontend::ModelSpec defaults = opts.spec;
+  frontend::ModelSpec defaults = spec_of_flags();
   defaults.gpu_memory_utilization = 0.0;  // the flag is the budget here, not a model's share
   const double budget = opts.spec.gpu_memory_utilization > 0 ? opts.spec.gpu_memory_utilization
                                                              : EngineConfig::kAutoKvCacheFraction;

@@ -33,6 +33,9 @@
 // Pipeline parallelism (model/pipeline_stage.h): built as stage s of P, it holds its layers only;
 // a stage after the first receives the residual and the last sublayer's output from the one
 // before, and a stage before the last sends them on instead of computing logits.
+//
+// Sources, one concept a file: llama.cc (construction and the step's graph), llama_weights.cc,
+// llama_dummy_weights.cc, llama_attention.cc, llama_mlp.cc, llama_norm.cc, llama_workspace.cc.
 #pragma once
 
 #include <cstdint>
@@ -156,6 +159,11 @@ class LlamaModel final : public Model {
   bool has_qkv_bias() const { return config_.attention_bias; }
   bool has_experts() const { return config_.num_experts > 0; }
   std::vector<MoeWorkspaceBuffer> moe_buffers(int64_t capacity) const;
+  // Layer `l`'s attention block (of this stage; its KV cache is cache.layer(l)): q/k/v
+  // projection, RoPE and the KV cache write, paged attention, o projection.
+  // x [T, hidden] -> out [T, hidden], this rank's part (not yet summed over the ranks).
+  void attention(const Layer& layer, int64_t l, const StepInputs& in, KvCache& cache,
+                 const Tensor& x, const Tensor& out);
   // The layer's MLP: dense, or routed to experts. x [T, hidden] -> out [T, hidden].
   void mlp(const Layer& layer, const Tensor& x, const Tensor& out);
   // y = x W^T through the layer's format: a plain GEMM, or x quantized into the workspace and
