@@ -12,17 +12,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>
-
 #include <condition_variable>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <optional>
 
 #include "core/check.h"
-#include "core/env.h"
 #include "inflight/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/command.h"

@@ -1,9 +1,12 @@
 #include "tools/engine_options.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
 #include "core/check.h"
 #include "formats/default_model.h"
+#include "model/arch_presets.h"
 #include "tools/parallel_launch.h"
 #include "tools/precision_options.h"
 
@@ -17,9 +20,9 @@ CLI::Option* add_engine_options(CLI::App& app, EngineOptions& o) {
   auto* dummy = app.add_flag("--dummy-weights", o.dummy_weights,
                              "Random weights made on the device (needs --arch or --config, and "
                              "--tokenizer for text)");
-  app.add_option("--arch", o.arch,
-                 "Dummy-weights architecture: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, "
-                 "mistral-7b, qwen3-8b, qwen3-30b-a3b, mixtral-8x7b, smollm2-135m")
+  app.add_option(
+         "--arch", o.arch,
+         fmt::format("Dummy-weights architecture: {}", fmt::join(arch_preset_names(), ", ")))
       ->needs(dummy);
   app.add_option("--config", o.config, "Dummy-weights shapes from a Hugging Face config.json")
       ->needs(dummy);
