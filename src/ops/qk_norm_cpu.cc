@@ -1,6 +1,5 @@
-#include <cmath>
-
 #include "core/thread_pool.h"
+#include "ops/cpu_norm_rows.h"
 #include "ops/qk_norm.h"
 
 namespace inflight {
@@ -19,12 +18,7 @@ void qk_norm_cpu(const QkNormParams& p) {
         for (int64_t i = begin; i < end; ++i) {
           const int64_t t = i / normed, h = i % normed;
           float* x = qkv + t * row + h * d;
-          const float* w = h < p.num_heads ? q_weight : k_weight;
-          double sum_sq = 0.0;
-          for (int64_t j = 0; j < d; ++j) sum_sq += static_cast<double>(x[j]) * x[j];
-          const auto inv_rms =
-              static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(d) + p.eps));
-          for (int64_t j = 0; j < d; ++j) x[j] = x[j] * inv_rms * w[j];
+          rms_normalize_row(x, x, h < p.num_heads ? q_weight : k_weight, d, p.eps);
         }
       },
       /*min_chunk=*/std::max<int64_t>(1, 4096 / std::max<int64_t>(1, d)));
