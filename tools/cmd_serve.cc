@@ -280,9 +280,10 @@ void setup(CLI::App& app) {
                  "(<tool_call> JSON blocks: Qwen2.5/3, Hermes, Granite), llama3_json (Llama "
                  "3.x JSON), mistral ([TOOL_CALLS]), qwen3_coder (<function=...> XML: "
                  "Qwen3-Coder), seed_oss (the same in <seed:tool_call>), glm45 or glm47 "
-                 "(<arg_key>/<arg_value>: GLM-4.5 to 4.7) or pythonic ([f(a=1)]: Llama 3.2/4 "
-                 "pythonic, LFM2); default: the format the model's chat template renders, if it "
-                 "is one of these")
+                 "(<arg_key>/<arg_value>: GLM-4.5 to 4.7), kimi_k2, deepseek_v3 (V3, R1), "
+                 "deepseek_v31 (their special-token sections) or pythonic ([f(a=1)]: Llama "
+                 "3.2/4 pythonic, LFM2); default: the format the model's chat template renders, "
+                 "if it is one of these")
       ->check(CLI::IsMember(frontend::tool_call_parser_name_list()));
   app.add_option("--metrics-prefix", server.metrics_prefix,
                  "Prefix of /metrics names ('inflight:' for vLLM's colon style, which promtool's "

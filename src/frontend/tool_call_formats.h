@@ -22,6 +22,9 @@ ParsedOutput parse_qwen3_coder(std::string_view text, const nlohmann::ordered_js
 ParsedOutput parse_seed_oss(std::string_view text, const nlohmann::ordered_json& tools,
                             bool at_end);
 ParsedOutput parse_glm45(std::string_view text, const nlohmann::ordered_json& tools, bool at_end);
+ParsedOutput parse_kimi_k2(std::string_view text, bool at_end);
+ParsedOutput parse_deepseek_v3(std::string_view text, bool at_end);
+ParsedOutput parse_deepseek_v31(std::string_view text, bool at_end);
 ParsedOutput parse_pythonic(std::string_view text, bool at_end);
 
 // ---- shared scanning -------------------------------------------------------------------------

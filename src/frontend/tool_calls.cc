@@ -13,7 +13,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-constexpr std::array<std::pair<std::string_view, ToolCallParser>, 8> kNamed = {{
+constexpr std::array<std::pair<std::string_view, ToolCallParser>, 11> kNamed = {{
     {"hermes", ToolCallParser::kHermes},
     {"llama3_json", ToolCallParser::kLlama3Json},
     {"mistral", ToolCallParser::kMistral},
@@ -21,6 +21,9 @@ constexpr std::array<std::pair<std::string_view, ToolCallParser>, 8> kNamed = {{
     {"seed_oss", ToolCallParser::kSeedOss},
     {"glm45", ToolCallParser::kGlm45},
     {"glm47", ToolCallParser::kGlm45},
+    {"kimi_k2", ToolCallParser::kKimiK2},
+    {"deepseek_v3", ToolCallParser::kDeepSeekV3},
+    {"deepseek_v31", ToolCallParser::kDeepSeekV31},
     {"pythonic", ToolCallParser::kPythonic},
 }};
 
@@ -60,6 +63,13 @@ std::optional<ToolCallParser> tool_call_parser_for_template(std::string_view cha
   }
   // GLM-4.5 and later, Laguna: <tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value>.
   if (has("<tool_call>") && has("<arg_key>") && has("<arg_value>")) return ToolCallParser::kGlm45;
+  // Kimi K2: <|tool_calls_section_begin|> ... <|tool_call_argument_begin|>{...}.
+  if (has("<|tool_calls_section_begin|>")) return ToolCallParser::kKimiK2;
+  // DeepSeek: <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...} (V3.1), or function<｜tool▁sep｜>NAME
+  // and a ```json fence (V3, R1).
+  if (has("<｜tool▁call▁begin｜>") && has("<｜tool▁sep｜>")) {
+    return has("```json") ? ToolCallParser::kDeepSeekV3 : ToolCallParser::kDeepSeekV31;
+  }
   // Hermes: <tool_call> blocks holding {"name": <function-name>, "arguments": ...} (GLM writes
   // other keys inside <tool_call>).
   if (has("<tool_call>") && has("<function-name>") && has("arguments")) {
@@ -96,6 +106,12 @@ ParsedOutput parse_format(ToolCallParser parser, std::string_view text, const js
       return parse_seed_oss(text, tools, at_end);
     case ToolCallParser::kGlm45:
       return parse_glm45(text, tools, at_end);
+    case ToolCallParser::kKimiK2:
+      return parse_kimi_k2(text, at_end);
+    case ToolCallParser::kDeepSeekV3:
+      return parse_deepseek_v3(text, at_end);
+    case ToolCallParser::kDeepSeekV31:
+      return parse_deepseek_v31(text, at_end);
     case ToolCallParser::kPythonic:
       return parse_pythonic(text, at_end);
     case ToolCallParser::kJsonList:

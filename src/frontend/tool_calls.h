@@ -18,6 +18,13 @@
 //                or without newlines between the parts; a value is text for a "string"
 //                parameter, else JSON when it reads as JSON (GLM-4.5/4.6/4.7, Laguna; also
 //                named glm47)
+//   kimi_k2      <|tool_calls_section_begin|><|tool_call_begin|>functions.f:0
+//                <|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>
+//                (Kimi K2)
+//   deepseek_v31 <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜>
+//                ...<｜tool▁calls▁end｜> (DeepSeek V3.1)
+//   deepseek_v3  the same markers around function<｜tool▁sep｜>f\n```json\n{...}\n``` (DeepSeek
+//                V3, R1 and its distills)
 //   pythonic     a Python list of calls [f(a=1), g(b="x")], the whole output, optionally inside
 //                <|python_start|>...<|python_end|> (Llama 3.2/4 pythonic templates) or after
 //                text inside <|tool_call_start|>...<|tool_call_end|> (LFM2)
@@ -46,6 +53,9 @@ enum class ToolCallParser {
   kQwen3Coder,
   kSeedOss,
   kGlm45,
+  kKimiK2,
+  kDeepSeekV3,
+  kDeepSeekV31,
   kPythonic,
   kJsonList
 };
@@ -60,7 +70,8 @@ std::optional<ToolCallParser> tool_call_parser_named(std::string_view name);
 
 // The parser a chat template's own rendering calls for, when no --tool-call-parser is given:
 // qwen3_coder for <tool_call><function=...> XML, seed_oss for the same in <seed:tool_call>,
-// glm45 for <arg_key>/<arg_value> pairs, hermes for <tool_call>{"name": <function-name>,
+// glm45 for <arg_key>/<arg_value> pairs, kimi_k2, deepseek_v3 and deepseek_v31 for their
+// special-token sections, hermes for <tool_call>{"name": <function-name>,
 // "arguments": ...} blocks, mistral for [TOOL_CALLS], pythonic for [func_name1(...)] lists,
 // llama3_json for Llama 3.x's {"name": ..., "parameters": ...}; nullopt for any other or no
 // format.

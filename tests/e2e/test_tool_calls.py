@@ -1,5 +1,6 @@
 """Tool calls with tool_choice "auto", as OpenAI clients receive them: parsed out of the reply in
-the chat template's format (hermes, qwen3_coder, mistral, pythonic, glm45, seed_oss), streamed as deltas (a first delta with id, type, name and empty
+the chat template's format (hermes, qwen3_coder, mistral, pythonic, glm45, seed_oss, kimi_k2),
+streamed as deltas (a first delta with id, type, name and empty
 arguments, then argument fragments as tokens arrive, an index per call) that the `openai`
 client reassembles, and a clear 400 when the template cannot show the model its tools.
 
@@ -163,6 +164,11 @@ def test_qwen3_coder_values_take_the_schema_types():
     ("GLM-4.6",
      r'<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n'
      r'<arg_key>days</arg_key>\n<arg_value>[1-3]</arg_value>\n</tool_call>'),
+    # Kimi K2: a section of calls between special tokens, ids functions.NAME:INDEX.
+    ("moonshotai-Kimi-K2",
+     r'<\|tool_calls_section_begin\|><\|tool_call_begin\|>functions\.get_weather:0'
+     r'<\|tool_call_argument_begin\|>\{"city": "Paris", "days": [1-3]\}<\|tool_call_end\|>'
+     r'<\|tool_calls_section_end\|>'),
     # ByteDance Seed-OSS: Qwen3-Coder's XML inside <seed:tool_call>.
     ("ByteDance-Seed-OSS",
      r'<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n'
@@ -205,8 +211,8 @@ def test_tools_refused_when_the_template_cannot_show_them(base_url):
 
 
 def test_tools_refused_when_the_call_format_is_unknown():
-    # GLM-4.6's template renders tools, in a format no parser here reads.
-    s = serve("--chat-template", template("GLM-4.6"))
+    # MiniMax-M2's template renders tools, in a format no parser here reads.
+    s = serve("--chat-template", template("MiniMax-M2"))
     try:
         r = post_json(s.url + "/v1/chat/completions", {
             "messages": MESSAGES, "tools": [WEATHER], "max_tokens": 4})

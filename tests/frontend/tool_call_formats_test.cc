@@ -179,6 +179,61 @@ TEST(ToolCallFormats, Glm45CutShortAndMalformed) {
   }
 }
 
+// ---- special-token sections: kimi_k2, deepseek_v31, deepseek_v3 ------------------------------
+
+TEST(ToolCallFormats, KimiK2SectionOfCalls) {
+  const std::string text =
+      "Let me check.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_current_weather:0"
+      "<|tool_call_argument_begin|>{\"city\": \"Paris\", \"days\": 2}<|tool_call_end|>"
+      "<|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{}<|tool_call_end|>"
+      "<|tool_calls_section_end|>";
+  const ParsedOutput p = parse_tool_calls(ToolCallParser::kKimiK2, text);
+  ASSERT_EQ(p.calls.size(), 2u);
+  expect_call(p.calls[0], "get_current_weather", R"({"city": "Paris", "days": 2})");
+  EXPECT_EQ(p.calls[0].arguments, R"({"city": "Paris", "days": 2})");  // as the model wrote it
+  expect_call(p.calls[1], "get_time", "{}");
+  EXPECT_EQ(p.content, "Let me check.");
+  // Not calls: an id without its index, arguments that are not an object.
+  for (const char* bad :
+       {"<|tool_calls_section_begin|><|tool_call_begin|>get_time<|tool_call_argument_begin|>{}"
+        "<|tool_call_end|><|tool_calls_section_end|>",
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>"
+        "[1]<|tool_call_end|><|tool_calls_section_end|>"}) {
+    const ParsedOutput q = parse_tool_calls(ToolCallParser::kKimiK2, bad);
+    EXPECT_TRUE(q.calls.empty()) << bad;
+    EXPECT_EQ(q.content, bad);
+  }
+}
+
+TEST(ToolCallFormats, DeepSeekV31AndV3) {
+  ParsedOutput p = parse_tool_calls(
+      ToolCallParser::kDeepSeekV31,
+      "Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_current_weather<｜tool▁sep｜>{\"city\": "
+      "\"Rome\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜>"
+      "<｜tool▁calls▁end｜> Done.");
+  ASSERT_EQ(p.calls.size(), 2u);
+  expect_call(p.calls[0], "get_current_weather", R"({"city": "Rome"})");
+  expect_call(p.calls[1], "get_time", "{}");
+  EXPECT_EQ(p.content, "Sure. Done.");
+  p = parse_tool_calls(ToolCallParser::kDeepSeekV3,
+                       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>"
+                       "get_current_weather\n```json\n{\"city\": \"Rome\"}\n```"
+                       "<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
+  ASSERT_EQ(p.calls.size(), 1u);
+  expect_call(p.calls[0], "get_current_weather", R"({"city": "Rome"})");
+  EXPECT_EQ(p.content, "");
+  // V3.1's calls are not V3's (no type, no fence), and the other way round.
+  p = parse_tool_calls(ToolCallParser::kDeepSeekV3,
+                       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}"
+                       "<｜tool▁call▁end｜><｜tool▁calls▁end｜>");
+  EXPECT_TRUE(p.calls.empty());
+  // Cut short by max_tokens inside the arguments: not a call.
+  const std::string cut = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": 1";
+  p = parse_tool_calls(ToolCallParser::kDeepSeekV31, cut);
+  EXPECT_TRUE(p.calls.empty());
+  EXPECT_EQ(p.content, cut);
+}
+
 // ---- pythonic --------------------------------------------------------------------------------
 
 TEST(ToolCallFormats, PythonicLists) {
@@ -263,6 +318,22 @@ std::vector<StreamCase> stream_cases() {
        "<tool_call>get_time<arg_key>zone</arg_key><arg_value>UTC</arg_value></tool_call> ok",
        2},
       {ToolCallParser::kGlm45, "a <tool_call>f\nplain words</tool_call> and <b>more</b>", 0},
+      {ToolCallParser::kKimiK2,
+       "Checking.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_current_weather:0"
+       "<|tool_call_argument_begin|>{\"city\": \"Oslo\", \"hours\": [6, 12]}<|tool_call_end|>"
+       "<|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{}<|tool_call_end|>"
+       "<|tool_calls_section_end|>",
+       2},
+      {ToolCallParser::kDeepSeekV31,
+       "Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_current_weather<｜tool▁sep｜>{\"city\":"
+       " "
+       "\"Rome\", \"days\": 3}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+       1},
+      {ToolCallParser::kDeepSeekV3,
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_current_weather\n"
+       "```json\n{\"city\": \"Rome\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+       1},
+      {ToolCallParser::kDeepSeekV31, "No <｜tool▁calls▁begin｜> here, just <b>text</b>.", 0},
       {ToolCallParser::kPythonic, "[get_current_weather(city='Paris', hours=[6, 12]), get_time()]",
        2},
       {ToolCallParser::kPythonic,

@@ -214,7 +214,12 @@ TEST(ToolCalls, ParserFollowsTheChatTemplate) {
       {"GLM-4.7-Flash", ToolCallParser::kGlm45},
       {"poolside-Laguna-XS.2", ToolCallParser::kGlm45},
       {"ByteDance-Seed-OSS", ToolCallParser::kSeedOss},
-      {"moonshotai-Kimi-K2", std::nullopt},
+      {"moonshotai-Kimi-K2", ToolCallParser::kKimiK2},
+      {"Kimi-K2-Thinking", ToolCallParser::kKimiK2},
+      {"deepseek-ai-DeepSeek-V3.1", ToolCallParser::kDeepSeekV31},
+      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", ToolCallParser::kDeepSeekV3},
+      {"llama-cpp-deepseek-r1", ToolCallParser::kDeepSeekV3},
+      {"MiniMax-M2", std::nullopt},
       {"meetkai-functionary-medium-v3.1", std::nullopt},
   };
   for (const auto& [name, expected] : cases) {

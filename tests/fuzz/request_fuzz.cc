@@ -40,6 +40,7 @@ void tool_calls(std::string_view text) {
   for (const ToolCallParser p :
        {ToolCallParser::kHermes, ToolCallParser::kLlama3Json, ToolCallParser::kMistral,
         ToolCallParser::kQwen3Coder, ToolCallParser::kSeedOss, ToolCallParser::kGlm45,
+        ToolCallParser::kKimiK2, ToolCallParser::kDeepSeekV3, ToolCallParser::kDeepSeekV31,
         ToolCallParser::kPythonic, ToolCallParser::kJsonList}) {
     const ParsedOutput out = parse_tool_calls(p, text);
     if (out.calls.empty() && out.content != text) std::abort();
