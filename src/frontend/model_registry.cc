@@ -122,17 +122,27 @@ void ModelRegistry::refresh() {
 
 Status ModelRegistry::load(const std::string& name) {
   refresh();
+  const auto not_found = [&] {
+    return Status(StatusCode::kNotFound,
+                  fmt::format("no model '{}' in the model repository", name));
+  };
+  std::string served;
+  {
+    std::lock_guard lock(mutex_);
+    const Entry* e = find_locked(name);
+    if (e == nullptr) return not_found();
+    served = e->name;
+  }
+  // Reads the model's files: outside the lock every request's resolve() takes.
+  const bool files_changed = source_.changed && source_.changed(served);
   std::shared_ptr<Frontend> fe;
   bool reload = false;
   {
     std::lock_guard lock(mutex_);
-    Entry* e = find_locked(name);
-    if (e == nullptr) {
-      return Status(StatusCode::kNotFound,
-                    fmt::format("no model '{}' in the model repository", name));
-    }
+    Entry* e = find_locked(served);
+    if (e == nullptr) return not_found();
     if (e->state == ModelState::kReady && !e->reloading) {
-      if (!source_.changed || !source_.changed(e->name)) return Status();  // loaded as it is
+      if (!files_changed) return Status();  // loaded as it is
       reload = true;
     }
     if (e->state != ModelState::kUnavailable && !reload) {
@@ -152,7 +162,6 @@ Status ModelRegistry::load(const std::string& name) {
       e->frontend = fe;  // requests now get 503 "still loading"
     }
   }
-  const std::string served = fe->options().served_model_name;
   std::string error;
   try {
     fe->load(loader_(served));

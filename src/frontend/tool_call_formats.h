@@ -45,6 +45,9 @@ bool may_become(std::string_view text, std::string_view marker);
 // separators between calls; trailing whitespace that grows into text is added whole by a later
 // parse, which sees the whole output again).
 void add_content(ParsedOutput& out, std::string_view segment);
+// Text after the last call (or all of it without calls) as add_content does, holding back a
+// tail that may be the start of `marker` split across tokens (unless at_end).
+void add_trailing(ParsedOutput& out, std::string_view rest, std::string_view marker, bool at_end);
 // The output as content, no calls.
 ParsedOutput all_content(std::string_view text);
 // ---- typed values (the XML formats, whose values are text) --------------------------------

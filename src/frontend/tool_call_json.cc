@@ -16,11 +16,6 @@ constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
 constexpr std::string_view kMistralArgs = "[ARGS]";
 constexpr std::string_view kMistralCallId = "[CALL_ID]";
 
-// Text after the last call (or all of it without calls), holding back a partial `marker`.
-void add_trailing(ParsedOutput& out, std::string_view rest, std::string_view marker, bool at_end) {
-  add_content(out, rest.substr(0, rest.size() - (at_end ? 0 : partial_marker(rest, marker))));
-}
-
 bool name_char(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
          c == '-' || c == '.';

@@ -71,8 +71,7 @@ ParsedOutput parse_marked(std::string_view text, const Markers& m, bool at_end) 
   ParsedOutput out;
   const size_t section = text.find(m.section_begin);
   if (section == std::string_view::npos) {
-    const size_t held = at_end ? 0 : partial_marker(text, m.section_begin);
-    out.content = text.substr(0, text.size() - held);
+    add_trailing(out, text, m.section_begin, at_end);
     return out;
   }
   out.content = text.substr(0, section);

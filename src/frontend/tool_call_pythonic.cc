@@ -250,8 +250,7 @@ ParsedOutput parse_pythonic(std::string_view text, bool at_end) {
       list = skip_space(text, list + kPythonStart.size());
       end_tag = kPythonEnd;
     } else if (!head.starts_with('[')) {
-      add_content(out,
-                  text.substr(0, text.size() - (at_end ? 0 : partial_marker(text, kCallStart))));
+      add_trailing(out, text, kCallStart, at_end);
       return out;
     }
   }

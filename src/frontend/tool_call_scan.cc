@@ -46,6 +46,10 @@ void add_content(ParsedOutput& out, std::string_view segment) {
   if (out.calls.empty() || !trim(segment).empty()) out.content += segment;
 }
 
+void add_trailing(ParsedOutput& out, std::string_view rest, std::string_view marker, bool at_end) {
+  add_content(out, rest.substr(0, rest.size() - (at_end ? 0 : partial_marker(rest, marker))));
+}
+
 ParsedOutput all_content(std::string_view text) {
   return ParsedOutput{std::string(text), {}};
 }

@@ -112,8 +112,7 @@ ParsedOutput parse_function_blocks(std::string_view text, const Block& block, co
   while (true) {
     const size_t open_tag = text.find(kOpen, pos);
     if (open_tag == std::string_view::npos) {
-      const std::string_view rest = text.substr(pos);
-      add_content(out, rest.substr(0, rest.size() - (at_end ? 0 : partial_marker(rest, kOpen))));
+      add_trailing(out, text.substr(pos), kOpen, at_end);
       return out;
     }
     add_content(out, text.substr(pos, open_tag - pos));
