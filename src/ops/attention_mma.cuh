@@ -139,7 +139,7 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 //
 // Shared-memory operands use the 128-byte swizzle: a tile of rows whose 64-element (128-byte)
 // slabs are stored slab after slab, each [rows][128 B] with 16-byte chunk c of row r at chunk
-// c ^ (r % 8) (tile_offset in attention_tile.cuh); slab bases 1024-byte aligned.
+// c ^ (r % 8) (tile_offset in attention_kv_stage.cuh); slab bases 1024-byte aligned.
 //   K-major (A = Q, B = K): start = slab base + 32 B per k16 step; SBO = 1024 B (8 rows).
 //   N-major (B = V): start = base + 2048 B per k16 step (16 rows); SBO = 1024 B (8 rows),
 //   LBO = the slab stride (next 64 columns of N).
