@@ -13,18 +13,19 @@
 //   4. down     grouped GEMM: act rows times their expert's down weight -> expert_out
 //   5. combine  out[t] = sum_j weights[t, j] expert_out[pair_position[t k + j]], j in order
 //
-// The grouped GEMM is a plain CUDA-core kernel (shared-memory tiles of kMoeTileRows x 64 x 32,
-// loaded 16 bytes at a time where K allows, f32 sums in a fixed order over K: a row's result
-// does not depend on the rest of the batch).
+// The grouped GEMM runs on tensor cores (mma.sync over a cp.async ring, tiles of kMoeTileRows x
+// 128 columns) where K is a multiple of 8 and the operands 16-byte aligned, as every model's
+// are; on CUDA cores otherwise. Either way a row's sums run over K in a fixed order: its result
+// does not depend on the rest of the batch.
 // Grids are sized for the worst case, moe_max_tiles(T k, E) tiles; tiles past num_tiles exit
-// at once. NOTE: a tensor-core version (wgmma, or a tile per expert with cp.async pipelining) is
-// the next step for large batches.
+// at once.
 //
 // Small batches (T k <= E pairs, decode; not in batch-invariant mode) skip the grouping: every
 // pair streams its expert's weight rows in a GEMV (one warp per output row, 16-byte loads),
 // rows in pair order, then swiglu, the down GEMV and the combine. Only the chosen experts'
 // weights are read either way; a pair's result then depends on the path its batch size picks,
 // as the dense GEMMs' do (cuBLASLt or the GEMV by shape).
+#include "ops/attention_mma.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/ops_cuda.cuh"
 
@@ -90,10 +91,6 @@ struct GroupedGemm {
 };
 
 constexpr int kTileM = static_cast<int>(kMoeTileRows);  // 32
-constexpr int kTileN = 64;
-constexpr int kTileK = 32;
-constexpr int kGemmThreads = 256;  // 16 x 16: each thread 2 rows x 4 columns
-static_assert(kTileM == 32, "the thread layout covers 32 rows");
 
 __device__ __forceinline__ void unpack8(const uint4& v, float* out) {
   const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
@@ -105,21 +102,11 @@ __device__ __forceinline__ void unpack8(const uint4& v, float* out) {
   }
 }
 
-// kVec: k % 8 == 0 and a, w 16-byte aligned: tiles are loaded 8 elements (16 bytes) at a time
-// (a chunk of 8 lies wholly inside or outside [0, k)); else element by element.
-template <bool kVec>
-__global__ void __launch_bounds__(kGemmThreads) moe_grouped_gemm_kernel(GroupedGemm g) {
-  const auto tile = static_cast<int32_t>(blockIdx.x);
-  if (tile >= *g.num_tiles) return;
+// The rows of `tile` that hold pairs (-1 past the group's end) as rows of a, into a_row.
+__device__ __forceinline__ int32_t tile_rows(const GroupedGemm& g, int32_t tile, int64_t* a_row) {
   const int32_t e = g.tile_expert[tile];
   const int32_t row0 = g.tile_start[tile];
   const int32_t rows = min(kTileM, g.expert_offsets[e + 1] - row0);
-  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kTileN;
-  const bf16* w = g.w + static_cast<int64_t>(e) * g.n * g.k;
-
-  __shared__ float a_tile[kTileM][kTileK + 1];
-  __shared__ float w_tile[kTileN][kTileK + 1];
-  __shared__ int64_t a_row[kTileM];
   if (threadIdx.x < kTileM) {
     const int32_t r = row0 + static_cast<int32_t>(threadIdx.x);
     a_row[threadIdx.x] = static_cast<int32_t>(threadIdx.x) >= rows ? -1
@@ -127,45 +114,150 @@ __global__ void __launch_bounds__(kGemmThreads) moe_grouped_gemm_kernel(GroupedG
                                                                    : r;
   }
   __syncthreads();
+  return rows;
+}
 
+// ---- tensor cores (k % 8 == 0, a and w 16-byte aligned) ---------------------------------------
+//
+// A block computes a tile's 32 rows x kTcN columns with mma.sync m16n8k16 (bf16 in, f32
+// accumulate; attention_mma.cuh): warp w owns columns 32w..32w+31, as 2 (m16) x 4 (n8) tiles.
+// K advances kTcK at a time through a kTcStages-deep cp.async ring: the a rows (gathered) and
+// kTcN weight rows, 16-byte chunks, zero-filled past n and k. Shared rows are kTcStride bf16
+// (80 bytes): the fragment loads of a warp (rows g, words t: bank 20 g + t mod 32) hit 32
+// distinct banks. A row's sums run over K in the same order whatever else is in its tile.
+constexpr int kTcN = 128;
+constexpr int kTcK = 32;
+constexpr int kTcStages = 3;
+constexpr int kTcWarps = 4;
+constexpr int kTcThreads = kTcWarps * 32;
+constexpr int kTcStride = kTcK + 8;
+constexpr int kTcChunks = kTcK / 8;  // 16-byte chunks per shared row
+static_assert(kTileM * kTcChunks == kTcThreads, "one a chunk per thread per stage");
+static_assert(kTcN == kTcWarps * 32, "a warp owns 32 columns");
+
+__device__ __forceinline__ uint32_t ld_bf16x2(const bf16* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+
+__global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(GroupedGemm g) {
+  namespace at = inflight::attention;
+  const auto tile = static_cast<int32_t>(blockIdx.x);
+  if (tile >= *g.num_tiles) return;
+  __shared__ int64_t a_row[kTileM];
+  const int32_t rows = tile_rows(g, tile, a_row);
+  const int32_t row0 = g.tile_start[tile];
+  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kTcN;
+  const bf16* w = g.w + static_cast<int64_t>(g.tile_expert[tile]) * g.n * g.k;
+
+  __shared__ alignas(16) bf16 a_s[kTcStages][kTileM][kTcStride];
+  __shared__ alignas(16) bf16 w_s[kTcStages][kTcN][kTcStride];
+  const int64_t k_tiles = (g.k + kTcK - 1) / kTcK;
+  const auto load = [&](int64_t kt, int stage) {
+    const int64_t k0 = kt * kTcK;
+    {
+      const int r = static_cast<int>(threadIdx.x) / kTcChunks;
+      const int c = static_cast<int>(threadIdx.x) % kTcChunks * 8;
+      const int64_t src = a_row[r];
+      const bool ok = src >= 0 && k0 + c < g.k;
+      at::cp_async_16(at::smem_addr(&a_s[stage][r][c]), ok ? g.a + src * g.k + k0 + c : g.a, ok);
+    }
+    for (int i = static_cast<int>(threadIdx.x); i < kTcN * kTcChunks; i += kTcThreads) {
+      const int r = i / kTcChunks, c = i % kTcChunks * 8;
+      const bool ok = n0 + r < g.n && k0 + c < g.k;
+      at::cp_async_16(at::smem_addr(&w_s[stage][r][c]), ok ? w + (n0 + r) * g.k + k0 + c : w, ok);
+    }
+  };
+#pragma unroll
+  for (int s = 0; s < kTcStages - 1; ++s) {
+    if (s < k_tiles) load(s, s);
+    at::cp_async_commit();
+  }
+
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int gq = lane / 4, t = lane % 4;
+  float acc[2][4][4] = {};  // [m16 tile][n8 tile][C fragment]
+  for (int64_t kt = 0; kt < k_tiles; ++kt) {
+    // Tile kt has landed (kTcStages - 1 + kt groups committed, kTcStages - 2 may pend), and
+    // every warp is done with tile kt - 1, whose stage the prefetch below overwrites.
+    at::cp_async_wait<kTcStages - 2>();
+    __syncthreads();
+    if (kt + kTcStages - 1 < k_tiles) load(kt + kTcStages - 1, (kt + kTcStages - 1) % kTcStages);
+    at::cp_async_commit();  // empty at the end: the group count stays in step
+    const int st = static_cast<int>(kt % kTcStages);
+#pragma unroll
+    for (int kk = 0; kk < kTcK; kk += 16) {
+      uint32_t a[2][4];
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        const bf16* lo = &a_s[st][16 * m + gq][kk + 2 * t];
+        const bf16* hi = lo + 8 * kTcStride;
+        a[m][0] = ld_bf16x2(lo);
+        a[m][1] = ld_bf16x2(hi);
+        a[m][2] = ld_bf16x2(lo + 8);
+        a[m][3] = ld_bf16x2(hi + 8);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const bf16* b = &w_s[st][32 * warp + 8 * j + gq][kk + 2 * t];
+        const uint32_t b0 = ld_bf16x2(b), b1 = ld_bf16x2(b + 8);
+        at::mma_bf16(acc[0][j], a[0], b0, b1);
+        at::mma_bf16(acc[1][j], a[1], b0, b1);
+      }
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < 2; ++m) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = 16 * m + gq + 8 * half;
+      if (r >= rows) continue;
+      bf16* y = g.y + static_cast<int64_t>(row0 + r) * g.n;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int64_t col = n0 + 32 * warp + 8 * j + 2 * t;
+        if (col < g.n) y[col] = cuda::to_bf16(acc[m][j][2 * half]);
+        if (col + 1 < g.n) y[col + 1] = cuda::to_bf16(acc[m][j][2 * half + 1]);
+      }
+    }
+  }
+}
+
+// ---- CUDA cores (any k, any alignment) ---------------------------------------------------------
+//
+// Shared-memory tiles of kTileM x kCoreN x kCoreK, element by element; each thread 2 rows x 4
+// columns, f32 sums in a fixed order over K.
+constexpr int kCoreN = 64;
+constexpr int kCoreK = 32;
+constexpr int kCoreThreads = 256;  // 16 x 16
+static_assert(kTileM == 32, "the thread layout covers 32 rows");
+
+__global__ void __launch_bounds__(kCoreThreads) moe_grouped_gemm_kernel(GroupedGemm g) {
+  const auto tile = static_cast<int32_t>(blockIdx.x);
+  if (tile >= *g.num_tiles) return;
+  __shared__ int64_t a_row[kTileM];
+  const int32_t rows = tile_rows(g, tile, a_row);
+  const int32_t row0 = g.tile_start[tile];
+  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kCoreN;
+  const bf16* w = g.w + static_cast<int64_t>(g.tile_expert[tile]) * g.n * g.k;
+
+  __shared__ float a_tile[kTileM][kCoreK + 1];
+  __shared__ float w_tile[kCoreN][kCoreK + 1];
   const int tx = static_cast<int>(threadIdx.x % 16), ty = static_cast<int>(threadIdx.x / 16);
   float acc[2][4] = {};
-  for (int64_t k0 = 0; k0 < g.k; k0 += kTileK) {
-    if constexpr (kVec) {
-      constexpr int kChunks = kTileK / 8;  // 16-byte chunks per tile row
-      for (int i = static_cast<int>(threadIdx.x); i < kTileM * kChunks; i += kGemmThreads) {
-        const int r = i / kChunks, c = i % kChunks * 8;
-        const int64_t src = a_row[r];
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (src >= 0 && k0 + c < g.k) {
-          v = *reinterpret_cast<const uint4*>(g.a + src * g.k + k0 + c);
-        }
-        unpack8(v, &a_tile[r][c]);
-      }
-      for (int i = static_cast<int>(threadIdx.x); i < kTileN * kChunks; i += kGemmThreads) {
-        const int r = i / kChunks, c = i % kChunks * 8;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (n0 + r < g.n && k0 + c < g.k) {
-          // A plain load: other tiles of this expert read the same weights (kept in L2).
-          v = *reinterpret_cast<const uint4*>(w + (n0 + r) * g.k + k0 + c);
-        }
-        unpack8(v, &w_tile[r][c]);
-      }
-    } else {
-      for (int i = static_cast<int>(threadIdx.x); i < kTileM * kTileK; i += kGemmThreads) {
-        const int r = i / kTileK, c = i % kTileK;
-        const int64_t src = a_row[r];
-        a_tile[r][c] = src >= 0 && k0 + c < g.k ? cuda::to_f32(g.a[src * g.k + k0 + c]) : 0.0f;
-      }
-      for (int i = static_cast<int>(threadIdx.x); i < kTileN * kTileK; i += kGemmThreads) {
-        const int r = i / kTileK, c = i % kTileK;
-        w_tile[r][c] =
-            n0 + r < g.n && k0 + c < g.k ? cuda::to_f32(w[(n0 + r) * g.k + k0 + c]) : 0.0f;
-      }
+  for (int64_t k0 = 0; k0 < g.k; k0 += kCoreK) {
+    for (int i = static_cast<int>(threadIdx.x); i < kTileM * kCoreK; i += kCoreThreads) {
+      const int r = i / kCoreK, c = i % kCoreK;
+      const int64_t src = a_row[r];
+      a_tile[r][c] = src >= 0 && k0 + c < g.k ? cuda::to_f32(g.a[src * g.k + k0 + c]) : 0.0f;
+    }
+    for (int i = static_cast<int>(threadIdx.x); i < kCoreN * kCoreK; i += kCoreThreads) {
+      const int r = i / kCoreK, c = i % kCoreK;
+      w_tile[r][c] =
+          n0 + r < g.n && k0 + c < g.k ? cuda::to_f32(w[(n0 + r) * g.k + k0 + c]) : 0.0f;
     }
     __syncthreads();
 #pragma unroll 8
-    for (int c = 0; c < kTileK; ++c) {
+    for (int c = 0; c < kCoreK; ++c) {
       const float a0 = a_tile[ty][c], a1 = a_tile[ty + 16][c];
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -189,14 +281,18 @@ __global__ void __launch_bounds__(kGemmThreads) moe_grouped_gemm_kernel(GroupedG
 }
 
 void launch_grouped_gemm(const GroupedGemm& g, int64_t max_tiles, cudaStream_t stream) {
-  const int64_t col_tiles = (g.n + kTileN - 1) / kTileN;
+  const bool tensor_cores = g.k % 8 == 0 && cuda::aligned(g.a, 16) && cuda::aligned(g.w, 16);
+  const int64_t tile_n = tensor_cores ? kTcN : kCoreN;
+  const int64_t col_tiles = (g.n + tile_n - 1) / tile_n;
   INFLIGHT_CHECK(max_tiles <= cuda::kMaxGridX && col_tiles <= 65535,
                  "moe_experts_cuda: {} x {} tiles exceed the grid", max_tiles, col_tiles);
+  // Tiles vary fastest: the tiles of one expert, adjacent in the table, run side by side and
+  // share its weight columns through L2.
   const dim3 grid(static_cast<unsigned>(max_tiles), static_cast<unsigned>(col_tiles));
-  if (g.k % 8 == 0 && cuda::aligned(g.a, 16) && cuda::aligned(g.w, 16)) {
-    moe_grouped_gemm_kernel<true><<<grid, kGemmThreads, 0, stream>>>(g);
+  if (tensor_cores) {
+    moe_grouped_gemm_tc_kernel<<<grid, kTcThreads, 0, stream>>>(g);
   } else {
-    moe_grouped_gemm_kernel<false><<<grid, kGemmThreads, 0, stream>>>(g);
+    moe_grouped_gemm_kernel<<<grid, kCoreThreads, 0, stream>>>(g);
   }
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }

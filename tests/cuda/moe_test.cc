@@ -124,8 +124,9 @@ TEST(CudaMoeTest, ExpertsMatchCpu) {
   Backend& gpu = cuda_backend();
   Backend& cpu = cpu_backend();
   std::mt19937 rng(63);
-  // Mixtral-like (8 of 2), Qwen3-MoE-like (128 of 8), primes and sizes off the 32 x 64 x 32
-  // tiles; 300 tokens put more than one tile into an expert's group.
+  // Mixtral-like (8 of 2), Qwen3-MoE-like (128 of 8), primes and sizes off the tiles (32 x 128
+  // x 32 on tensor cores where K is a multiple of 8, 32 x 64 x 32 on CUDA cores otherwise: 33
+  // and 71, 65 take the latter); 300 tokens put more than one tile into an expert's group.
   for (const ExpertCase c :
        {ExpertCase{5, 2, 48, 32}, ExpertCase{8, 2, 256, 384}, ExpertCase{7, 3, 33, 71},
         ExpertCase{128, 8, 128, 96}, ExpertCase{1, 1, 64, 65}}) {
