@@ -32,7 +32,8 @@
 # b1 prefill idle o128 o1000 o2048 ttft), QUANT (e.g. fp8: --quantization for every figure),
 # KV_DTYPE (e.g. fp8: --kv-cache-dtype for every figure), TP (--tensor-parallel-size), MAX_MODEL_LEN
 # (default 4096; 2048 for MPT), ARCH
-# (the dummy-weights preset, default llama-3.1-8b).
+# (the dummy-weights preset, default llama-3.1-8b), PERF_BIN (the staged binary to measure, default
+# inflight; inflight-base for before figures when staged with BASE_BIN).
 # parallel: tensor and pipeline parallelism over the machine's GPUs (TP, default all; ARCH,
 # default llama-3.1-8b) in the layouts PAR_LAYOUTS names (default tp1 tp<N> pp<N>, and from 4
 # GPUs tp<N/2>pp2 and net_tp<N/2>pp2, the latter through NCCL's network transport): the greedy
@@ -158,7 +159,7 @@ perf_step() {
 }
 
 run_perf() {
-  local inflight="$stage_dir/bin/inflight" vocab="$OUT/llama-bpe.gguf"
+  local inflight="$stage_dir/bin/${PERF_BIN:-inflight}" vocab="$OUT/llama-bpe.gguf"
   local common=(--dummy-weights --arch "${ARCH:-llama-3.1-8b}" --device cuda)
   [[ -n "${QUANT:-}" ]] && common+=(--quantization "$QUANT")
   [[ -n "${KV_DTYPE:-}" ]] && common+=(--kv-cache-dtype "$KV_DTYPE")
