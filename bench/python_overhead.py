@@ -22,6 +22,7 @@ Needs the installed `inflight` package and the binary ($INFLIGHT_BIN, default bu
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import random
@@ -68,7 +69,9 @@ def run_cpp(a):
                "--input-len", str(a.input_len), "--output-len", str(a.output_len),
                "--result-json", str(out)]
         cpu = children_cpu()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            sys.exit(f"{shlex.join(cmd)} failed ({done.returncode}):\n{done.stderr[-4000:]}")
         return json.loads(out.read_text()), children_cpu() - cpu
 
 
@@ -144,7 +147,6 @@ def main():
     from inflight import LLM
     cpp, py, cpp_cpu, py_caller_cpu, py_cpu = [], [], [], [], []
     cpp_result = None
-    llm = LLM(a.dummy or a.model, **engine_kwargs(a))
     for r in range(a.repeats):
         if not a.skip_cpp:
             cpp_result, cpu = run_cpp(a)
@@ -152,14 +154,19 @@ def main():
             cpp_cpu.append(cpu)
             print(f"C++    run {r}: {cpp[-1]:.3f} s  "
                   f"{cpp_result['output_throughput']:.1f} output tok/s", flush=True)
+        # An engine per run, shut down before the next C++ run: on a GPU the two would not fit
+        # at once (each plans the KV cache over the free memory).
+        llm = LLM(a.dummy or a.model, **engine_kwargs(a))
         elapsed, tokens, caller_cpu, process_cpu = run_python(llm, a, seed=r)
+        device = llm.device
+        llm.shutdown()
+        del llm
+        gc.collect()  # the engine's device memory goes with its last reference
         py.append(elapsed)
         py_caller_cpu.append(caller_cpu)
         py_cpu.append(process_cpu)
         print(f"Python run {r}: {elapsed:.3f} s  {tokens / elapsed:.1f} output tok/s; CPU "
               f"{process_cpu:.2f} s, of which the calling thread {caller_cpu:.3f} s", flush=True)
-    device = llm.device
-    llm.shutdown()
 
     result = {"mode": "python_overhead",
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
