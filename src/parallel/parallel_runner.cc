@@ -78,12 +78,8 @@ void ParallelRunner::begin_step(const ForwardBatch& batch, const LogitsRequest& 
 
 void ParallelRunner::begin_local() {
   if (local_begun_) return;
-  // NOTE: the oldest step's message must have reached every rank before rank 0 may block on
-  // its device for that step (a synchronous copy in begin_step, the wait in end_step): MPI
-  // moves a large message only while the sender calls into MPI, and a rank still waiting for
-  // its step's message would never reach the collectives or the send rank 0 waits for. The
-  // messages of later steps may stay on their way: the ranks take them after this step.
-  world_.wait_posted(queued_.size() - 1);
+  // Rank 0 may now block on its device for this step while the other ranks still need its
+  // message (or a later one) to begin: World's courier sees the messages through meanwhile.
   const Queued& q = queued_.front();
   or_abort(world_, "a step", [&] { local_->begin_step(*q.batch, *q.request); });
   local_begun_ = true;

@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -39,6 +42,18 @@ std::string mpi_error(int rc) {
 void check_mpi(int rc, const char* call) {
   if (rc == MPI_SUCCESS) return;
   INFLIGHT_THROW(ErrorCode::kInternal, "{} failed: {}", call, mpi_error(rc));
+}
+
+// Calls `done` until it returns true: busily for a moment (steps come back to back), then with
+// short sleeps, so that a rank waiting long does not hold a core.
+template <typename F>
+void poll_until(F&& done) {
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > spin_until) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
 }
 
 void finalize_mpi() {
@@ -169,10 +184,54 @@ World::World(bool use_mpi) {
   MPI_Comm_set_errhandler(g_job, MPI_ERRORS_ARE_FATAL);
 }
 
-// One message on its way to every other rank: MPI reads `bytes` until its requests complete.
-struct World::Posted {
-  std::vector<uint8_t> bytes;
-  std::vector<MPI_Request> requests;  // [size - 1]
+// Rank 0's control messages on their way: one send per other rank each, completed oldest first
+// by a thread of their own (the courier), so that they move while the thread that posted them
+// waits on its device. MPI reads a message's bytes until its requests complete.
+struct World::Courier {
+  struct Posted {
+    std::vector<uint8_t> bytes;
+    std::vector<MPI_Request> requests;  // [size - 1]
+  };
+  std::mutex mutex;
+  std::condition_variable changed;  // a message posted or taken, or the courier told to stop
+  std::deque<std::unique_ptr<Posted>> posted;  // oldest first; the front is being completed
+  bool stop = false;
+  std::thread thread;
+
+  Courier() : thread([this] { run(); }) {}
+  ~Courier() {
+    {
+      std::lock_guard lock(mutex);
+      stop = true;
+    }
+    changed.notify_all();
+    thread.join();
+  }
+
+  void run() {
+    std::unique_lock lock(mutex);
+    while (true) {
+      changed.wait(lock, [&] { return stop || !posted.empty(); });
+      if (stop) return;  // messages still on their way at exit: the ranks are gone
+      std::vector<MPI_Request>& requests = posted.front()->requests;
+      lock.unlock();
+      int done = 0;
+      poll_until([&] {
+        check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                              MPI_STATUSES_IGNORE),
+                  "MPI_Testall");
+        return done != 0 || stopping();
+      });
+      lock.lock();
+      if (done) posted.pop_front();
+      changed.notify_all();
+    }
+  }
+
+  bool stopping() {
+    std::lock_guard lock(mutex);
+    return stop;
+  }
 };
 
 World::~World() = default;
@@ -180,16 +239,8 @@ World::~World() = default;
 void World::post_to_all(std::vector<uint8_t> bytes) {
   INFLIGHT_CHECK(rank_ == 0, "only rank 0 sends control messages");
   if (size_ == 1) return;
-  // Forget the messages already taken, oldest first (they complete in order, rank by rank).
-  while (!posted_.empty()) {
-    int done = 0;
-    std::vector<MPI_Request>& front = posted_.front()->requests;
-    check_mpi(MPI_Testall(static_cast<int>(front.size()), front.data(), &done, MPI_STATUSES_IGNORE),
-              "MPI_Testall");
-    if (!done) break;
-    posted_.erase(posted_.begin());
-  }
-  auto p = std::make_unique<Posted>();
+  if (courier_ == nullptr) courier_ = std::make_unique<Courier>();
+  auto p = std::make_unique<Courier::Posted>();
   p->bytes = std::move(bytes);
   p->requests.resize(static_cast<size_t>(size_ - 1));
   for (int r = 1; r < size_; ++r) {
@@ -197,16 +248,17 @@ void World::post_to_all(std::vector<uint8_t> bytes) {
                         kControlTag, g_job, &p->requests[static_cast<size_t>(r - 1)]),
               "MPI_Isend");
   }
-  posted_.push_back(std::move(p));
+  {
+    std::lock_guard lock(courier_->mutex);
+    courier_->posted.push_back(std::move(p));
+  }
+  courier_->changed.notify_all();
 }
 
-void World::wait_posted(size_t keep) {
-  while (posted_.size() > keep) {
-    std::vector<MPI_Request>& front = posted_.front()->requests;
-    check_mpi(MPI_Waitall(static_cast<int>(front.size()), front.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitall");
-    posted_.erase(posted_.begin());
-  }
+void World::wait_posted() {
+  if (courier_ == nullptr) return;
+  std::unique_lock lock(courier_->mutex);
+  courier_->changed.wait(lock, [&] { return courier_->posted.empty(); });
 }
 
 void World::send_to_all(std::vector<uint8_t> bytes) {
@@ -216,18 +268,12 @@ void World::send_to_all(std::vector<uint8_t> bytes) {
 
 std::vector<uint8_t> World::receive_from_root() {
   INFLIGHT_CHECK(rank_ != 0 && mpi_, "rank 0 does not receive control messages");
-  // Poll for the next message: busily for a moment after the last one (steps come back to
-  // back), then with short sleeps, so that an idle rank does not hold a core.
   MPI_Status status;
   int ready = 0;
-  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
-  while (true) {
+  poll_until([&] {
     check_mpi(MPI_Iprobe(0, kControlTag, g_job, &ready, &status), "MPI_Iprobe");
-    if (ready) break;
-    if (std::chrono::steady_clock::now() > spin_until) {
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-  }
+    return ready != 0;
+  });
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
   std::vector<uint8_t> bytes(static_cast<size_t>(count));

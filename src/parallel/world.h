@@ -49,11 +49,14 @@ class World {
   // ---- control plane: small host messages, rank 0 to the others ---------------------------
   // Rank 0: `bytes` to every other rank, without waiting for them to take it: with steps in
   // flight a rank may still be in an earlier step, waiting for rank 0's part of it (a blocking
-  // send would then wait for that rank and that rank for rank 0). The bytes are kept until
-  // sent; every rank receives the messages in the order they were posted.
+  // send would then wait for that rank and that rank for rank 0). Every rank receives the
+  // messages in the order they were posted. A thread of rank 0 (the courier) sees each message
+  // through: MPI moves a large message only while its sender calls into MPI, and rank 0's
+  // caller may meanwhile block on its device, for a step whose other stages need this message
+  // (or an earlier one) to start.
   void post_to_all(std::vector<uint8_t> bytes);
-  // Rank 0: waits until every rank has taken every message posted so far but the `keep` newest.
-  void wait_posted(size_t keep = 0);
+  // Rank 0: waits until every rank has taken every message posted so far.
+  void wait_posted();
   // Rank 0: post_to_all, then wait_posted.
   void send_to_all(std::vector<uint8_t> bytes);
   // Other ranks: the next message from rank 0 (waits; sleeps while idle).
@@ -87,10 +90,10 @@ class World {
   int local_rank_ = 0;
   bool mpi_ = false;
   bool ended_ = false;
-  // Rank 0: the messages posted and not yet known to be taken, with their MPI requests
-  // (world.cc: this header keeps MPI's out of its includers).
-  struct Posted;
-  std::vector<std::unique_ptr<Posted>> posted_;
+  // Rank 0: the messages posted and not yet taken by every rank, and the thread that sees them
+  // through (world.cc: this header keeps MPI's types out of its includers).
+  struct Courier;
+  std::unique_ptr<Courier> courier_;
 };
 
 }  // namespace inflight

@@ -10,8 +10,11 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/backend_factory.h"
@@ -425,6 +428,54 @@ TEST(TensorParallelEngine, CancelledInFlightAndShutDownMidFlight) {
       EXPECT_EQ(testing::collect(handles.back(), 1).finish[0], FinishReason::kAbort) << what;
     });
   }
+}
+
+// Control messages reach the ranks while rank 0 makes no MPI call (as while it waits on its
+// device for a step whose other stages need a later step's message): rank 0 posts messages of
+// 8 MiB, larger than any eager limit, then only watches the file system for the ranks' receipts.
+TEST(WorldControlMessages, ReachTheRanksWhileRankZeroMakesNoMpiCall) {
+  const int kMessages = 3;
+  const size_t kBytes = size_t{8} << 20;
+  const auto contents = [&](int m) {
+    std::vector<uint8_t> bytes(kBytes);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 31 + m);
+    return bytes;
+  };
+  if (world().rank() != 0) {
+    const std::vector<uint8_t> dir = world().receive_from_root();
+    int good = 0;
+    for (int m = 0; m < kMessages; ++m) good += world().receive_from_root() == contents(m);
+    std::ofstream(fs::path(std::string(dir.begin(), dir.end())) /
+                  ("rank" + std::to_string(world().rank())))
+        << good;
+    world().min_over_ranks(0);
+    return;
+  }
+  const fs::path dir = fs::temp_directory_path() /
+                       ("inflight_world_" + std::to_string(std::chrono::steady_clock::now()
+                                                               .time_since_epoch()
+                                                               .count()));
+  fs::create_directories(dir);
+  const std::string name = dir.string();
+  world().send_to_all(std::vector<uint8_t>(name.begin(), name.end()));
+  for (int m = 0; m < kMessages; ++m) world().post_to_all(contents(m));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int receipts = 0;
+  while (receipts < world().size() - 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    receipts = static_cast<int>(std::distance(fs::directory_iterator(dir), {}));
+  }
+  ASSERT_EQ(receipts, world().size() - 1)
+      << "the ranks did not receive the messages while rank 0 made no MPI call";
+  for (int r = 1; r < world().size(); ++r) {
+    std::ifstream in(dir / ("rank" + std::to_string(r)));
+    int good = 0;
+    in >> good;
+    EXPECT_EQ(good, kMessages) << "rank " << r << " received other bytes";
+  }
+  world().wait_posted();
+  world().min_over_ranks(0);
+  fs::remove_all(dir);
 }
 
 }  // namespace
