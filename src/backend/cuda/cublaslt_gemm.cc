@@ -1,10 +1,6 @@
 #include "backend/cuda/cublaslt_gemm.h"
 
-#include <bit>
-#include <cstring>
 #include <functional>
-#include <limits>
-#include <vector>
 
 #include "core/logging.h"
 #include "ops/cuda_check.h"
@@ -22,13 +18,6 @@ uint16_t alignment_of(const void* ptr, int64_t row_elems, size_t elem_bytes = 2)
   return static_cast<uint16_t>(v & (~v + 1));
 }
 
-// The algorithms timed per shape, and the rows of the shapes timed (cublaslt_gemm.h).
-constexpr int kCandidates = 8;
-constexpr int64_t kTunedMaxRows = 2048;
-bool tuned_rows(int64_t m) {
-  return m > kGemvMaxRows && m <= kTunedMaxRows;
-}
-
 }  // namespace
 
 struct CublasLtGemm::Plan {
@@ -37,12 +26,9 @@ struct CublasLtGemm::Plan {
   cublasLtMatrixLayout_t b = nullptr;  // x: k x m
   cublasLtMatrixLayout_t d = nullptr;  // y: n x m (also the layout of C, unused with beta 0)
   cublasLtMatmulAlgo_t algo{};
-  // The heuristic's algorithms, best guess first (one outside the tuned range of m).
-  std::vector<cublasLtMatmulAlgo_t> candidates;
   bool has_algo = false;
-  bool tuned = false;       // small m: the GEMV / cuBLASLt choice is made
-  bool algo_tuned = false;  // the fastest candidate is `algo`
-  bool use_gemv = false;    // small m, and the GEMV was faster (or cuBLASLt has no algorithm)
+  bool tuned = false;     // small m: the GEMV / cuBLASLt choice is made
+  bool use_gemv = false;  // small m, and the GEMV was faster (or cuBLASLt has no algorithm)
 
   Plan() = default;
   Plan(const Plan&) = delete;
@@ -159,19 +145,15 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key, const ScaledGemmParam
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d));
   set_pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d));
-  std::vector<cublasLtMatmulHeuristicResult_t> results(tuned_rows(key.m) ? kCandidates : 1);
+  cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
   if (status == CUBLAS_STATUS_SUCCESS) {
-    status =
-        cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->d, plan->d, pref,
-                                       static_cast<int>(results.size()), results.data(), &returned);
+    status = cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->d, plan->d,
+                                            pref, 1, &result, &returned);
   }
   cublasLtMatmulPreferenceDestroy(pref);
-  for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < returned; ++i) {
-    if (results[i].state == CUBLAS_STATUS_SUCCESS) plan->candidates.push_back(results[i].algo);
-  }
-  if (!plan->candidates.empty()) {
-    plan->algo = plan->candidates.front();
+  if (status == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+    plan->algo = result.algo;
     plan->has_algo = true;
   } else {
     INFLIGHT_LOG_WARN(
@@ -214,30 +196,18 @@ void CublasLtGemm::run(const GemmParams& p, cudaStream_t stream) {
     gemm_cuda(p, stream);
     return;
   }
-  if (!plan.algo_tuned) {
-    if (p.bias != nullptr) set_bias(plan, p.bias);
-    pick_algo(plan, key, stream, [&](const cublasLtMatmulAlgo_t& algo) {
-      return launch(plan, algo, p.w, p.x, p.y, stream);
-    });
-  }
   matmul(plan, p, stream);
 }
 
-void CublasLtGemm::set_bias(Plan& plan, const void* bias) {
-  INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                       &bias, sizeof(bias)));
-}
-
-cublasStatus_t CublasLtGemm::launch(const Plan& plan, const cublasLtMatmulAlgo_t& algo,
-                                    const void* w, const void* x, void* y, cudaStream_t stream) {
-  const float alpha = 1.0f, beta = 0.0f;
-  return cublasLtMatmul(handle_, plan.op, &alpha, w, plan.a, x, plan.b, &beta, y, plan.d, y, plan.d,
-                        &algo, workspace_, workspace_bytes_, stream);
-}
-
 void CublasLtGemm::matmul(Plan& plan, const GemmParams& p, cudaStream_t stream) {
-  if (p.bias != nullptr) set_bias(plan, p.bias);
-  const cublasStatus_t status = launch(plan, plan.algo, p.w, p.x, p.y, stream);
+  if (p.bias != nullptr) {
+    INFLIGHT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                         &p.bias, sizeof(p.bias)));
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  const cublasStatus_t status =
+      cublasLtMatmul(handle_, plan.op, &alpha, p.w, plan.a, p.x, plan.b, &beta, p.y, plan.d, p.y,
+                     plan.d, &plan.algo, workspace_, workspace_bytes_, stream);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
     // The heuristic's choice refused the operands after all: this shape uses the fallback.
     INFLIGHT_LOG_WARN("cuBLASLt refused gemm m={} n={} k={}: using the CUDA-core kernel", p.m, p.n,
@@ -298,12 +268,6 @@ void CublasLtGemm::run(const ScaledGemmParams& p, cudaStream_t stream) {
     scaled_gemv_cuda(p, stream);
     return;
   }
-  if (plan.has_algo && !plan.algo_tuned) {
-    set_pointers(plan, p);
-    pick_algo(plan, key, stream, [&](const cublasLtMatmulAlgo_t& algo) {
-      return launch(plan, algo, p.w, p.x, p.y, stream);
-    });
-  }
   if (!plan.has_algo || !matmul(plan, p, stream)) scaled_gemm_cuda(p, stream);
 }
 
@@ -319,7 +283,10 @@ void CublasLtGemm::set_pointers(Plan& plan, const ScaledGemmParams& p) {
 
 bool CublasLtGemm::matmul(Plan& plan, const ScaledGemmParams& p, cudaStream_t stream) {
   set_pointers(plan, p);
-  const cublasStatus_t status = launch(plan, plan.algo, p.w, p.x, p.y, stream);
+  const float alpha = 1.0f, beta = 0.0f;
+  const cublasStatus_t status =
+      cublasLtMatmul(handle_, plan.op, &alpha, p.w, plan.a, p.x, plan.b, &beta, p.y, plan.d, p.y,
+                     plan.d, &plan.algo, workspace_, workspace_bytes_, stream);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
     INFLIGHT_LOG_WARN("cuBLASLt refused fp8 gemm m={} n={} k={}: using the CUDA-core kernel", p.m,
                       p.n, p.k);
@@ -344,71 +311,28 @@ void CublasLtGemm::tune(Plan& plan, const GemmParams& p, cudaStream_t stream) {
 
 bool CublasLtGemm::pick_gemv(Plan& plan, int64_t m, int64_t n, int64_t k, cudaStream_t stream,
                              const std::function<bool()>& lt, const std::function<void()>& gemv) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  INFLIGHT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
   // Nothing to compare with, or no way to time now.
-  if (!plan.has_algo || capturing(stream)) return true;
+  if (!plan.has_algo || capture != cudaStreamCaptureStatusNone) return true;
+  constexpr int kReps = 5;
+  const auto time_ms = [&](const std::function<void()>& launch) {
+    launch();  // warm-up: lazy module loading, caches
+    INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_start_, stream));
+    for (int i = 0; i < kReps; ++i) launch();
+    INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_stop_, stream));
+    INFLIGHT_CUDA_CHECK(cudaEventSynchronize(tune_stop_));
+    float ms = 0.0f;
+    INFLIGHT_CUDA_CHECK(cudaEventElapsedTime(&ms, tune_start_, tune_stop_));
+    return ms / kReps;
+  };
   if (!lt()) return true;  // cuBLASLt refused the operands: plan.has_algo is now false
-  const float lt_ms = time_ms(stream, [&] { lt(); });
-  const float gemv_ms = time_ms(stream, gemv);
+  const float lt_ms = time_ms([&] { lt(); });
+  const float gemv_ms = time_ms(gemv);
   const bool use_gemv = gemv_ms < lt_ms;
   INFLIGHT_LOG_DEBUG("gemm m={} n={} k={}: cuBLASLt {:.1f} us, GEMV {:.1f} us -> {}", m, n, k,
                      lt_ms * 1e3f, gemv_ms * 1e3f, use_gemv ? "GEMV" : "cuBLASLt");
   return use_gemv;
-}
-
-bool CublasLtGemm::capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  INFLIGHT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  return capture != cudaStreamCaptureStatusNone;
-}
-
-float CublasLtGemm::time_ms(cudaStream_t stream, const std::function<void()>& run) {
-  constexpr int kReps = 5;
-  run();  // warm-up: lazy module loading, caches
-  INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_start_, stream));
-  for (int i = 0; i < kReps; ++i) run();
-  INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_stop_, stream));
-  INFLIGHT_CUDA_CHECK(cudaEventSynchronize(tune_stop_));
-  float ms = 0.0f;
-  INFLIGHT_CUDA_CHECK(cudaEventElapsedTime(&ms, tune_start_, tune_stop_));
-  return ms / kReps;
-}
-
-void CublasLtGemm::pick_algo(
-    Plan& plan, const Key& key, cudaStream_t stream,
-    const std::function<cublasStatus_t(const cublasLtMatmulAlgo_t&)>& run) {
-  if (plan.candidates.size() < 2) {
-    plan.algo_tuned = true;
-    return;
-  }
-  if (capturing(stream)) return;  // the heuristic's first for now; timed at an eager use
-  plan.algo_tuned = true;
-  Key bucket = key;
-  bucket.m = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(key.m)));
-  const auto same = [](const cublasLtMatmulAlgo_t& a, const cublasLtMatmulAlgo_t& b) {
-    return std::memcmp(&a, &b, sizeof(a)) == 0;
-  };
-  if (const auto won = winners_.find(bucket); won != winners_.end()) {
-    for (const cublasLtMatmulAlgo_t& c : plan.candidates) {
-      if (!same(c, won->second)) continue;
-      plan.algo = c;
-      return;
-    }
-  }
-  float best_ms = std::numeric_limits<float>::infinity();
-  size_t best = 0;  // the heuristic's first when none runs (matmul then falls back)
-  for (size_t i = 0; i < plan.candidates.size(); ++i) {
-    const cublasLtMatmulAlgo_t& c = plan.candidates[i];
-    if (run(c) != CUBLAS_STATUS_SUCCESS) continue;  // refused for these operands
-    const float ms = time_ms(stream, [&] { INFLIGHT_CUBLAS_CHECK(run(c)); });
-    if (ms < best_ms) {
-      best_ms = ms;
-      best = i;
-    }
-  }
-  INFLIGHT_LOG_DEBUG("gemm m={} n={} k={}: cuBLASLt algorithm {} of {} ({:.1f} us)", key.m, key.n,
-                     key.k, best, plan.candidates.size(), best_ms * 1e3f);
-  plan.algo = plan.candidates[best];
-  winners_[bucket] = plan.algo;
 }
 
 }  // namespace inflight

@@ -5,21 +5,16 @@
 // column-major D[n, m] = op(A)[n, k] B[k, m] with A = w stored k x n (transposed: op = T),
 // B = x stored k x m, D = y stored n x m.
 //
-// The algorithm of each shape is chosen once and cached with its descriptors, keyed by (m, n, k,
-// bias, output type, operand alignments): a step only looks it up. For kGemvMaxRows < m <=
-// 2,048 (prefill chunks, large decode batches: where the heuristic's first choice can leave SMs
-// idle, 32 tiles of 128 x 128 for n = 4,096 at m = 128) its best 8 algorithms are timed on the
-// stream at the shape's first eager use and the fastest kept; the winner is remembered for m's
-// power-of-two bucket, and a later m of that bucket takes it untimed when the heuristic offers
-// it. Larger m, or a plan first made while a graph is captured (then timed at a later eager use,
-// if any), keeps the heuristic's first. A shape with no algorithm falls back to the plain
-// CUDA-core kernel (ops/ops_cuda.cuh gemm_cuda).
+// The algorithm of each shape is chosen once by cuBLASLt's heuristic and cached with its
+// descriptors, keyed by (m, n, k, bias, output type, operand alignments): a step only looks it
+// up. A shape with no algorithm falls back to the plain CUDA-core kernel (ops/ops_cuda.cuh
+// gemm_cuda).
 //
 // Small m (decode at batch <= kGemvMaxRows): the streaming GEMV of ops/gemv_cuda.cu (FP8:
-// ops/scaled_gemv_cuda.cu) competes with cuBLASLt's choice; when a shape's plan is made (its first,
-// eager use; never while a graph is captured) both run a few times on the stream, timed with
-// events, and the faster is kept. These one-time measurements wait for the device; every later call
-// only looks the plan up.
+// ops/scaled_gemv_cuda.cu) competes
+// with cuBLASLt's choice; when a shape's plan is made (its first, eager use; never while a graph
+// is captured) both run a few times on the stream, timed with events, and the faster is kept.
+// That one-time measurement waits for the device; every later call only looks the plan up.
 //
 // Batch invariance: cuBLASLt picks different kernels (tile shapes, split-K) for different m, so
 // a token's output can differ in its last bits with the batch it runs in. With
@@ -96,16 +91,6 @@ class CublasLtGemm {
   // algorithm or the stream is being captured.
   bool pick_gemv(Plan& plan, int64_t m, int64_t n, int64_t k, cudaStream_t stream,
                  const std::function<bool()>& lt, const std::function<void()>& gemv);
-  // Keeps the fastest of the plan's candidates (`run` launches one on the operands of this
-  // call; the result is overwritten by the caller's own launch after).
-  void pick_algo(Plan& plan, const Key& key, cudaStream_t stream,
-                 const std::function<cublasStatus_t(const cublasLtMatmulAlgo_t&)>& run);
-  static bool capturing(cudaStream_t stream);
-  // The mean time of `run` over a few launches on `stream`, after one to warm up.
-  float time_ms(cudaStream_t stream, const std::function<void()>& run);
-  void set_bias(Plan& plan, const void* bias);
-  cublasStatus_t launch(const Plan& plan, const cublasLtMatmulAlgo_t& algo, const void* w,
-                        const void* x, void* y, cudaStream_t stream);
   void matmul(Plan& plan, const GemmParams& p, cudaStream_t stream);
   // The FP8 product through cuBLASLt; false when cuBLASLt refused it (the caller falls back).
   bool matmul(Plan& plan, const ScaledGemmParams& p, cudaStream_t stream);
@@ -117,8 +102,6 @@ class CublasLtGemm {
   cudaEvent_t tune_start_ = nullptr;
   cudaEvent_t tune_stop_ = nullptr;
   std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> plans_;
-  // The fastest algorithm timed for each shape with m rounded up to a power of two.
-  std::unordered_map<Key, cublasLtMatmulAlgo_t, KeyHash> winners_;
 };
 
 }  // namespace inflight
