@@ -251,11 +251,19 @@ TEST(CudaOpsTest, GemmCublasLtAndFallback) {
   Backend& gpu = cuda_backend();
   Backend& cpu = cpu_backend();
   std::mt19937 rng(5);
-  const GemmCase cases[] = {{1, 1, 1, false, false},       {1, 576, 576, true, false},
-                            {3, 769, 577, false, false},   {7, 13, 769, true, false},
-                            {91, 1536, 576, false, false}, {128, 1024, 2048, true, false},
-                            {5, 49152, 576, false, false}, {3, 769, 577, true, true},
-                            {17, 64, 31, false, true},     {2, 3, 5, true, false}};
+  const GemmCase cases[] = {{1, 1, 1, false, false},
+                            {1, 576, 576, true, false},
+                            {3, 769, 577, false, false},
+                            {7, 13, 769, true, false},
+                            {91, 1536, 576, false, false},
+                            {128, 1024, 2048, true, false},
+                            {5, 49152, 576, false, false},
+                            {3, 769, 577, true, true},
+                            {17, 64, 31, false, true},
+                            {2, 3, 5, true, false},
+                            // prefill-sized m
+                            {150, 1024, 2048, true, false},
+                            {2048, 512, 256, false, false}};
   for (const GemmCase& c : cases) {
     const int64_t pad = c.misaligned ? 1 : 0;
     const Tensor x = random_host({c.m + pad, c.k}, rng);
