@@ -81,17 +81,21 @@ int64_t LlamaModel::weight_bytes() const {
   return bytes;
 }
 
-void LlamaModel::project(const Tensor& x, const Linear& w, const Tensor& y) {
+QuantizedActivations LlamaModel::activations_for(const Tensor& x, const Linear& w) const {
+  const int64_t t = x.size(0), k = x.size(1);
+  const int64_t groups = w.block_cols > 0 ? (k + w.block_cols - 1) / w.block_cols : 1;
+  const Tensor scales = ws_.xq_scales.rows(0, groups * t);
+  return {ws_.xq.rows(0, t * k).reshape({t, k}),
+          w.block_cols > 0 ? scales.reshape({groups, t}) : scales};
+}
+
+void LlamaModel::project(const Tensor& x, const Linear& w, const Tensor& y, bool x_quantized) {
   if (!w.quantized()) {
     backend_.gemm(x, w, y);
     return;
   }
-  const int64_t t = x.size(0), k = x.size(1);
-  const int64_t groups = w.block_cols > 0 ? (k + w.block_cols - 1) / w.block_cols : 1;
-  const Tensor scales = ws_.xq_scales.rows(0, groups * t);
-  const QuantizedActivations q{ws_.xq.rows(0, t * k).reshape({t, k}),
-                               w.block_cols > 0 ? scales.reshape({groups, t}) : scales};
-  quantize_for(backend_, x, w, q);
+  const QuantizedActivations q = activations_for(x, w);
+  if (!x_quantized) quantize_for(backend_, x, w, q);
   backend_.gemm(q, w, y);
 }
 
@@ -120,12 +124,13 @@ Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<b
     const Layer& layer = layers_[static_cast<size_t>(l)];
     // Layer 0 normalises the embeddings; later layers first add the previous MLP output.
     const bool model_first = stage_.layer_begin + l == 0;
-    norm(model_first ? nullptr : &sublayer_out, residual, layer.input_norm, layer.input_norm_bias,
-         normed);
-    attention(layer, l, in, cache, normed, sublayer_out);
+    const bool qkv_input = norm(model_first ? nullptr : &sublayer_out, residual, layer.input_norm,
+                                layer.input_norm_bias, normed, &layer.qkv);
+    attention(layer, l, in, cache, normed, qkv_input, sublayer_out);
     all_reduce(sublayer_out);
-    norm(&sublayer_out, residual, layer.post_norm, layer.post_norm_bias, normed);
-    mlp(layer, normed, sublayer_out);
+    const bool mlp_input = norm(&sublayer_out, residual, layer.post_norm, layer.post_norm_bias,
+                                normed, has_experts() ? nullptr : &layer.gate_up);
+    mlp(layer, normed, mlp_input, sublayer_out);
     all_reduce(sublayer_out);
   }
   const Tensor logits = ws_.logits.rows(0, num_logits);

@@ -151,8 +151,11 @@ class LlamaModel final : public Model {
   // models zeros, and the slopes of this rank's heads.
   void set_positions(const Tensor* divisors);
   // residual += add (may be null); out = the config's norm (RMSNorm, or LayerNorm with `bias`).
-  void norm(const Tensor* add, const Tensor& residual, const Tensor& weight, const Tensor& bias,
-            const Tensor& out);
+  // When `next` (the layer that reads out) is FP8, out also goes quantized for it into the
+  // workspace (activations_for), in the norm's pass where the backend fuses them; returns
+  // whether it did.
+  bool norm(const Tensor* add, const Tensor& residual, const Tensor& weight, const Tensor& bias,
+            const Tensor& out, const Linear* next = nullptr);
   // MPT's logit_scale, folded into the final norm's weight and bias.
   void fold_logit_scale();
   bool gelu_mlp() const { return config_.mlp == ModelConfig::Mlp::kGelu; }
@@ -162,13 +165,16 @@ class LlamaModel final : public Model {
   // Layer `l`'s attention block (of this stage; its KV cache is cache.layer(l)): q/k/v
   // projection, RoPE and the KV cache write, paged attention, o projection.
   // x [T, hidden] -> out [T, hidden], this rank's part (not yet summed over the ranks).
+  // x_quantized: the workspace holds x quantized for the first projection (norm's `next`).
   void attention(const Layer& layer, int64_t l, const StepInputs& in, KvCache& cache,
-                 const Tensor& x, const Tensor& out);
+                 const Tensor& x, bool x_quantized, const Tensor& out);
   // The layer's MLP: dense, or routed to experts. x [T, hidden] -> out [T, hidden].
-  void mlp(const Layer& layer, const Tensor& x, const Tensor& out);
-  // y = x W^T through the layer's format: a plain GEMM, or x quantized into the workspace and
-  // the FP8 GEMM (runtime/linear.h).
-  void project(const Tensor& x, const Linear& w, const Tensor& y);
+  void mlp(const Layer& layer, const Tensor& x, bool x_quantized, const Tensor& out);
+  // y = x W^T through the layer's format: a plain GEMM, or x quantized into the workspace
+  // (unless x_quantized: done by the op that made x) and the FP8 GEMM (runtime/linear.h).
+  void project(const Tensor& x, const Linear& w, const Tensor& y, bool x_quantized = false);
+  // The workspace views that hold x [T, K] quantized for the FP8 layer w.
+  QuantizedActivations activations_for(const Tensor& x, const Linear& w) const;
   int64_t max_in_features() const;
   int64_t max_scale_groups() const;  // activation scales per token of any FP8 layer
 

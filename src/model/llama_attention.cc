@@ -84,7 +84,7 @@ void LlamaModel::set_positions(const Tensor* divisors) {
 }
 
 void LlamaModel::attention(const Layer& layer, int64_t l, const StepInputs& in, KvCache& cache,
-                           const Tensor& x, const Tensor& out) {
+                           const Tensor& x, bool x_quantized, const Tensor& out) {
   const ModelConfig& c = local_;  // this rank's heads
   const int64_t t = x.size(0);
   const Tensor qkv = ws_.qkv.rows(0, t);
@@ -94,7 +94,7 @@ void LlamaModel::attention(const Layer& layer, int64_t l, const StepInputs& in, 
                                                : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const auto window = static_cast<int32_t>(c.sliding_window);
   const Tensor* alibi = alibi_slopes_.defined() ? &alibi_slopes_ : nullptr;
-  project(x, layer.qkv, qkv);
+  project(x, layer.qkv, qkv, x_quantized);
   if (c.clip_qkv > 0.0f) backend_.clamp(qkv, c.clip_qkv);
   if (c.qk_norm) {
     backend_.qk_norm(qkv, c.num_heads, c.num_kv_heads, layer.q_norm, layer.k_norm, c.rms_norm_eps);

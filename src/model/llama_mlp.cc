@@ -14,11 +14,11 @@
 
 namespace inflight {
 
-void LlamaModel::mlp(const Layer& layer, const Tensor& x, const Tensor& out) {
+void LlamaModel::mlp(const Layer& layer, const Tensor& x, bool x_quantized, const Tensor& out) {
   const int64_t t = x.size(0);
   if (gelu_mlp()) {
     const Tensor act = ws_.act.rows(0, t);
-    project(x, layer.gate_up, act);  // up
+    project(x, layer.gate_up, act, x_quantized);  // up
     backend_.gelu(act, act);
     project(act, layer.down, out);
     return;
@@ -26,11 +26,17 @@ void LlamaModel::mlp(const Layer& layer, const Tensor& x, const Tensor& out) {
   if (!has_experts()) {
     const Tensor gate_up = ws_.gate_up.rows(0, t);
     const Tensor act = ws_.act.rows(0, t);
-    project(x, layer.gate_up, gate_up);
-    backend_.swiglu(gate_up, act);
-    project(act, layer.down, out);
+    project(x, layer.gate_up, gate_up, x_quantized);
+    if (layer.down.quantized()) {
+      backend_.swiglu_quantized(gate_up, act, layer.down, activations_for(act, layer.down));
+      project(act, layer.down, out, /*x_quantized=*/true);
+    } else {
+      backend_.swiglu(gate_up, act);
+      project(act, layer.down, out);
+    }
     return;
   }
+  INFLIGHT_CHECK(!x_quantized, "the experts read their input in bf16");
   const Tensor router_logits = ws_.router_logits.rows(0, t);
   const Tensor ids = ws_.expert_ids.rows(0, t);
   const Tensor weights = ws_.expert_weights.rows(0, t);

@@ -20,14 +20,20 @@ void LlamaModel::fold_logit_scale() {
   }
 }
 
-void LlamaModel::norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
-                      const Tensor& bias, const Tensor& out) {
+bool LlamaModel::norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
+                      const Tensor& bias, const Tensor& out, const Linear* next) {
+  const bool quantize = next != nullptr && next->quantized();
   if (config_.norm == ModelConfig::Norm::kLayer) {
     backend_.layer_norm(add, residual, weight, bias.defined() ? &bias : nullptr,
                         config_.rms_norm_eps, out);
+    if (quantize) quantize_for(backend_, out, *next, activations_for(out, *next));
+  } else if (quantize) {
+    backend_.rms_norm_quantized(add, residual, weight, config_.rms_norm_eps, out, *next,
+                                activations_for(out, *next));
   } else {
     backend_.rms_norm(add, residual, weight, config_.rms_norm_eps, out);
   }
+  return quantize;
 }
 
 }  // namespace inflight

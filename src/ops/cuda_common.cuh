@@ -59,6 +59,21 @@ __device__ __forceinline__ float block_sum(float v) {
   return total;
 }
 
+// The maximum over the block (every thread gets it; every thread must call it). Safe to call
+// more than once per kernel, as block_sum.
+__device__ __forceinline__ float block_max(float v) {
+  __shared__ float partial[32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int num_warps = blockDim.x / 32;
+  v = warp_max(v);
+  __syncthreads();  // a previous call may still be reading `partial`
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  float m = partial[0];
+  for (int w = 1; w < num_warps; ++w) m = fmaxf(m, partial[w]);
+  return m;
+}
+
 // Programmatic dependent launch (sm_90): a kernel started by launch_pdl may begin while the
 // kernel before it in the stream is still running, as soon as every block of that one has
 // called pdl_launch_dependents() (or exited). Before pdl_wait() returns, which is when the

@@ -3,9 +3,8 @@
 //
 // One block of 256 threads per row. Per-row scales: a block-wide max, then a second pass over
 // the row (it is in L1/L2 by then). Groups: each warp owns whole groups, a warp max per group.
-#include <cuda_fp8.h>
-
 #include "ops/cuda_common.cuh"
+#include "ops/fp8_rows.cuh"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight {
@@ -13,24 +12,10 @@ namespace inflight {
 namespace {
 
 using cuda::bf16;
+using cuda::e4m3_row_scale;
+using cuda::to_e4m3;
 
 constexpr int kThreads = 256;
-constexpr float kE4M3Max = 448.0f;
-
-__device__ __forceinline__ uint8_t to_e4m3(float v) {
-  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3));
-}
-
-__device__ __forceinline__ float block_max(float v) {
-  __shared__ float partial[kThreads / 32];
-  v = cuda::warp_max(v);
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
-  __syncthreads();
-  float m = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kThreads / 32; ++w) m = fmaxf(m, partial[w]);
-  return m;
-}
 
 __global__ void __launch_bounds__(kThreads) quantize_fp8_kernel(QuantizeFp8Params p) {
   cuda::pdl_launch_dependents();
@@ -44,12 +29,13 @@ __global__ void __launch_bounds__(kThreads) quantize_fp8_kernel(QuantizeFp8Param
       scale = *p.static_scale;
     } else {
       float amax = 0.0f;
-      for (int64_t c = threadIdx.x; c < p.k; c += kThreads) amax = fmaxf(amax, fabsf(cuda::to_f32(x[c])));
-      amax = block_max(amax);
-      scale = amax > 0.0f ? amax / kE4M3Max : 1.0f;
+      for (int64_t c = threadIdx.x; c < p.k; c += kThreads)
+        amax = fmaxf(amax, fabsf(cuda::to_f32(x[c])));
+      scale = e4m3_row_scale(cuda::block_max(amax));
     }
     const float inv = 1.0f / scale;
-    for (int64_t c = threadIdx.x; c < p.k; c += kThreads) out[c] = to_e4m3(cuda::to_f32(x[c]) * inv);
+    for (int64_t c = threadIdx.x; c < p.k; c += kThreads)
+      out[c] = to_e4m3(cuda::to_f32(x[c]) * inv);
     if (threadIdx.x == 0) p.scales[r] = scale;
     return;
   }
@@ -60,7 +46,7 @@ __global__ void __launch_bounds__(kThreads) quantize_fp8_kernel(QuantizeFp8Param
     float amax = 0.0f;
     for (int64_t c = c0 + lane; c < c1; c += 32) amax = fmaxf(amax, fabsf(cuda::to_f32(x[c])));
     amax = cuda::warp_max(amax);
-    const float scale = amax > 0.0f ? amax / kE4M3Max : 1.0f;
+    const float scale = e4m3_row_scale(amax);
     const float inv = 1.0f / scale;
     for (int64_t c = c0 + lane; c < c1; c += 32) out[c] = to_e4m3(cuda::to_f32(x[c]) * inv);
     if (lane == 0) p.scales[j * p.m + r] = scale;

@@ -22,6 +22,10 @@ struct RmsNormParams {
   int64_t dim = 0;
   float eps = 1e-5f;
   DType dtype = DType::kF32;
+  // CUDA only, optional: out also quantized to e4m3 with a dynamic scale per row, as
+  // quantize_fp8 (group 0) would quantize it, in the same pass.
+  uint8_t* q_values = nullptr;  // [rows, dim]
+  float* q_scales = nullptr;    // [rows]
 };
 
 // Validates: residual [R, D] float; add (optional) and out [R, D], weight [D], all of residual's

@@ -12,7 +12,13 @@
 // row, so latency is all there is). Other rows take the scalar loop, where each thread re-reads
 // in the second pass the elements it wrote in the first, so no barrier is needed between the
 // passes beyond the one inside block_sum.
+//
+// With q_values set the row is also quantized to e4m3 with a dynamic per-row scale, as
+// quantize_fp8 would quantize `out` (ops/fp8_rows.cuh): a block max over the stored bf16
+// values, then their e4m3 bytes, where the FP8 GEMM after the norm would otherwise need a pass
+// of its own.
 #include "ops/cuda_common.cuh"
+#include "ops/fp8_rows.cuh"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight {
@@ -23,6 +29,7 @@ using cuda::bf16;
 
 constexpr int kThreads = 256;
 
+template <bool kQuantize>
 __global__ void __launch_bounds__(kThreads) rms_norm_kernel(RmsNormParams p) {
   cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
   cuda::pdl_wait();
@@ -45,8 +52,21 @@ __global__ void __launch_bounds__(kThreads) rms_norm_kernel(RmsNormParams p) {
   }
   sum_sq = cuda::block_sum(sum_sq);
   const float inv_rms = rsqrtf(sum_sq / static_cast<float>(dim) + p.eps);
+  float amax = 0.0f;
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
-    out[i] = cuda::to_bf16(cuda::to_f32(residual[i]) * inv_rms * cuda::to_f32(weight[i]));
+    const bf16 y = cuda::to_bf16(cuda::to_f32(residual[i]) * inv_rms * cuda::to_f32(weight[i]));
+    out[i] = y;
+    if constexpr (kQuantize) amax = fmaxf(amax, fabsf(cuda::to_f32(y)));
+  }
+  if constexpr (kQuantize) {
+    const float scale = cuda::e4m3_row_scale(cuda::block_max(amax));
+    const float inv = 1.0f / scale;
+    uint8_t* q = p.q_values + row * dim;
+    // Each thread reads back the elements it stored above.
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+      q[i] = cuda::to_e4m3(cuda::to_f32(out[i]) * inv);
+    }
+    if (threadIdx.x == 0) p.q_scales[row] = scale;
   }
 }
 
@@ -62,6 +82,7 @@ __device__ __forceinline__ void unpack8(const uint4& v, float (&out)[8]) {
   }
 }
 
+template <bool kQuantize>
 __global__ void __launch_bounds__(kThreads) rms_norm_vec_kernel(RmsNormParams p) {
   cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
   cuda::pdl_wait();
@@ -111,6 +132,7 @@ __global__ void __launch_bounds__(kThreads) rms_norm_vec_kernel(RmsNormParams p)
   }
   sum_sq = cuda::block_sum(sum_sq);
   const float inv_rms = rsqrtf(sum_sq / static_cast<float>(p.dim) + p.eps);
+  float amax = 0.0f;
 #pragma unroll
   for (int j = 0; j < kMaxChunks; ++j) {
     const int64_t c = threadIdx.x + j * kThreads;
@@ -125,6 +147,22 @@ __global__ void __launch_bounds__(kThreads) rms_norm_vec_kernel(RmsNormParams p)
                                  cuda::to_bf16(x[j][2 * i + 1] * inv_rms * w[2 * i + 1]));
     }
     out[c] = result;
+    if constexpr (kQuantize) {
+      unpack8(result, x[j]);  // the stored values: what quantize_fp8 would read
+#pragma unroll
+      for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(x[j][i]));
+    }
+  }
+  if constexpr (kQuantize) {
+    const float scale = cuda::e4m3_row_scale(cuda::block_max(amax));
+    const float inv = 1.0f / scale;
+    auto* q = reinterpret_cast<uint2*>(p.q_values + row * p.dim);
+#pragma unroll
+    for (int j = 0; j < kMaxChunks; ++j) {
+      const int64_t c = threadIdx.x + j * kThreads;
+      if (c < chunks) q[c] = cuda::to_e4m3x8(x[j], inv);
+    }
+    if (threadIdx.x == 0) p.q_scales[row] = scale;
   }
 }
 
@@ -138,10 +176,14 @@ void rms_norm_cuda(const RmsNormParams& p, cudaStream_t stream) {
   const bool vec = p.dim % 8 == 0 && p.dim <= int64_t{kThreads} * 8 * kMaxChunks &&
                    cuda::aligned(p.residual, 16) && cuda::aligned(p.weight, 16) &&
                    cuda::aligned(p.out, 16) && (p.add == nullptr || cuda::aligned(p.add, 16));
-  if (vec) {
-    cuda::launch_pdl(rms_norm_vec_kernel, static_cast<unsigned>(p.rows), kThreads, 0, stream, p);
+  const auto rows = static_cast<unsigned>(p.rows);
+  const bool quantize = p.q_values != nullptr;
+  if (vec && (!quantize || cuda::aligned(p.q_values, 8))) {
+    cuda::launch_pdl(quantize ? rms_norm_vec_kernel<true> : rms_norm_vec_kernel<false>, rows,
+                     kThreads, 0, stream, p);
   } else {
-    cuda::launch_pdl(rms_norm_kernel, static_cast<unsigned>(p.rows), kThreads, 0, stream, p);
+    cuda::launch_pdl(quantize ? rms_norm_kernel<true> : rms_norm_kernel<false>, rows, kThreads, 0,
+                     stream, p);
   }
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }

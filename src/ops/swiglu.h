@@ -17,6 +17,10 @@ struct SwigluParams {
   int64_t rows = 0;
   int64_t inter = 0;
   DType dtype = DType::kF32;
+  // CUDA only, optional: out also quantized to e4m3 with a dynamic scale per row, as
+  // quantize_fp8 (group 0) would quantize it, in the same pass (one block per row then).
+  uint8_t* q_values = nullptr;  // [rows, inter]
+  float* q_scales = nullptr;    // [rows]
 };
 
 // Validates gate_up [R, 2I] (float) and out [R, I] of the same dtype and device.

@@ -5,7 +5,12 @@
 // row length and the pointers allow (else one column per thread). A decode step of batch 1 has a
 // single row of 14336 columns: spread over ~7 blocks it takes one load latency, where one block
 // per row would walk it in 56 dependent rounds.
+//
+// With q_values set (the FP8 down projection reads the output) one block owns each row: it
+// stores the row, takes the block max of the stored values and writes their e4m3 bytes and the
+// row's scale, as quantize_fp8 would (ops/fp8_rows.cuh); its loads go kUnroll chunks at a time.
 #include "ops/cuda_common.cuh"
+#include "ops/fp8_rows.cuh"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight {
@@ -54,6 +59,83 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluParams p) {
   }
 }
 
+// One row per block, quantized as well (see the top). Each thread re-reads, for the e4m3 pass,
+// the chunks it stored itself.
+constexpr int kUnroll = 4;
+
+template <int kWidth>
+__global__ void __launch_bounds__(kThreads) swiglu_quantize_kernel(SwigluParams p) {
+  cuda::pdl_launch_dependents();
+  cuda::pdl_wait();
+  const int64_t row = blockIdx.x, per_row = p.inter / kWidth;
+  const bf16* gate = static_cast<const bf16*>(p.gate_up) + row * 2 * p.inter;
+  const bf16* up = gate + p.inter;
+  bf16* out = static_cast<bf16*>(p.out) + row * p.inter;
+  float amax = 0.0f;
+  for (int64_t base = threadIdx.x; base < per_row; base += kThreads * kUnroll) {
+    float g[kUnroll][kWidth], u[kUnroll][kWidth];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int64_t c = (base + j * kThreads) * kWidth;
+      if (c >= p.inter) continue;
+      if constexpr (kWidth == 8) {
+        const uint4 gv = *reinterpret_cast<const uint4*>(gate + c);
+        const uint4 uv = *reinterpret_cast<const uint4*>(up + c);
+        const auto* g2 = reinterpret_cast<const __nv_bfloat162*>(&gv);
+        const auto* u2 = reinterpret_cast<const __nv_bfloat162*>(&uv);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 gf = __bfloat1622float2(g2[i]), uf = __bfloat1622float2(u2[i]);
+          g[j][2 * i] = gf.x;
+          g[j][2 * i + 1] = gf.y;
+          u[j][2 * i] = uf.x;
+          u[j][2 * i + 1] = uf.y;
+        }
+      } else {
+        g[j][0] = cuda::to_f32(gate[c]);
+        u[j][0] = cuda::to_f32(up[c]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int64_t c = (base + j * kThreads) * kWidth;
+      if (c >= p.inter) continue;
+      alignas(16) bf16 y[kWidth];
+#pragma unroll
+      for (int i = 0; i < kWidth; ++i) {
+        y[i] = cuda::to_bf16(silu_mul(g[j][i], u[j][i]));
+        amax = fmaxf(amax, fabsf(cuda::to_f32(y[i])));
+      }
+      if constexpr (kWidth == 8) {
+        *reinterpret_cast<uint4*>(out + c) = *reinterpret_cast<const uint4*>(y);
+      } else {
+        out[c] = y[0];
+      }
+    }
+  }
+  const float scale = cuda::e4m3_row_scale(cuda::block_max(amax));
+  const float inv = 1.0f / scale;
+  uint8_t* q = p.q_values + row * p.inter;
+  for (int64_t v = threadIdx.x; v < per_row; v += kThreads) {
+    const int64_t c = v * kWidth;
+    if constexpr (kWidth == 8) {
+      float y[8];
+      const uint4 ov = *reinterpret_cast<const uint4*>(out + c);
+      const auto* o2 = reinterpret_cast<const __nv_bfloat162*>(&ov);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __bfloat1622float2(o2[i]);
+        y[2 * i] = f.x;
+        y[2 * i + 1] = f.y;
+      }
+      *reinterpret_cast<uint2*>(q + c) = cuda::to_e4m3x8(y, inv);
+    } else {
+      q[c] = cuda::to_e4m3(cuda::to_f32(out[c]) * inv);
+    }
+  }
+  if (threadIdx.x == 0) p.q_scales[row] = scale;
+}
+
 }  // namespace
 
 void swiglu_cuda(const SwigluParams& p, cudaStream_t stream) {
@@ -61,6 +143,17 @@ void swiglu_cuda(const SwigluParams& p, cudaStream_t stream) {
                       "swiglu_cuda: bf16 only, got {}", dtype_name(p.dtype));
   if (p.rows == 0 || p.inter == 0) return;
   const bool vec = p.inter % 8 == 0 && cuda::aligned(p.gate_up, 16) && cuda::aligned(p.out, 16);
+  if (p.q_values != nullptr) {
+    INFLIGHT_CHECK(p.rows <= cuda::kMaxGridX, "swiglu_cuda: {} rows exceed the grid", p.rows);
+    const auto rows = static_cast<unsigned>(p.rows);
+    if (vec && cuda::aligned(p.q_values, 8)) {
+      cuda::launch_pdl(swiglu_quantize_kernel<8>, rows, kThreads, 0, stream, p);
+    } else {
+      cuda::launch_pdl(swiglu_quantize_kernel<1>, rows, kThreads, 0, stream, p);
+    }
+    INFLIGHT_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const int64_t items = p.rows * (vec ? p.inter / 8 : p.inter);
   const auto blocks =
       static_cast<unsigned>(std::min(kMaxBlocks, (items + kThreads - 1) / kThreads));

@@ -182,6 +182,14 @@ class Backend {
                                const Tensor& out) = 0;
   // out = silu(gate) * up for gate_up [R, 2I] = [gate | up], out [R, I].
   virtual void swiglu(const Tensor& gate_up, const Tensor& out) = 0;
+  // rms_norm, and swiglu, whose output also goes into `q` quantized for the FP8 layer `w` that
+  // reads it next (quantize_for below): in one pass where the backend fuses them (CUDA, for
+  // dynamic per-token scales), else the op and then quantize_fp8.
+  virtual void rms_norm_quantized(const Tensor* add, const Tensor& residual, const Tensor& weight,
+                                  float eps, const Tensor& out, const Linear& w,
+                                  const QuantizedActivations& q);
+  virtual void swiglu_quantized(const Tensor& gate_up, const Tensor& out, const Linear& w,
+                                const QuantizedActivations& q);
   // residual += add (add may be null); out = layer_norm(residual) * weight (+ bias, may be null).
   // [R, C], weight and bias [C] (MPT; ops/layer_norm.h).
   virtual void layer_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
@@ -265,6 +273,18 @@ inline void quantize_for(Backend& backend, const Tensor& x, const Linear& w,
   const bool is_static = w.activations == ActivationScales::kStaticTensor;
   const int64_t group = w.activations == ActivationScales::kDynamicGroup ? w.block_cols : 0;
   backend.quantize_fp8(x, is_static ? &w.input_scale : nullptr, group, out.values, out.scales);
+}
+
+inline void Backend::rms_norm_quantized(const Tensor* add, const Tensor& residual,
+                                        const Tensor& weight, float eps, const Tensor& out,
+                                        const Linear& w, const QuantizedActivations& q) {
+  rms_norm(add, residual, weight, eps, out);
+  quantize_for(*this, out, w, q);
+}
+inline void Backend::swiglu_quantized(const Tensor& gate_up, const Tensor& out, const Linear& w,
+                                      const QuantizedActivations& q) {
+  swiglu(gate_up, out);
+  quantize_for(*this, out, w, q);
 }
 
 inline void Backend::begin_capture() {

@@ -182,5 +182,69 @@ TEST(CudaFp8Test, ScaledGemmMatchesCpu) {
   }
 }
 
+// RMSNorm and SwiGLU that also quantize their output for the FP8 layer after them: the same
+// bf16 output, residual, e4m3 values and scales, bit for bit, as the op followed by
+// quantize_fp8, over the vectorised and scalar paths (dims not a multiple of 8, rows longer
+// than the vector kernel holds), one row and many, and activations scaled per 128-column group
+// (which the fused kernels leave to the two passes).
+TEST(CudaFp8Test, NormAndSwigluQuantizeAsQuantizeFp8) {
+  INFLIGHT_REQUIRE_CUDA();
+  if (!have_fp8()) GTEST_SKIP();
+  Backend& gpu = cuda_backend();
+  std::mt19937 rng(29);
+  const auto same = [](const Tensor& a, const Tensor& b, const std::string& what) {
+    const Tensor ha = to_host_raw(a), hb = to_host_raw(b);
+    EXPECT_EQ(std::memcmp(ha.raw(), hb.raw(), ha.nbytes()), 0) << what;
+  };
+  const auto quantized = [&](int64_t m, int64_t k, int64_t group) {
+    return QuantizedActivations{
+        gpu.alloc({m, k}, DType::kF8E4M3),
+        gpu.alloc(group == 0 ? Shape{m} : Shape{(k + group - 1) / group, m}, DType::kF32)};
+  };
+  for (const int64_t group : {int64_t{0}, int64_t{128}}) {
+    Linear w;
+    w.activations = group == 0 ? ActivationScales::kDynamicToken : ActivationScales::kDynamicGroup;
+    w.block_cols = group;
+    for (const auto [m, k] : {std::pair<int64_t, int64_t>{1, 4096},
+                              {3, 576},
+                              {130, 4096},
+                              {2, 100},
+                              {4, 8200},
+                              {1, 14336}}) {
+      for (const bool with_add : {false, true}) {
+        const std::string what =
+            fmt::format("rms_norm m={} k={} group={} add={}", m, k, group, with_add);
+        const Tensor residual_host = random_host({m, k}, rng, -3.0f, 3.0f);
+        const Tensor add = to_backend(gpu, random_host({m, k}, rng, -1.0f, 1.0f));
+        const Tensor weight = to_backend(gpu, random_host({k}, rng, 0.5f, 1.5f));
+        const Tensor r1 = to_backend(gpu, residual_host), r2 = to_backend(gpu, residual_host);
+        const Tensor out1 = gpu.alloc({m, k}, DType::kBF16), out2 = gpu.alloc({m, k}, DType::kBF16);
+        const QuantizedActivations q1 = quantized(m, k, group), q2 = quantized(m, k, group);
+        gpu.rms_norm_quantized(with_add ? &add : nullptr, r1, weight, 1e-5f, out1, w, q1);
+        gpu.rms_norm(with_add ? &add : nullptr, r2, weight, 1e-5f, out2);
+        quantize_for(gpu, out2, w, q2);
+        same(r1, r2, what + ": residual");
+        same(out1, out2, what + ": out");
+        same(q1.values, q2.values, what + ": e4m3 values");
+        same(q1.scales, q2.scales, what + ": scales");
+      }
+    }
+    for (const auto [m, inter] :
+         {std::pair<int64_t, int64_t>{1, 14336}, {5, 768}, {129, 1536}, {3, 100}, {2, 20000}}) {
+      const std::string what = fmt::format("swiglu m={} inter={} group={}", m, inter, group);
+      const Tensor gate_up = to_backend(gpu, random_host({m, 2 * inter}, rng, -4.0f, 4.0f));
+      const Tensor out1 = gpu.alloc({m, inter}, DType::kBF16);
+      const Tensor out2 = gpu.alloc({m, inter}, DType::kBF16);
+      const QuantizedActivations q1 = quantized(m, inter, group), q2 = quantized(m, inter, group);
+      gpu.swiglu_quantized(gate_up, out1, w, q1);
+      gpu.swiglu(gate_up, out2);
+      quantize_for(gpu, out2, w, q2);
+      same(out1, out2, what + ": out");
+      same(q1.values, q2.values, what + ": e4m3 values");
+      same(q1.scales, q2.scales, what + ": scales");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace inflight::test

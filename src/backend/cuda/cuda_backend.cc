@@ -152,6 +152,11 @@ class CudaBackend final : public Backend {
                        int32_t sliding_window, const Tensor* alibi_slopes,
                        const Tensor& out) override;
   void swiglu(const Tensor& gate_up, const Tensor& out) override;
+  void rms_norm_quantized(const Tensor* add, const Tensor& residual, const Tensor& weight,
+                          float eps, const Tensor& out, const Linear& w,
+                          const QuantizedActivations& q) override;
+  void swiglu_quantized(const Tensor& gate_up, const Tensor& out, const Linear& w,
+                        const QuantizedActivations& q) override;
   void layer_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
                   const Tensor* bias, float eps, const Tensor& out) override;
   void gelu(const Tensor& x, const Tensor& out) override;
@@ -571,6 +576,35 @@ void CudaBackend::paged_attention(const Tensor& q, const KvCacheLayer& kv, const
 
 void CudaBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
   swiglu_cuda(make_swiglu_params(gate_up, out), stream_);
+}
+
+// The fused kernels quantize per row with dynamic scales (ops/fp8_rows.cuh); other activation
+// scales take the two passes.
+void CudaBackend::rms_norm_quantized(const Tensor* add, const Tensor& residual,
+                                     const Tensor& weight, float eps, const Tensor& out,
+                                     const Linear& w, const QuantizedActivations& q) {
+  if (w.activations != Linear::ActivationScales::kDynamicToken) {
+    Backend::rms_norm_quantized(add, residual, weight, eps, out, w, q);
+    return;
+  }
+  RmsNormParams p = make_rms_norm_params(add, residual, weight, eps, out);
+  const QuantizeFp8Params qp = make_quantize_fp8_params(out, nullptr, 0, q.values, q.scales);
+  p.q_values = qp.values;
+  p.q_scales = qp.scales;
+  rms_norm_cuda(p, stream_);
+}
+
+void CudaBackend::swiglu_quantized(const Tensor& gate_up, const Tensor& out, const Linear& w,
+                                   const QuantizedActivations& q) {
+  if (w.activations != Linear::ActivationScales::kDynamicToken) {
+    Backend::swiglu_quantized(gate_up, out, w, q);
+    return;
+  }
+  SwigluParams p = make_swiglu_params(gate_up, out);
+  const QuantizeFp8Params qp = make_quantize_fp8_params(out, nullptr, 0, q.values, q.scales);
+  p.q_values = qp.values;
+  p.q_scales = qp.scales;
+  swiglu_cuda(p, stream_);
 }
 
 void CudaBackend::layer_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,

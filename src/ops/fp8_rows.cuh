@@ -1,0 +1,38 @@
+// Dynamic per-row e4m3 quantization (ops/quantize_fp8.h, group 0) for kernels whose block owns
+// a whole row: quantize_fp8 itself, and RMSNorm and SwiGLU when they also write their output
+// quantized for the FP8 GEMM that reads it (one pass instead of two).
+//
+//   scale = amax(row) / 448 (1 for an all-zero row),  value = e4m3_satfinite(x * (1 / scale))
+//
+// The fused kernels quantize the bf16 values they store, so their e4m3 output is bit for bit
+// what quantize_fp8 makes of their bf16 output.
+#pragma once
+
+#include <cuda_fp8.h>
+
+#include <cstdint>
+
+#include "ops/cuda_common.cuh"
+
+namespace inflight::cuda {
+
+constexpr float kE4M3Max = 448.0f;
+
+__device__ __forceinline__ uint8_t to_e4m3(float v) {
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3));
+}
+
+__device__ __forceinline__ float e4m3_row_scale(float amax) {
+  return amax > 0.0f ? amax / kE4M3Max : 1.0f;
+}
+
+// 8 values times `inv` as 8 e4m3 bytes (little-endian in a uint2).
+__device__ __forceinline__ uint2 to_e4m3x8(const float (&v)[8], float inv) {
+  uint32_t word[2] = {0, 0};
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    word[i / 4] |= static_cast<uint32_t>(to_e4m3(v[i] * inv)) << (8 * (i % 4));
+  return make_uint2(word[0], word[1]);
+}
+
+}  // namespace inflight::cuda
