@@ -33,7 +33,8 @@
 # KV_DTYPE (e.g. fp8: --kv-cache-dtype for every figure), TP (--tensor-parallel-size), MAX_MODEL_LEN
 # (default 4096; 2048 for MPT), ARCH
 # (the dummy-weights preset, default llama-3.1-8b), PERF_BIN (the staged binary to measure, default
-# inflight; inflight-base for before figures when staged with BASE_BIN).
+# inflight; inflight-base for before figures when staged with BASE_BIN, and BASE_COMMIT its
+# commit).
 # parallel: tensor and pipeline parallelism over the machine's GPUs (TP, default all; ARCH,
 # default llama-3.1-8b) in the layouts PAR_LAYOUTS names (default tp1 tp<N> pp<N>, and from 4
 # GPUs tp<N/2>pp2 and net_tp<N/2>pp2, the latter through NCCL's network transport): the greedy
@@ -60,8 +61,9 @@ stage() {
   mkdir -p "$stage_dir/data/prompts"
   stage_binary "$stage_dir" "$build/bin/inflight" "$build"/tests/cuda/cuda_{serving,ops,model}_test \
     "$build"/tests/engine/{engine,batch_invariance}_test || exit 1
-  if [[ -n "${BASE_BIN:-}" ]]; then  # an earlier build, for before/after start-up figures
+  if [[ -n "${BASE_BIN:-}" ]]; then  # an earlier build, for before/after figures
     cp "$BASE_BIN" "$stage_dir/bin/inflight-base" && strip --strip-debug "$stage_dir/bin/inflight-base"
+    echo "${BASE_COMMIT:-unknown}" > "$stage_dir/base_commit.txt"  # its commit, for its results
   fi
   # Lab programs named in $LABS (dev/cuda/*/NAME.cu, one file each) as bin/NAME.
   local lab
@@ -160,6 +162,10 @@ perf_step() {
 
 run_perf() {
   local inflight="$stage_dir/bin/${PERF_BIN:-inflight}" vocab="$OUT/llama-bpe.gguf"
+  if [[ "${PERF_BIN:-}" == inflight-base ]]; then
+    INFLIGHT_SOURCE_COMMIT="$(cat "$stage_dir/base_commit.txt")"  # the result files' commit
+    export INFLIGHT_SOURCE_COMMIT
+  fi
   local common=(--dummy-weights --arch "${ARCH:-llama-3.1-8b}" --device cuda)
   [[ -n "${QUANT:-}" ]] && common+=(--quantization "$QUANT")
   [[ -n "${KV_DTYPE:-}" ]] && common+=(--kv-cache-dtype "$KV_DTYPE")
