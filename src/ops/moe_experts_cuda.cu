@@ -12,6 +12,7 @@
 //   3. swiglu   the dense MLP's kernel over all pairs -> act [pairs, I]
 //   4. down     grouped GEMM: act rows times their expert's down weight -> expert_out
 //   5. combine  out[t] = sum_j weights[t, j] expert_out[pair_position[t k + j]], j in order
+//               (all k rows' columns loaded at once)
 //
 // The grouped GEMM runs on tensor cores (mma.sync over a cp.async ring, tiles of kMoeTileRows x
 // 128 columns) where K is a multiple of 8 and the operands 16-byte aligned, as every model's
@@ -252,8 +253,7 @@ __global__ void __launch_bounds__(kCoreThreads) moe_grouped_gemm_kernel(GroupedG
     }
     for (int i = static_cast<int>(threadIdx.x); i < kCoreN * kCoreK; i += kCoreThreads) {
       const int r = i / kCoreK, c = i % kCoreK;
-      w_tile[r][c] =
-          n0 + r < g.n && k0 + c < g.k ? cuda::to_f32(w[(n0 + r) * g.k + k0 + c]) : 0.0f;
+      w_tile[r][c] = n0 + r < g.n && k0 + c < g.k ? cuda::to_f32(w[(n0 + r) * g.k + k0 + c]) : 0.0f;
     }
     __syncthreads();
 #pragma unroll 8
@@ -356,23 +356,55 @@ void launch_pair_gemv(const PairGemv& g, int64_t pairs, cudaStream_t stream) {
 
 // ---- 5. combine ----------------------------------------------------------------------------
 
-constexpr int kCombineThreads = 256;
-
+// A block per (token, slice of kCombineThreads x kWidth columns). The token's k rows and weights
+// are read into shared memory first, then each thread loads its columns of all k rows at once
+// (independent loads: one memory latency, not k) and sums them in the order j = 0..k-1.
 // position: the row of each pair (the grouped path's pair_position), or null for rows in pair
 // order (the GEMV path).
+constexpr int kCombineThreads = 256;
+
+template <int kWidth>  // columns per thread: 8 (uint4) or 1
 __global__ void __launch_bounds__(kCombineThreads)
     moe_combine_kernel(MoeExpertsParams p, const int32_t* position) {
+  __shared__ int64_t rows[kMoeMaxTopK];
+  __shared__ float weights[kMoeMaxTopK];
   const int64_t t = blockIdx.x;
+  if (threadIdx.x < p.k) {
+    const int64_t pair = t * p.k + threadIdx.x;
+    rows[threadIdx.x] = position != nullptr ? position[pair] : pair;
+    weights[threadIdx.x] = p.weights[pair];
+  }
+  __syncthreads();
   const auto* expert_out = static_cast<const bf16*>(p.expert_out);
   bf16* out = static_cast<bf16*>(p.out) + t * p.hidden;
-  for (int64_t c = threadIdx.x; c < p.hidden; c += blockDim.x) {
-    float acc = 0.0f;
+  const int64_t per_row = p.hidden / kWidth;
+  for (int64_t v = static_cast<int64_t>(blockIdx.y) * kCombineThreads + threadIdx.x; v < per_row;
+       v += static_cast<int64_t>(gridDim.y) * kCombineThreads) {
+    const int64_t c = v * kWidth;
+    float acc[kWidth] = {};
+#pragma unroll 8
     for (int32_t j = 0; j < p.k; ++j) {
-      const int64_t pair = t * p.k + j;
-      const int64_t row = position != nullptr ? position[pair] : pair;
-      acc += p.weights[pair] * cuda::to_f32(expert_out[row * p.hidden + c]);
+      const bf16* src = expert_out + rows[j] * p.hidden + c;
+      float x[kWidth];
+      if constexpr (kWidth == 8) {
+        unpack8(*reinterpret_cast<const uint4*>(src), x);
+      } else {
+        x[0] = cuda::to_f32(*src);
+      }
+#pragma unroll
+      for (int i = 0; i < kWidth; ++i) acc[i] += weights[j] * x[i];
     }
-    out[c] = cuda::to_bf16(acc);
+    if constexpr (kWidth == 8) {
+      uint4 ov;
+      auto* o2 = reinterpret_cast<__nv_bfloat162*>(&ov);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        o2[i] = __halves2bfloat162(cuda::to_bf16(acc[2 * i]), cuda::to_bf16(acc[2 * i + 1]));
+      }
+      *reinterpret_cast<uint4*>(out + c) = ov;
+    } else {
+      out[c] = cuda::to_bf16(acc[0]);
+    }
   }
 }
 
@@ -387,7 +419,16 @@ void launch_swiglu(const MoeExpertsParams& p, cudaStream_t stream) {
 }
 
 void launch_combine(const MoeExpertsParams& p, const int32_t* position, cudaStream_t stream) {
-  moe_combine_kernel<<<static_cast<unsigned>(p.tokens), kCombineThreads, 0, stream>>>(p, position);
+  const bool vec = p.hidden % 8 == 0 && cuda::aligned(p.expert_out, 16) && cuda::aligned(p.out, 16);
+  const int64_t per_row = vec ? p.hidden / 8 : p.hidden;
+  const dim3 grid(static_cast<unsigned>(p.tokens),
+                  static_cast<unsigned>(
+                      std::min<int64_t>(65535, (per_row + kCombineThreads - 1) / kCombineThreads)));
+  if (vec) {
+    moe_combine_kernel<8><<<grid, kCombineThreads, 0, stream>>>(p, position);
+  } else {
+    moe_combine_kernel<1><<<grid, kCombineThreads, 0, stream>>>(p, position);
+  }
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,7 +1,10 @@
 // moe_route on CUDA: one warp per token. Each lane keeps the logits of experts lane, lane + 32,
 // ... in registers (E <= kMoeMaxExperts = 32 x 32); the softmax's max and sum are warp
 // reductions, and each of the k choices is one warp argmax over the experts not chosen yet,
-// ordered by (logit, lower id) exactly as the CPU reference orders them.
+// ordered by (logit, lower id) exactly as the CPU reference orders them. The winner's logit
+// travels with it through the reduction, and lane j keeps choice j (k <= 32), so nothing is
+// read back from memory between the choices: a token's route is a few dependent steps, not k
+// round trips to memory.
 #include <cmath>
 
 #include "ops/cuda_common.cuh"
@@ -37,19 +40,23 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) moe_route_kernel(MoeRoute
     const int e = lane + 32 * i;
     v[i] = e < num_experts ? logits[e] : -INFINITY;
     max_key = fmaxf(max_key, rank_key(v[i]));
+    if (32 * (i + 1) >= num_experts) break;
   }
   max_key = cuda::warp_max(max_key);
   float sum = 0.0f;
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
     if (lane + 32 * i < num_experts) sum += expf(v[i] - max_key);
+    if (32 * (i + 1) >= num_experts) break;
   }
   sum = cuda::warp_sum(sum);
 
   uint32_t chosen = 0;  // bit i: expert lane + 32 i is taken
   float chosen_sum = 0.0f;
+  int my_id = 0;  // lane j < k: choice j
+  float my_prob = 0.0f;
   for (int j = 0; j < p.k; ++j) {
-    float best_v = -INFINITY;
+    float best_v = -INFINITY, best_raw = -INFINITY;  // rank key and logit as stored
     int best_id = INT_MAX;
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
@@ -57,28 +64,33 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) moe_route_kernel(MoeRoute
       if (e < num_experts && !((chosen >> i) & 1u) &&
           ranks_before(rank_key(v[i]), e, best_v, best_id)) {
         best_v = rank_key(v[i]);
+        best_raw = v[i];
         best_id = e;
       }
+      if (32 * (i + 1) >= num_experts) break;
     }
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2) {
       const float other_v = __shfl_xor_sync(0xffffffffu, best_v, offset);
+      const float other_raw = __shfl_xor_sync(0xffffffffu, best_raw, offset);
       const int other_id = __shfl_xor_sync(0xffffffffu, best_id, offset);
       if (ranks_before(other_v, other_id, best_v, best_id)) {
         best_v = other_v;
+        best_raw = other_raw;
         best_id = other_id;
       }
     }
     if (best_id % 32 == lane) chosen |= 1u << (best_id / 32);
-    const float prob = expf(logits[best_id] - max_key) / sum;
+    const float prob = expf(best_raw - max_key) / sum;
     chosen_sum += prob;
-    if (lane == 0) {
-      p.ids[t * p.k + j] = best_id;
-      p.weights[t * p.k + j] = prob;
+    if (lane == j) {
+      my_id = best_id;
+      my_prob = prob;
     }
   }
-  if (p.renormalize && lane == 0) {
-    for (int j = 0; j < p.k; ++j) p.weights[t * p.k + j] /= chosen_sum;
+  if (lane < p.k) {
+    p.ids[t * p.k + lane] = my_id;
+    p.weights[t * p.k + lane] = p.renormalize ? my_prob / chosen_sum : my_prob;
   }
 }
 
