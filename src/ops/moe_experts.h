@@ -17,8 +17,9 @@
 //   kMoeTileRows rows (`tile_expert`, `tile_start`, `num_tiles`), and one grouped GEMM over the
 //   tiles reads each expert's weights once per tile; the tile table is built on the device,
 //   so nothing waits for the host and the step can be captured in a CUDA graph. Small batches
-//   (T k <= E) take one GEMV per pair instead, rows in pair order, unless the backend is in
-//   batch-invariant mode (ops/ops_cuda.cuh moe_experts_cuda).
+//   (T k <= E) take GEMVs per pair instead, fused with the activation and with the weighted
+//   sum (of the workspace only act is used), unless the backend is in batch-invariant mode
+//   (ops/ops_cuda.cuh moe_experts_cuda).
 // An expert that gets no tokens costs nothing on either backend.
 #pragma once
 

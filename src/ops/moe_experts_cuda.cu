@@ -21,9 +21,9 @@
 // Grids are sized for the worst case, moe_max_tiles(T k, E) tiles; tiles past num_tiles exit
 // at once.
 //
-// Small batches (T k <= E pairs, decode; not in batch-invariant mode) skip the grouping: every
-// pair streams its expert's weight rows in a GEMV (one warp per output row, 16-byte loads),
-// rows in pair order, then swiglu, the down GEMV and the combine. Only the chosen experts'
+// Small batches (T k <= E pairs, decode; not in batch-invariant mode) skip the grouping: two
+// kernels of warp-per-row GEMVs, gate/up with the SwiGLU (rows in pair order into act) and down
+// with the weighted sum over a token's k pairs (straight into out). Only the chosen experts'
 // weights are read either way; a pair's result then depends on the path its batch size picks,
 // as the dense GEMMs' do (cuBLASLt or the GEMV by shape).
 #include "ops/attention_mma.cuh"
@@ -297,61 +297,81 @@ void launch_grouped_gemm(const GroupedGemm& g, int64_t max_tiles, cudaStream_t s
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
-// ---- small batches: one GEMV per pair ------------------------------------------------------
-
-// y[p, n] = sum_k a[p / a_div, k] w[ids[p], n, k] for every pair p (rows in pair order).
-struct PairGemv {
-  const bf16* a = nullptr;
-  int32_t a_div = 1;
-  const int32_t* ids = nullptr;
-  const bf16* w = nullptr;  // [E, n, k]
-  bf16* y = nullptr;        // [pairs, n]
-  int64_t n = 0;
-  int64_t k = 0;  // a multiple of 8; a, w, y 16-byte aligned
-};
-
+// ---- small batches: GEMVs per pair, fused with the activation and the weighted sum ---------
+//
+// One warp per output row, 16-byte weight loads, kGemvUnroll of them in flight per lane:
+//   gate/up + SwiGLU:  act[p, i] = silu(x[t] . gate[e, i]) * (x[t] . up[e, i]),  t = p / k,
+//                      e = ids[p]: a warp reads both rows i of its pair's expert (grid: I / 8
+//                      rows x pairs);
+//   down + combine:    out[t, n] = sum_j weights[t, j] (act[t k + j] . down[ids[t k + j], n]):
+//                      a warp reads row n of each of its token's k experts, the dot products
+//                      summed in order j = 0..k-1 (grid: hidden / 8 rows x tokens).
+// Sums in f32 throughout; act and out are rounded to bf16 once each.
 constexpr int kGemvWarps = 8;
-constexpr int kGemvUnroll = 4;  // 16-byte weight loads in flight per lane
+constexpr int kGemvUnroll = 4;
 
-__global__ void __launch_bounds__(kGemvWarps * 32) moe_pair_gemv_kernel(PairGemv g) {
-  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
-  if (row >= g.n) return;  // the whole warp leaves together
-  const int64_t pair = blockIdx.y;
-  const int64_t e = g.ids[pair];
-  const int64_t chunks = g.k / 8;
-  const auto* w = reinterpret_cast<const uint4*>(g.w + (e * g.n + row) * g.k);
-  const auto* x = reinterpret_cast<const uint4*>(g.a + pair / g.a_div * g.k);
+// This lane's part of dot(a[0..k), w[0..k)) over 16-byte chunks (k % 8 == 0, 16-byte aligned).
+__device__ __forceinline__ float lane_dot(const bf16* a, const bf16* w, int64_t k, int lane) {
+  const auto* av = reinterpret_cast<const uint4*>(a);
+  const auto* wv = reinterpret_cast<const uint4*>(w);
+  const int64_t chunks = k / 8;
   float acc = 0.0f;
   for (int64_t base = lane; base < chunks; base += 32 * kGemvUnroll) {
-    uint4 wv[kGemvUnroll];
+    uint4 wl[kGemvUnroll];
 #pragma unroll
     for (int u = 0; u < kGemvUnroll; ++u) {
       const int64_t c = base + 32 * u;
-      wv[u] = c < chunks ? __ldcs(w + c) : make_uint4(0, 0, 0, 0);
+      wl[u] = c < chunks ? __ldcs(wv + c) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < kGemvUnroll; ++u) {
       const int64_t c = base + 32 * u;
       if (c >= chunks) break;
-      float wf[8], xf[8];
-      unpack8(wv[u], wf);
-      unpack8(__ldg(x + c), xf);
+      float wf[8], af[8];
+      unpack8(wl[u], wf);
+      unpack8(__ldg(av + c), af);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) acc = fmaf(wf[i], xf[i], acc);
+      for (int i = 0; i < 8; ++i) acc = fmaf(wf[i], af[i], acc);
     }
   }
-  acc = cuda::warp_sum(acc);
-  if (lane == 0) g.y[pair * g.n + row] = cuda::to_bf16(acc);
+  return acc;
 }
 
-void launch_pair_gemv(const PairGemv& g, int64_t pairs, cudaStream_t stream) {
-  const int64_t blocks = (g.n + kGemvWarps - 1) / kGemvWarps;
-  INFLIGHT_CHECK(blocks <= cuda::kMaxGridX && pairs <= 65535,
-                 "moe_experts_cuda: {} x {} GEMV blocks exceed the grid", blocks, pairs);
-  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(pairs));
-  moe_pair_gemv_kernel<<<grid, kGemvWarps * 32, 0, stream>>>(g);
-  INFLIGHT_CUDA_CHECK_LAUNCH();
+__device__ __forceinline__ float silu_mul(float g, float u) {
+  return g / (1.0f + expf(-g)) * u;
+}
+
+__global__ void __launch_bounds__(kGemvWarps * 32) moe_pair_gate_up_kernel(MoeExpertsParams p) {
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
+  if (i >= p.inter) return;  // the whole warp leaves together
+  const int64_t pair = blockIdx.y, e = p.ids[pair];
+  const auto* w = static_cast<const bf16*>(p.gate_up_w) + e * 2 * p.inter * p.hidden;
+  const bf16* x = static_cast<const bf16*>(p.x) + pair / p.k * p.hidden;
+  const float g = cuda::warp_sum(lane_dot(x, w + i * p.hidden, p.hidden, lane));
+  const float u = cuda::warp_sum(lane_dot(x, w + (p.inter + i) * p.hidden, p.hidden, lane));
+  if (lane == 0) static_cast<bf16*>(p.act)[pair * p.inter + i] = cuda::to_bf16(silu_mul(g, u));
+}
+
+__global__ void __launch_bounds__(kGemvWarps * 32) moe_token_down_kernel(MoeExpertsParams p) {
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t n = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
+  if (n >= p.hidden) return;
+  const int64_t t = blockIdx.y;
+  // Lane j holds choice j's expert and weight (k <= 32), handed out by shuffles below.
+  const int32_t my_id = lane < p.k ? p.ids[t * p.k + lane] : 0;
+  const float my_weight = lane < p.k ? p.weights[t * p.k + lane] : 0.0f;
+  const auto* down = static_cast<const bf16*>(p.down_w);
+  const bf16* act = static_cast<const bf16*>(p.act) + t * p.k * p.inter;
+  float total = 0.0f;
+  for (int32_t j = 0; j < p.k; ++j) {
+    const int64_t e = __shfl_sync(0xffffffffu, my_id, j);
+    const float weight = __shfl_sync(0xffffffffu, my_weight, j);
+    const float d = cuda::warp_sum(
+        lane_dot(act + j * p.inter, down + (e * p.hidden + n) * p.inter, p.inter, lane));
+    total += weight * d;
+  }
+  if (lane == 0) static_cast<bf16*>(p.out)[t * p.hidden + n] = cuda::to_bf16(total);
 }
 
 // ---- 5. combine ----------------------------------------------------------------------------
@@ -359,19 +379,17 @@ void launch_pair_gemv(const PairGemv& g, int64_t pairs, cudaStream_t stream) {
 // A block per (token, slice of kCombineThreads x kWidth columns). The token's k rows and weights
 // are read into shared memory first, then each thread loads its columns of all k rows at once
 // (independent loads: one memory latency, not k) and sums them in the order j = 0..k-1.
-// position: the row of each pair (the grouped path's pair_position), or null for rows in pair
-// order (the GEMV path).
+// Rows are found through pair_position.
 constexpr int kCombineThreads = 256;
 
 template <int kWidth>  // columns per thread: 8 (uint4) or 1
-__global__ void __launch_bounds__(kCombineThreads)
-    moe_combine_kernel(MoeExpertsParams p, const int32_t* position) {
+__global__ void __launch_bounds__(kCombineThreads) moe_combine_kernel(MoeExpertsParams p) {
   __shared__ int64_t rows[kMoeMaxTopK];
   __shared__ float weights[kMoeMaxTopK];
   const int64_t t = blockIdx.x;
   if (threadIdx.x < p.k) {
     const int64_t pair = t * p.k + threadIdx.x;
-    rows[threadIdx.x] = position != nullptr ? position[pair] : pair;
+    rows[threadIdx.x] = p.pair_position[pair];
     weights[threadIdx.x] = p.weights[pair];
   }
   __syncthreads();
@@ -418,16 +436,16 @@ void launch_swiglu(const MoeExpertsParams& p, cudaStream_t stream) {
   swiglu_cuda(s, stream);
 }
 
-void launch_combine(const MoeExpertsParams& p, const int32_t* position, cudaStream_t stream) {
+void launch_combine(const MoeExpertsParams& p, cudaStream_t stream) {
   const bool vec = p.hidden % 8 == 0 && cuda::aligned(p.expert_out, 16) && cuda::aligned(p.out, 16);
   const int64_t per_row = vec ? p.hidden / 8 : p.hidden;
   const dim3 grid(static_cast<unsigned>(p.tokens),
                   static_cast<unsigned>(
                       std::min<int64_t>(65535, (per_row + kCombineThreads - 1) / kCombineThreads)));
   if (vec) {
-    moe_combine_kernel<8><<<grid, kCombineThreads, 0, stream>>>(p, position);
+    moe_combine_kernel<8><<<grid, kCombineThreads, 0, stream>>>(p);
   } else {
-    moe_combine_kernel<1><<<grid, kCombineThreads, 0, stream>>>(p, position);
+    moe_combine_kernel<1><<<grid, kCombineThreads, 0, stream>>>(p);
   }
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
@@ -435,30 +453,20 @@ void launch_combine(const MoeExpertsParams& p, const int32_t* position, cudaStre
 // Whether the GEMV path can read every row with 16-byte loads.
 bool gemv_path_fits(const MoeExpertsParams& p) {
   return p.hidden % 8 == 0 && p.inter % 8 == 0 && cuda::aligned(p.x, 16) &&
-         cuda::aligned(p.gate_up_w, 16) && cuda::aligned(p.down_w, 16) &&
-         cuda::aligned(p.gate_up, 16) && cuda::aligned(p.act, 16) &&
-         cuda::aligned(p.expert_out, 16);
+         cuda::aligned(p.gate_up_w, 16) && cuda::aligned(p.down_w, 16) && cuda::aligned(p.act, 16);
 }
 
 void moe_experts_by_pair(const MoeExpertsParams& p, cudaStream_t stream) {
-  PairGemv g;
-  g.ids = p.ids;
-  g.a = static_cast<const bf16*>(p.x);
-  g.a_div = p.k;
-  g.w = static_cast<const bf16*>(p.gate_up_w);
-  g.y = static_cast<bf16*>(p.gate_up);
-  g.n = 2 * p.inter;
-  g.k = p.hidden;
-  launch_pair_gemv(g, p.pairs(), stream);
-  launch_swiglu(p, stream);
-  g.a = static_cast<const bf16*>(p.act);
-  g.a_div = 1;
-  g.w = static_cast<const bf16*>(p.down_w);
-  g.y = static_cast<bf16*>(p.expert_out);
-  g.n = p.hidden;
-  g.k = p.inter;
-  launch_pair_gemv(g, p.pairs(), stream);
-  launch_combine(p, nullptr, stream);
+  const auto blocks = [](int64_t rows) { return (rows + kGemvWarps - 1) / kGemvWarps; };
+  INFLIGHT_CHECK(blocks(std::max(p.inter, p.hidden)) <= cuda::kMaxGridX && p.pairs() <= 65535,
+                 "moe_experts_cuda: {} pairs of {} / {} rows exceed the grid", p.pairs(), p.inter,
+                 p.hidden);
+  const dim3 gate_up_grid(static_cast<unsigned>(blocks(p.inter)), static_cast<unsigned>(p.pairs()));
+  moe_pair_gate_up_kernel<<<gate_up_grid, kGemvWarps * 32, 0, stream>>>(p);
+  INFLIGHT_CUDA_CHECK_LAUNCH();
+  const dim3 down_grid(static_cast<unsigned>(blocks(p.hidden)), static_cast<unsigned>(p.tokens));
+  moe_token_down_kernel<<<down_grid, kGemvWarps * 32, 0, stream>>>(p);
+  INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -504,7 +512,7 @@ void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream, bool batch
   g.k = p.inter;
   launch_grouped_gemm(g, max_tiles, stream);
 
-  launch_combine(p, p.pair_position, stream);
+  launch_combine(p, stream);
 }
 
 }  // namespace inflight
