@@ -43,35 +43,49 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
-// Sum over the whole block; every thread gets the result. blockDim.x must be a multiple of 32
-// (at most 1024), and every thread of the block must call it.
+struct SumOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+};
+struct MaxOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+// Reduce v over the whole block with `op` (associative, commutative); every thread gets the
+// result, combined in a fixed order (warps by butterfly, then warp 0..n-1), so the same inputs
+// give the same bits. blockDim.x must be a multiple of 32 (at most 1024), and every thread of
+// the block must call it.
 // NOTE: ends with a barrier-protected read of shared memory, so two calls in a row are safe.
-__device__ __forceinline__ float block_sum(float v) {
+template <typename Op>
+__device__ __forceinline__ float block_reduce(float v, Op op) {
   __shared__ float partial[32];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int num_warps = blockDim.x / 32;
-  v = warp_sum(v);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
   __syncthreads();  // a previous call may still be reading `partial`
   if (lane == 0) partial[warp] = v;
   __syncthreads();
-  float total = 0.0f;
-  for (int w = 0; w < num_warps; ++w) total += partial[w];
+  float total = partial[0];
+  for (int w = 1; w < num_warps; ++w) total = op(total, partial[w]);
   return total;
 }
 
-// The maximum over the block (every thread gets it; every thread must call it). Safe to call
-// more than once per kernel, as block_sum.
+__device__ __forceinline__ float block_sum(float v) {
+  return block_reduce(v, SumOp{});
+}
 __device__ __forceinline__ float block_max(float v) {
-  __shared__ float partial[32];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int num_warps = blockDim.x / 32;
-  v = warp_max(v);
-  __syncthreads();  // a previous call may still be reading `partial`
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  float m = partial[0];
-  for (int w = 1; w < num_warps; ++w) m = fmaxf(m, partial[w]);
-  return m;
+  return block_reduce(v, MaxOp{});
+}
+
+// The 8 bf16 values of a 16-byte chunk, widened to f32.
+__device__ __forceinline__ void unpack8(const uint4& v, float* out) {
+  const auto* h = reinterpret_cast<const bf16x2*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
 }
 
 // Programmatic dependent launch (sm_90): a kernel started by launch_pdl may begin while the

@@ -20,16 +20,6 @@ using cuda::bf16;
 constexpr int kWarpsPerBlock = 8;
 constexpr int kUnroll = 4;
 
-__device__ __forceinline__ void unpack(const uint4& v, float (&out)[8]) {
-  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h[i]);
-    out[2 * i] = f.x;
-    out[2 * i + 1] = f.y;
-  }
-}
-
 template <int M, typename Y>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(GemmParams p) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -55,11 +45,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(GemmParams p)
       const int64_t c = base + 32 * u;
       if (c >= chunks) break;
       float wf[8];
-      unpack(wv[u], wf);
+      cuda::unpack8(wv[u], wf);
 #pragma unroll
       for (int r = 0; r < M; ++r) {
         float xf[8];
-        unpack(__ldg(x + r * chunks + c), xf);
+        cuda::unpack8(__ldg(x + r * chunks + c), xf);
 #pragma unroll
         for (int i = 0; i < 8; ++i) acc[r] = fmaf(wf[i], xf[i], acc[r]);
       }

@@ -93,16 +93,6 @@ struct GroupedGemm {
 
 constexpr int kTileM = static_cast<int>(kMoeTileRows);  // 32
 
-__device__ __forceinline__ void unpack8(const uint4& v, float* out) {
-  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h[i]);
-    out[2 * i] = f.x;
-    out[2 * i + 1] = f.y;
-  }
-}
-
 // The rows of `tile` that hold pairs (-1 past the group's end) as rows of a, into a_row.
 __device__ __forceinline__ int32_t tile_rows(const GroupedGemm& g, int32_t tile, int64_t* a_row) {
   const int32_t e = g.tile_expert[tile];
@@ -328,8 +318,8 @@ __device__ __forceinline__ float lane_dot(const bf16* a, const bf16* w, int64_t 
       const int64_t c = base + 32 * u;
       if (c >= chunks) break;
       float wf[8], af[8];
-      unpack8(wl[u], wf);
-      unpack8(__ldg(av + c), af);
+      cuda::unpack8(wl[u], wf);
+      cuda::unpack8(__ldg(av + c), af);
 #pragma unroll
       for (int i = 0; i < 8; ++i) acc = fmaf(wf[i], af[i], acc);
     }
@@ -405,7 +395,7 @@ __global__ void __launch_bounds__(kCombineThreads) moe_combine_kernel(MoeExperts
       const bf16* src = expert_out + rows[j] * p.hidden + c;
       float x[kWidth];
       if constexpr (kWidth == 8) {
-        unpack8(*reinterpret_cast<const uint4*>(src), x);
+        cuda::unpack8(*reinterpret_cast<const uint4*>(src), x);
       } else {
         x[0] = cuda::to_f32(*src);
       }

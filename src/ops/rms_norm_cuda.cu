@@ -72,16 +72,6 @@ __global__ void __launch_bounds__(kThreads) rms_norm_kernel(RmsNormParams p) {
 
 constexpr int kMaxChunks = 4;  // uint4 chunks per thread: rows up to 8192 elements
 
-__device__ __forceinline__ void unpack8(const uint4& v, float (&out)[8]) {
-  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h[i]);
-    out[2 * i] = f.x;
-    out[2 * i + 1] = f.y;
-  }
-}
-
 template <bool kQuantize>
 __global__ void __launch_bounds__(kThreads) rms_norm_vec_kernel(RmsNormParams p) {
   cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
@@ -111,10 +101,10 @@ __global__ void __launch_bounds__(kThreads) rms_norm_vec_kernel(RmsNormParams p)
   for (int j = 0; j < kMaxChunks; ++j) {
     const int64_t c = threadIdx.x + j * kThreads;
     if (c >= chunks) continue;
-    unpack8(loaded[j], x[j]);
+    cuda::unpack8(loaded[j], x[j]);
     if (add != nullptr) {
       float a[8];
-      unpack8(added[j], a);
+      cuda::unpack8(added[j], a);
       uint4 stored;
       auto* s2 = reinterpret_cast<__nv_bfloat162*>(&stored);
 #pragma unroll
@@ -138,7 +128,7 @@ __global__ void __launch_bounds__(kThreads) rms_norm_vec_kernel(RmsNormParams p)
     const int64_t c = threadIdx.x + j * kThreads;
     if (c >= chunks) continue;
     float w[8];
-    unpack8(weight[c], w);
+    cuda::unpack8(weight[c], w);
     uint4 result;
     auto* r2 = reinterpret_cast<__nv_bfloat162*>(&result);
 #pragma unroll
@@ -148,7 +138,7 @@ __global__ void __launch_bounds__(kThreads) rms_norm_vec_kernel(RmsNormParams p)
     }
     out[c] = result;
     if constexpr (kQuantize) {
-      unpack8(result, x[j]);  // the stored values: what quantize_fp8 would read
+      cuda::unpack8(result, x[j]);  // the stored values: what quantize_fp8 would read
 #pragma unroll
       for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(x[j][i]));
     }

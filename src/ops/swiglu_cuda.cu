@@ -120,14 +120,7 @@ __global__ void __launch_bounds__(kThreads) swiglu_quantize_kernel(SwigluParams 
     const int64_t c = v * kWidth;
     if constexpr (kWidth == 8) {
       float y[8];
-      const uint4 ov = *reinterpret_cast<const uint4*>(out + c);
-      const auto* o2 = reinterpret_cast<const __nv_bfloat162*>(&ov);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float2 f = __bfloat1622float2(o2[i]);
-        y[2 * i] = f.x;
-        y[2 * i + 1] = f.y;
-      }
+      cuda::unpack8(*reinterpret_cast<const uint4*>(out + c), y);
       *reinterpret_cast<uint2*>(q + c) = cuda::to_e4m3x8(y, inv);
     } else {
       q[c] = cuda::to_e4m3(cuda::to_f32(out[c]) * inv);

@@ -578,6 +578,19 @@ void CudaBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
   swiglu_cuda(make_swiglu_params(gate_up, out), stream_);
 }
 
+namespace {
+
+// Points a fused kernel's quantized output (RmsNormParams, SwigluParams) at q, checked as
+// quantize_fp8's would be for `out`.
+template <typename Params>
+void attach_quantized(Params& p, const Tensor& out, const QuantizedActivations& q) {
+  const QuantizeFp8Params qp = make_quantize_fp8_params(out, nullptr, 0, q.values, q.scales);
+  p.q_values = qp.values;
+  p.q_scales = qp.scales;
+}
+
+}  // namespace
+
 // The fused kernels quantize per row with dynamic scales (ops/fp8_rows.cuh); other activation
 // scales take the two passes.
 void CudaBackend::rms_norm_quantized(const Tensor* add, const Tensor& residual,
@@ -588,9 +601,7 @@ void CudaBackend::rms_norm_quantized(const Tensor* add, const Tensor& residual,
     return;
   }
   RmsNormParams p = make_rms_norm_params(add, residual, weight, eps, out);
-  const QuantizeFp8Params qp = make_quantize_fp8_params(out, nullptr, 0, q.values, q.scales);
-  p.q_values = qp.values;
-  p.q_scales = qp.scales;
+  attach_quantized(p, out, q);
   rms_norm_cuda(p, stream_);
 }
 
@@ -601,9 +612,7 @@ void CudaBackend::swiglu_quantized(const Tensor& gate_up, const Tensor& out, con
     return;
   }
   SwigluParams p = make_swiglu_params(gate_up, out);
-  const QuantizeFp8Params qp = make_quantize_fp8_params(out, nullptr, 0, q.values, q.scales);
-  p.q_values = qp.values;
-  p.q_scales = qp.scales;
+  attach_quantized(p, out, q);
   swiglu_cuda(p, stream_);
 }
 
