@@ -111,6 +111,8 @@ device_setup() {
                ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
   NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu \
          2>/dev/null | head -1)"
+  # NO_TOOLS=1: tests without compute-sanitizer and the ncu profile (a quicker pass).
+  [[ -n "${NO_TOOLS:-}" ]] && SANITIZER="" NCU=""
   export SANITIZER NCU
 }
 

@@ -114,7 +114,7 @@ run_tests() {
     step racecheck_core_gemm_model 150 "${s[@]}" --tool racecheck "$bin/cuda_model_test" \
       '--gtest_filter=*CoreGemm*'
   else
-    summary_rows+=("compute-sanitizer not found")
+    summary_rows+=("compute-sanitizer not found or NO_TOOLS set")
   fi
   if [[ -n "$NCU" ]]; then
     step profile_b1 120 "$NCU" --profile-from-start off --clock-control none \
