@@ -7,11 +7,10 @@
 // so the next layer sees exactly the values that were normalised.
 //
 // Rows of up to kThreads * 8 * kMaxChunks elements (dim % 8 == 0, 16-byte aligned) are held in
-// registers: every thread issues its 16-byte loads of residual (and add) at once, so a row
-// costs one memory latency, not one per element stride (a decode step of batch 1 is a single
-// row, so latency is all there is). Other rows take the scalar loop, where each thread re-reads
-// in the second pass the elements it wrote in the first, so no barrier is needed between the
-// passes beyond the one inside block_sum.
+// registers (ops/norm_rows.cuh): one memory latency a row, not one per element stride. Other
+// rows take the scalar loop, where each thread re-reads in the second pass the elements it
+// wrote in the first, so no barrier is needed between the passes beyond the one inside
+// block_sum.
 //
 // With q_values set the row is also quantized to e4m3 with a dynamic per-row scale, as
 // quantize_fp8 would quantize `out` (ops/fp8_rows.cuh): a block max over the stored bf16
@@ -19,6 +18,7 @@
 // of its own.
 #include "ops/cuda_common.cuh"
 #include "ops/fp8_rows.cuh"
+#include "ops/norm_rows.cuh"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight {
@@ -87,36 +87,11 @@ __global__ void __launch_bounds__(kThreads) rms_norm_vec_kernel(RmsNormParams p)
   auto* out = reinterpret_cast<uint4*>(static_cast<bf16*>(p.out) + row * p.dim);
 
   float x[kMaxChunks][8];
-  uint4 loaded[kMaxChunks], added[kMaxChunks];
-#pragma unroll
-  for (int j = 0; j < kMaxChunks; ++j) {
-    const int64_t c = threadIdx.x + j * kThreads;
-    if (c < chunks) {
-      loaded[j] = residual[c];
-      if (add != nullptr) added[j] = add[c];
-    }
-  }
+  cuda::load_residual_row<kThreads>(residual, add, chunks, x);
   float sum_sq = 0.0f;
 #pragma unroll
   for (int j = 0; j < kMaxChunks; ++j) {
-    const int64_t c = threadIdx.x + j * kThreads;
-    if (c >= chunks) continue;
-    cuda::unpack8(loaded[j], x[j]);
-    if (add != nullptr) {
-      float a[8];
-      cuda::unpack8(added[j], a);
-      uint4 stored;
-      auto* s2 = reinterpret_cast<__nv_bfloat162*>(&stored);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const bf16 lo = cuda::to_bf16(x[j][2 * i] + a[2 * i]);
-        const bf16 hi = cuda::to_bf16(x[j][2 * i + 1] + a[2 * i + 1]);
-        s2[i] = __halves2bfloat162(lo, hi);
-        x[j][2 * i] = cuda::to_f32(lo);
-        x[j][2 * i + 1] = cuda::to_f32(hi);
-      }
-      residual[c] = stored;
-    }
+    if (threadIdx.x + j * kThreads >= chunks) continue;
 #pragma unroll
     for (int i = 0; i < 8; ++i) sum_sq += x[j][i] * x[j][i];
   }

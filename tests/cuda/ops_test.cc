@@ -181,14 +181,15 @@ TEST(CudaOpsTest, Swiglu) {
 }
 
 // MPT's LayerNorm: rows with a large mean (the variance must be taken around it), the
-// residual add and the bias each on and off, row lengths on and off the 8-element grid.
+// residual add and the bias each on and off, row lengths on and off the 8-element grid, in and
+// past the rows held in registers (8192).
 TEST(CudaOpsTest, LayerNormFusedResidual) {
   INFLIGHT_REQUIRE_CUDA();
   Backend& gpu = cuda_backend();
   Backend& cpu = cpu_backend();
   std::mt19937 rng(31);
   for (const int64_t rows : {1, 3, 91}) {
-    for (const int64_t dim : {1, 7, 769, 4096}) {
+    for (const int64_t dim : {1, 7, 769, 4096, 8192, 8200}) {
       for (const bool with_add : {false, true}) {
         for (const bool with_bias : {false, true}) {
           const Tensor residual = random_host({rows, dim}, rng, 12.0f, 20.0f);

@@ -1,6 +1,7 @@
 #include "backend/cuda/cublaslt_gemm.h"
 
 #include <functional>
+#include <memory>
 
 #include "core/logging.h"
 #include "ops/cuda_check.h"
@@ -315,23 +316,44 @@ bool CublasLtGemm::pick_gemv(Plan& plan, int64_t m, int64_t n, int64_t k, cudaSt
   INFLIGHT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
   // Nothing to compare with, or no way to time now.
   if (!plan.has_algo || capture != cudaStreamCaptureStatusNone) return true;
+  // Each candidate is timed as a decode step meets it, its weight cold: a step reads gigabytes
+  // of weights, each once, so none is in L2 when its product starts. Timed warm, cuBLASLt's
+  // tiles gain from an L2 that holds a whole projection (17-25 MB at FP8) and win choices they
+  // lose in a step. So before each timed run the stream writes twice the L2's size of scratch
+  // memory (without it, when it cannot be had, the runs are timed warm).
+  int device = 0, l2_bytes = 0;
+  INFLIGHT_CUDA_CHECK(cudaGetDevice(&device));
+  INFLIGHT_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+  const size_t flush_bytes = 2 * static_cast<size_t>(l2_bytes);
+  void* scratch = nullptr;
+  if (cudaMalloc(&scratch, flush_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();  // out of memory is not sticky: clear it, time warm
+    scratch = nullptr;
+  }
+  const std::unique_ptr<void, cudaError_t (*)(void*)> flush(scratch, cudaFree);
   constexpr int kReps = 5;
   const auto time_ms = [&](const std::function<void()>& launch) {
-    launch();  // warm-up: lazy module loading, caches
-    INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_start_, stream));
-    for (int i = 0; i < kReps; ++i) launch();
-    INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_stop_, stream));
-    INFLIGHT_CUDA_CHECK(cudaEventSynchronize(tune_stop_));
-    float ms = 0.0f;
-    INFLIGHT_CUDA_CHECK(cudaEventElapsedTime(&ms, tune_start_, tune_stop_));
-    return ms / kReps;
+    launch();  // warm-up: lazy module loading
+    float total = 0.0f;
+    for (int i = 0; i < kReps; ++i) {
+      if (flush) INFLIGHT_CUDA_CHECK(cudaMemsetAsync(flush.get(), i, flush_bytes, stream));
+      INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_start_, stream));
+      launch();
+      INFLIGHT_CUDA_CHECK(cudaEventRecord(tune_stop_, stream));
+      INFLIGHT_CUDA_CHECK(cudaEventSynchronize(tune_stop_));
+      float ms = 0.0f;
+      INFLIGHT_CUDA_CHECK(cudaEventElapsedTime(&ms, tune_start_, tune_stop_));
+      total += ms;
+    }
+    return total / kReps;
   };
   if (!lt()) return true;  // cuBLASLt refused the operands: plan.has_algo is now false
   const float lt_ms = time_ms([&] { lt(); });
   const float gemv_ms = time_ms(gemv);
   const bool use_gemv = gemv_ms < lt_ms;
-  INFLIGHT_LOG_DEBUG("gemm m={} n={} k={}: cuBLASLt {:.1f} us, GEMV {:.1f} us -> {}", m, n, k,
-                     lt_ms * 1e3f, gemv_ms * 1e3f, use_gemv ? "GEMV" : "cuBLASLt");
+  INFLIGHT_LOG_DEBUG("gemm m={} n={} k={}: cuBLASLt {:.1f} us, GEMV {:.1f} us ({} L2) -> {}", m, n,
+                     k, lt_ms * 1e3f, gemv_ms * 1e3f, flush ? "cold" : "warm",
+                     use_gemv ? "GEMV" : "cuBLASLt");
   return use_gemv;
 }
 

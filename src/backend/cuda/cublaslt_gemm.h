@@ -11,10 +11,11 @@
 // gemm_cuda).
 //
 // Small m (decode at batch <= kGemvMaxRows): the streaming GEMV of ops/gemv_cuda.cu (FP8:
-// ops/scaled_gemv_cuda.cu) competes
-// with cuBLASLt's choice; when a shape's plan is made (its first, eager use; never while a graph
-// is captured) both run a few times on the stream, timed with events, and the faster is kept.
-// That one-time measurement waits for the device; every later call only looks the plan up.
+// ops/scaled_gemv_cuda.cu) competes with cuBLASLt's choice; when a shape's plan is made (its
+// first, eager use; never while a graph is captured) both run a few times on the stream, each
+// run after the L2 is flushed (a step meets its weights cold), timed with events, and the faster
+// is kept. That one-time measurement waits for the device; every later call only looks the plan
+// up.
 //
 // Batch invariance: cuBLASLt picks different kernels (tile shapes, split-K) for different m, so
 // a token's output can differ in its last bits with the batch it runs in. With
