@@ -102,7 +102,7 @@ run_tests() {
       '--gtest_filter=*TopKLogitsMatchesTheCpu*:*FillRandom*'
     step memcheck_ops 240 "${s[@]}" --tool memcheck "$bin/cuda_ops_test"
     step racecheck_ops 150 "${s[@]}" --tool racecheck "$bin/cuda_ops_test" \
-      '--gtest_filter=*RmsNorm*:*Swiglu*:*RopeKvWrite*:*PagedAttention*:*GatherRows*'
+      '--gtest_filter=*RmsNorm*:*LayerNorm*:*Swiglu*:*RopeKvWrite*:*PagedAttention*:*GatherRows*'
     step synccheck_ops 60 "${s[@]}" --tool synccheck "$bin/cuda_ops_test"
     step memcheck_tiny_model 60 "${s[@]}" --tool memcheck "$bin/cuda_model_test" \
       '--gtest_filter=*Tiny*'
