@@ -48,13 +48,15 @@ using cuda::bf16;
 
 // ---- FP8 weights -------------------------------------------------------------------------------
 
-// The scale of element (row, col) of a stacked e4m3 weight [E n, k] (MoeWeightScales).
+// The scales of row `row` of a stacked e4m3 weight [E n, k] (MoeWeightScales), and the one of
+// its column `col` (32-bit index math: rows and columns are below 2^31).
 __device__ __forceinline__ const float* scale_row(const MoeWeightScales& s, int64_t row) {
-  return s.s + row / s.rows_per * s.stride;
+  return s.s + static_cast<uint32_t>(row) / static_cast<uint32_t>(s.rows_per) * s.stride;
 }
 __device__ __forceinline__ float scale_at(const float* row_scales, const MoeWeightScales& s,
                                           int64_t col) {
-  return row_scales[s.cols_per > 0 ? col / s.cols_per : 0];
+  return row_scales[s.cols_per > 0 ? static_cast<uint32_t>(col) / static_cast<uint32_t>(s.cols_per)
+                                   : 0u];
 }
 
 // bf16(e4m3 value * scale), the rounding a load-time dequantization makes, widened to f32.
@@ -63,15 +65,17 @@ __device__ __forceinline__ float dequant(uint8_t q, float scale) {
   return cuda::to_f32(cuda::to_bf16(v * scale));
 }
 
-// 8 e4m3 values (little-endian in a uint2) -> dequant() of each.
-__device__ __forceinline__ void dequant8(const uint2& q, float scale, float (&out)[8]) {
+// 8 e4m3 values (little-endian in a uint2) -> dequant() of each, as 8 packed bf16.
+__device__ __forceinline__ uint4 dequant8_bf16(const uint2& q, float scale) {
   const auto* pairs = reinterpret_cast<const __nv_fp8x2_storage_t*>(&q);
+  uint4 packed;
+  auto* p2 = reinterpret_cast<cuda::bf16x2*>(&packed);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const float2 f = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(pairs[i], __NV_E4M3)));
-    out[2 * i] = cuda::to_f32(cuda::to_bf16(f.x * scale));
-    out[2 * i + 1] = cuda::to_f32(cuda::to_bf16(f.y * scale));
+    p2[i] = __floats2bfloat162_rn(f.x * scale, f.y * scale);
   }
+  return packed;
 }
 
 // ---- 1. align ----------------------------------------------------------------------------------
@@ -214,21 +218,26 @@ __global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(Grouped
     }
   };
   // FP8: the e4m3 tile of stage `stage` (k step kt) -> w_s[0], rows past n and columns past k
-  // zero.
-  const auto widen = [&](int64_t kt, int stage) {
-    const int64_t k0 = kt * kTcK;
-    for (int i = static_cast<int>(threadIdx.x); i < kTcN * kTcChunks; i += kTcThreads) {
-      const int r = i / kTcChunks, c = i % kTcChunks * 8;
-      const bool ok = n0 + r < g.n && k0 + c < g.k;
-      const float scale =
-          ok ? scale_at(scale_row(g.scales, w_row0 + n0 + r), g.scales, k0 + c) : 0.0f;
-      float v[8];
-      dequant8(*reinterpret_cast<const uint2*>(&w8_s[stage][r][c]), scale, v);
-      uint4 packed;
-      auto* p2 = reinterpret_cast<__nv_bfloat162*>(&packed);
+  // zero. A thread widens the same kWidenRows rows (r0 + kWidenStep j) and 8 columns (c8) at
+  // every k step: their scale rows are found once.
+  constexpr int kWidenStep = kTcThreads / kTcChunks, kWidenRows = kTcN / kWidenStep;
+  const int r0 = static_cast<int>(threadIdx.x) / kTcChunks;
+  const int c8 = static_cast<int>(threadIdx.x) % kTcChunks * 8;
+  const float* widen_scales[kWidenRows];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) p2[j] = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
-      *reinterpret_cast<uint4*>(&w_s[0][r][c]) = packed;
+  for (int j = 0; j < kWidenRows; ++j) {
+    const int64_t row = n0 + r0 + kWidenStep * j;
+    widen_scales[j] = kFp8 && row < g.n ? scale_row(g.scales, w_row0 + row) : nullptr;
+  }
+  const auto widen = [&](int64_t kt, int stage) {
+    const int64_t col = kt * kTcK + c8;
+#pragma unroll
+    for (int j = 0; j < kWidenRows; ++j) {
+      const int r = r0 + kWidenStep * j;
+      const float scale =
+          widen_scales[j] != nullptr && col < g.k ? scale_at(widen_scales[j], g.scales, col) : 0.0f;
+      *reinterpret_cast<uint4*>(&w_s[0][r][c8]) =
+          dequant8_bf16(*reinterpret_cast<const uint2*>(&w8_s[stage][r][c8]), scale);
     }
   };
 #pragma unroll
@@ -419,7 +428,7 @@ __device__ __forceinline__ float lane_dot(const bf16* a, const void* w, int64_t 
       if (c >= chunks) break;
       float wf[8], af[8];
       if constexpr (kFp8) {
-        dequant8(wl[u], scale_at(row_scales, scales, c * 8), wf);
+        cuda::unpack8(dequant8_bf16(wl[u], scale_at(row_scales, scales, c * 8)), wf);
       } else {
         cuda::unpack8(wl[u], wf);
       }
