@@ -75,8 +75,7 @@ int64_t LlamaModel::weight_bytes() const {
                                   l.input_norm_bias.nbytes() + l.post_norm_bias.nbytes());
     bytes += l.qkv.nbytes() + l.o.nbytes() + l.gate_up.nbytes() + l.down.nbytes();
     bytes += static_cast<int64_t>(l.q_norm.nbytes() + l.k_norm.nbytes());
-    bytes += l.router.nbytes() +
-             static_cast<int64_t>(l.experts_gate_up.nbytes() + l.experts_down.nbytes());
+    bytes += l.router.nbytes() + l.experts_gate_up.nbytes() + l.experts_down.nbytes();
   }
   return bytes;
 }

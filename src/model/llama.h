@@ -98,9 +98,12 @@ class LlamaModel final : public Model {
     Tensor q_norm;           // [D] (config.qk_norm)
     Tensor k_norm;           // [D]
     // Mixture of experts instead of gate_up / down (config.num_experts E > 0), I_e wide:
-    Linear router;           // [E, hidden], the compute dtype (never FP8), f32 logits out
-    Tensor experts_gate_up;  // [E, 2 I_e, hidden]: each expert's [gate; up]
-    Tensor experts_down;     // [E, hidden, I_e]
+    Linear router;  // [E, hidden], the compute dtype (never FP8), f32 logits out
+    // The experts' stacked weights (weight [E, 2 I_e, hidden]: each expert's [gate; up], and
+    // [E, hidden, I_e]), in the compute dtype or e4m3 with scales over the stacked rows
+    // (weight-only FP8, ops/moe_experts.h).
+    Linear experts_gate_up;
+    Linear experts_down;
   };
 
   // Activations of one step, allocated for `capacity` tokens and viewed for fewer.

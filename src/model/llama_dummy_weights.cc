@@ -42,10 +42,11 @@ int64_t LlamaModel::dummy_weight_bytes(const ModelConfig& c, DType dtype, bool f
   const int64_t qkv_rows = q_dim + 2 * c.num_kv_heads * c.head_dim;
   const auto dt = static_cast<int64_t>(dtype_size(dtype));
   // FP8 linear layers: one byte per weight and an f32 scale per row; the largest is made in the
-  // compute dtype first. The dense MLP is a linear layer (FP8 with the rest); experts and router
-  // stay unquantized.
+  // compute dtype first. The dense MLP is a linear layer (FP8 with the rest), and so are the
+  // experts' stacked weights; the router stays unquantized.
   const bool experts = c.num_experts > 0;
   const int64_t mlp_inter = experts ? 0 : c.intermediate_size;
+  const int64_t expert_rows = c.num_experts * 2 * c.expert_intermediate_size();  // gate/up
   // Up and down (GELU), or gate, up and down: MLP matrices of I x hidden.
   const int64_t mlp_mats = c.mlp == ModelConfig::Mlp::kGelu ? 2 : 3;
   const int64_t linear_rows = qkv_rows + hidden + mlp_mats * mlp_inter;
@@ -57,10 +58,14 @@ int64_t LlamaModel::dummy_weight_bytes(const ModelConfig& c, DType dtype, bool f
   if (c.norm_bias) layer += 2 * hidden * dt;
   if (c.qk_norm) layer += 2 * c.head_dim * dt;
   if (experts) {
-    layer += c.num_experts * (hidden + 3 * c.expert_intermediate_size() * hidden) * dt;
+    const int64_t expert_weights = 3 * c.num_experts * c.expert_intermediate_size() * hidden;
+    const int64_t scale_rows = expert_rows + c.num_experts * hidden;  // gate/up, down
+    layer += c.num_experts * hidden * dt +                            // the router
+             (fp8 ? expert_weights + 4 * scale_rows : expert_weights * dt);
   }
   const int64_t embed = c.vocab_size * hidden;
-  const int64_t largest = std::max({qkv_rows * hidden, hidden * q_dim, 2 * mlp_inter * hidden});
+  const int64_t largest =
+      std::max({qkv_rows * hidden, hidden * q_dim, 2 * mlp_inter * hidden, expert_rows * hidden});
   const int64_t staging = fp8 ? largest * dt : 0;
   // The embedding on the first stage (and the last, when tied), the final norm and an untied
   // head on the last.
@@ -234,8 +239,10 @@ void LlamaModel::init_random_weights(uint64_t seed) {
       return std::vector<Block>{{t, 0, e0, whole_ie}};
     });
     if (keep) {
-      layer.experts_gate_up = gate_up.reshape({e, 2 * ie, hidden});
-      layer.experts_down = down.reshape({e, hidden, ie});
+      layer.experts_gate_up = linear(gate_up);
+      layer.experts_gate_up.weight = layer.experts_gate_up.weight.reshape({e, 2 * ie, hidden});
+      layer.experts_down = linear(down);
+      layer.experts_down.weight = layer.experts_down.weight.reshape({e, hidden, ie});
     }
   }
   fp8_ = fp8;

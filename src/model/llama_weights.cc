@@ -7,8 +7,9 @@
 //      gate/up planned as parts stacked along the first dimension of one device tensor;
 //   2. load: the planned bytes checked against the device (check_weights_fit), then the layers
 //      allocated and each planned weight loaded.
-// Linear layers keep their stored format (FP8 with its scales: model/linear_loader.h); norms,
-// biases, the embedding, the router and the experts are kept in the compute dtype.
+// Linear layers and the experts' stacked weights keep their stored format (FP8 with its scales:
+// model/linear_loader.h); norms, biases, the embedding and the router are kept in the compute
+// dtype.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -101,7 +102,7 @@ void LlamaModel::load_weights(const WeightSource& source) {
     w.dtype = backend_.weight_dtype(w.parts.front());
     return w;
   };
-  // A tensor that is not a linear layer's weight (norms, biases, embedding, router, experts):
+  // A tensor that is not a linear layer's weight (norms, biases, embedding, router):
   // kept in the compute dtype, so a stored e4m3 one is dequantized with its scales.
   auto add = [&](std::function<Tensor&()> destination, const std::vector<Part>& parts,
                  bool required) {
@@ -117,8 +118,8 @@ void LlamaModel::load_weights(const WeightSource& source) {
                  const Shape& shape) {
     add(std::move(destination), {{name, shape}}, true);
   };
-  // A linear layer's weight (quantized or not: model/linear_loader.h); its bias is planned
-  // separately.
+  // A linear layer's weight (quantized or not: model/linear_loader.h), or the stacked weights of
+  // a layer's experts; its bias is planned separately.
   auto linear = [&](std::function<Linear&()> destination, const std::vector<Part>& parts) {
     PlannedLinear w =
         plan_linear(backend_, c.quantization, parts.front().name, std::move(*stack(parts, true)));
@@ -252,8 +253,8 @@ void LlamaModel::load_weights(const WeightSource& source) {
       gate_up.push_back({expert_name(l, m, e, m.up), {expert_inter, hidden}, Cut::kRows, ie});
       down.push_back({expert_name(l, m, e, m.down), {hidden, expert_inter}, Cut::kCols, ie});
     }
-    add(in_layer(l, [](Layer& x) -> Tensor& { return x.experts_gate_up; }), gate_up, true);
-    add(in_layer(l, [](Layer& x) -> Tensor& { return x.experts_down; }), down, true);
+    linear(in_layer(l, [](Layer& x) -> Linear& { return x.experts_gate_up; }), gate_up);
+    linear(in_layer(l, [](Layer& x) -> Linear& { return x.experts_down; }), down);
   }
 
   // Pass 2: the device must hold them all; then allocate and load.
@@ -267,8 +268,9 @@ void LlamaModel::load_weights(const WeightSource& source) {
   if (has_experts()) {
     const int64_t ie = local_.expert_intermediate_size();
     for (Layer& layer : layers_) {
-      layer.experts_gate_up = layer.experts_gate_up.reshape({experts, 2 * ie, hidden});
-      layer.experts_down = layer.experts_down.reshape({experts, hidden, ie});
+      layer.experts_gate_up.weight =
+          layer.experts_gate_up.weight.reshape({experts, 2 * ie, hidden});
+      layer.experts_down.weight = layer.experts_down.weight.reshape({experts, hidden, ie});
     }
   }
   fp8_ = std::any_of(layers_.begin(), layers_.end(), [](const Layer& l) {

@@ -19,17 +19,50 @@ void check_scratch(const char* arg, const Tensor& t, DType dtype, Device device,
       rows, cols > 0 ? fmt::format(" of {} columns", cols) : std::string());
 }
 
+// The scales of the e4m3 expert stack w [E, n, k] (MoeWeightScales), checked against its shape.
+MoeWeightScales weight_scales(const char* arg, const Linear& w, Device dev) {
+  const Tensor& s = w.scale;
+  const int64_t rows = w.weight.size(0) * w.weight.size(1), k = w.weight.size(2);
+  INFLIGHT_CHECK_CODE(s.defined() && s.dtype() == DType::kF32 && s.device() == dev,
+                      ErrorCode::kInvalidArgument, "{}: e4m3 {} needs f32 scales on its device",
+                      kOp, arg);
+  MoeWeightScales m;
+  m.s = s.data<float>();
+  if (w.block_rows > 0) {
+    INFLIGHT_CHECK_CODE(
+        w.block_cols > 0 && s.dim() == 2 && s.size(0) == (rows + w.block_rows - 1) / w.block_rows &&
+            s.size(1) >= (k + w.block_cols - 1) / w.block_cols,
+        ErrorCode::kInvalidArgument, "{}: {} scales {} do not cover {} x {} in blocks of {} x {}",
+        kOp, arg, shape_str(s.shape()), rows, k, w.block_rows, w.block_cols);
+    m.rows_per = w.block_rows;
+    m.cols_per = w.block_cols;
+    m.stride = s.size(1);
+  } else {
+    INFLIGHT_CHECK_CODE(
+        s.numel() == 1 || (s.dim() == 1 && s.size(0) == rows), ErrorCode::kInvalidArgument,
+        "{}: {} scales {} must be [1] or one per row [{}]", kOp, arg, shape_str(s.shape()), rows);
+    m.stride = s.numel() == 1 ? 0 : 1;
+  }
+  return m;
+}
+
 }  // namespace
 
 MoeExpertsParams make_moe_experts_params(const Tensor& x, const Tensor& ids, const Tensor& weights,
-                                         const Tensor& gate_up_w, const Tensor& down_w,
+                                         const Linear& gate_up, const Linear& down,
                                          const MoeWorkspace& ws, const Tensor& out) {
   INFLIGHT_CHECK_CODE(x.defined() && is_float_dtype(x.dtype()), ErrorCode::kInvalidArgument,
                       "{}: x must be a float tensor", kOp);
   const DType dt = x.dtype();
   const Device dev = x.device();
+  const Tensor& gate_up_w = gate_up.weight;
+  const Tensor& down_w = down.weight;
+  const bool fp8 = gate_up_w.defined() && gate_up_w.dtype() == DType::kF8E4M3;
+  const DType wt = fp8 ? DType::kF8E4M3 : dt;
+  INFLIGHT_CHECK_CODE(!gate_up.bias.defined() && !down.bias.defined(), ErrorCode::kInvalidArgument,
+                      "{}: expert biases are not supported", kOp);
   check_tensor_kind(kOp, "x", x, dt, dev, 2);
-  check_tensor_kind(kOp, "gate_up_w", gate_up_w, dt, dev, 3);
+  check_tensor_kind(kOp, "gate_up_w", gate_up_w, wt, dev, 3);
   const int64_t tokens = x.size(0), hidden = x.size(1);
   const int64_t experts = gate_up_w.size(0), inter = gate_up_w.size(1) / 2;
   INFLIGHT_CHECK_CODE(gate_up_w.size(1) % 2 == 0 && inter > 0 && gate_up_w.size(2) == hidden,
@@ -38,7 +71,7 @@ MoeExpertsParams make_moe_experts_params(const Tensor& x, const Tensor& ids, con
                       shape_str(gate_up_w.shape()), hidden);
   INFLIGHT_CHECK_CODE(experts >= 1 && experts <= kMoeMaxExperts, ErrorCode::kInvalidArgument,
                       "{}: {} experts, expected 1..{}", kOp, experts, kMoeMaxExperts);
-  check_tensor(kOp, "down_w", down_w, dt, dev, {experts, hidden, inter});
+  check_tensor(kOp, "down_w", down_w, wt, dev, {experts, hidden, inter});
   check_tensor_kind(kOp, "ids", ids, DType::kI32, dev, 2);
   const int64_t k = ids.size(1);
   INFLIGHT_CHECK_CODE(ids.size(0) == tokens && k >= 1 && k <= experts && k <= kMoeMaxTopK,
@@ -69,6 +102,11 @@ MoeExpertsParams make_moe_experts_params(const Tensor& x, const Tensor& ids, con
   p.weights = weights.data<float>();
   p.gate_up_w = gate_up_w.raw();
   p.down_w = down_w.raw();
+  if (fp8) {
+    p.gate_up_scales = weight_scales("gate_up_w", gate_up, dev);
+    p.down_scales = weight_scales("down_w", down, dev);
+  }
+  p.fp8_weights = fp8;
   p.out = out.raw();
   p.gate_up = ws.gate_up.raw();
   p.act = ws.act.raw();

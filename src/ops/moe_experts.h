@@ -21,14 +21,32 @@
 //   sum (of the workspace only act is used), unless the backend is in batch-invariant mode
 //   (ops/ops_cuda.cuh moe_experts_cuda).
 // An expert that gets no tokens costs nothing on either backend.
+//
+// FP8 experts are weight-only: gate_up and down stored as e4m3 with f32 scales (runtime/
+// linear.h's layouts over the stacked [E n, k] rows), each weight dequantized to the compute
+// dtype as it is read, dtype(e4m3 value * scale) rounded once, exactly as a load-time
+// dequantization would make it, so the result is the same as that of the dequantized
+// weights; activations stay in the compute dtype (more accurate than quantizing them, and the
+// experts' cost at every batch size is reading their weights, which FP8 halves).
 #pragma once
 
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "runtime/linear.h"
 #include "runtime/moe_workspace.h"
 
 namespace inflight {
+
+// The scales of an e4m3 expert stack: row R of the stacked [E n, k] weight (expert R / n), column
+// c, is scaled by s[(R / rows_per) * stride + (cols_per > 0 ? c / cols_per : 0)]: one scale
+// (stride 0), one per row (rows_per 1, stride 1) or blocks of rows_per x cols_per.
+struct MoeWeightScales {
+  const float* s = nullptr;  // null: the weights are in the compute dtype
+  int64_t rows_per = 1;
+  int64_t cols_per = 0;
+  int64_t stride = 0;
+};
 
 struct MoeExpertsParams {
   const void* x = nullptr;          // [tokens, hidden]
@@ -36,7 +54,9 @@ struct MoeExpertsParams {
   const float* weights = nullptr;   // [tokens, k]
   const void* gate_up_w = nullptr;  // [num_experts, 2 inter, hidden]
   const void* down_w = nullptr;     // [num_experts, hidden, inter]
-  void* out = nullptr;              // [tokens, hidden]
+  MoeWeightScales gate_up_scales;   // e4m3 weights only (fp8_weights)
+  MoeWeightScales down_scales;
+  void* out = nullptr;  // [tokens, hidden]
   // Workspace (MoeWorkspace), rows for tokens * k pairs.
   void* gate_up = nullptr;     // [pairs, 2 inter]
   void* act = nullptr;         // [pairs, inter]
@@ -52,17 +72,20 @@ struct MoeExpertsParams {
   int64_t inter = 0;
   int64_t num_experts = 0;
   int32_t k = 0;
-  DType dtype = DType::kF32;
+  DType dtype = DType::kF32;  // of x, out and the workspace
+  bool fp8_weights = false;   // gate_up_w and down_w e4m3, with their scales
 
   int64_t pairs() const { return tokens * k; }
 };
 
-// Validates x [T, hidden] (float), ids [T, k] i32 and weights [T, k] f32, gate_up_w
-// [E, 2 I, hidden] and down_w [E, hidden, I] and out [T, hidden] of x's dtype, the workspace
-// (at least T k rows, E + 1 offsets, moe_max_tiles tiles), all on x's device, with
-// 1 <= k <= min(E, kMoeMaxTopK), E <= kMoeMaxExperts and T k < 2^31. out must not alias x.
+// Validates x [T, hidden] (float), ids [T, k] i32 and weights [T, k] f32, gate_up.weight
+// [E, 2 I, hidden] and down.weight [E, hidden, I] (x's dtype, or both e4m3 with scales of a
+// layout above: [1], [E n] or blocks [ceil(E n / block_rows), >= ceil(k / block_cols)]; biases
+// are not supported) and out [T, hidden] of x's dtype, the workspace (at least T k rows, E + 1
+// offsets, moe_max_tiles tiles), all on x's device, with 1 <= k <= min(E, kMoeMaxTopK),
+// E <= kMoeMaxExperts and T k < 2^31. out must not alias x.
 MoeExpertsParams make_moe_experts_params(const Tensor& x, const Tensor& ids, const Tensor& weights,
-                                         const Tensor& gate_up_w, const Tensor& down_w,
+                                         const Linear& gate_up, const Linear& down,
                                          const MoeWorkspace& ws, const Tensor& out);
 
 // f32 only. Expert ids outside [0, E) are an error of the caller (moe_route never makes one).

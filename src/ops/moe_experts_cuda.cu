@@ -26,6 +26,16 @@
 // with the weighted sum over a token's k pairs (straight into out). Only the chosen experts'
 // weights are read either way; a pair's result then depends on the path its batch size picks,
 // as the dense GEMMs' do (cuBLASLt or the GEMV by shape).
+//
+// FP8 experts (kFp8: e4m3 weights, ops/moe_experts.h): every kernel reads the e4m3 bytes (half
+// the traffic) and makes of each value the bf16 a load-time dequantization would, bf16(value *
+// scale), before the same arithmetic in the same order: the results are bit for bit those of
+// the dequantized weights. The tensor-core GEMM stages e4m3 tiles through its cp.async ring
+// and widens each into one bf16 tile before its MMAs.
+#include <cuda_fp8.h>
+
+#include <type_traits>
+
 #include "ops/attention_mma.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/ops_cuda.cuh"
@@ -35,6 +45,38 @@ namespace inflight {
 namespace {
 
 using cuda::bf16;
+
+// ---- FP8 weights -------------------------------------------------------------------------------
+
+// The scales of row `row` of a stacked e4m3 weight [E n, k] (MoeWeightScales), and the one of
+// its column `col` (32-bit index math: rows and columns are below 2^31).
+__device__ __forceinline__ const float* scale_row(const MoeWeightScales& s, int64_t row) {
+  return s.s + static_cast<uint32_t>(row) / static_cast<uint32_t>(s.rows_per) * s.stride;
+}
+__device__ __forceinline__ float scale_at(const float* row_scales, const MoeWeightScales& s,
+                                          int64_t col) {
+  return row_scales[s.cols_per > 0 ? static_cast<uint32_t>(col) / static_cast<uint32_t>(s.cols_per)
+                                   : 0u];
+}
+
+// bf16(e4m3 value * scale), the rounding a load-time dequantization makes, widened to f32.
+__device__ __forceinline__ float dequant(uint8_t q, float scale) {
+  const float v = __half2float(__half(__nv_cvt_fp8_to_halfraw(q, __NV_E4M3)));
+  return cuda::to_f32(cuda::to_bf16(v * scale));
+}
+
+// 8 e4m3 values (little-endian in a uint2) -> dequant() of each, as 8 packed bf16.
+__device__ __forceinline__ uint4 dequant8_bf16(const uint2& q, float scale) {
+  const auto* pairs = reinterpret_cast<const __nv_fp8x2_storage_t*>(&q);
+  uint4 packed;
+  auto* p2 = reinterpret_cast<cuda::bf16x2*>(&packed);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(pairs[i], __NV_E4M3)));
+    p2[i] = __floats2bfloat162_rn(f.x * scale, f.y * scale);
+  }
+  return packed;
+}
 
 // ---- 1. align ----------------------------------------------------------------------------------
 
@@ -81,8 +123,9 @@ struct GroupedGemm {
   const bf16* a = nullptr;
   const int32_t* a_rows = nullptr;
   int32_t a_div = 1;
-  const bf16* w = nullptr;  // [E, n, k]
-  bf16* y = nullptr;        // [pairs, n]
+  const void* w = nullptr;  // [E, n, k]: bf16, or e4m3 (kFp8) with `scales`
+  MoeWeightScales scales;
+  bf16* y = nullptr;  // [pairs, n]
   const int32_t* tile_expert = nullptr;
   const int32_t* tile_start = nullptr;
   const int32_t* num_tiles = nullptr;
@@ -130,6 +173,9 @@ __device__ __forceinline__ uint32_t ld_bf16x2(const bf16* p) {
   return *reinterpret_cast<const uint32_t*>(p);
 }
 
+// FP8: the ring holds e4m3 tiles (kTcN rows of kTcK bytes), widened each k step into one bf16
+// tile (w_s[0]) between two barriers.
+template <bool kFp8>
 __global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(GroupedGemm g) {
   namespace at = inflight::attention;
   const auto tile = static_cast<int32_t>(blockIdx.x);
@@ -138,10 +184,12 @@ __global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(Grouped
   const int32_t rows = tile_rows(g, tile, a_row);
   const int32_t row0 = g.tile_start[tile];
   const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kTcN;
-  const bf16* w = g.w + static_cast<int64_t>(g.tile_expert[tile]) * g.n * g.k;
+  // The expert's first weight row in the stack [E n, k].
+  const int64_t w_row0 = static_cast<int64_t>(g.tile_expert[tile]) * g.n;
 
   __shared__ alignas(16) bf16 a_s[kTcStages][kTileM][kTcStride];
-  __shared__ alignas(16) bf16 w_s[kTcStages][kTcN][kTcStride];
+  __shared__ alignas(16) bf16 w_s[kFp8 ? 1 : kTcStages][kTcN][kTcStride];
+  __shared__ alignas(16) uint8_t w8_s[kFp8 ? kTcStages : 1][kFp8 ? kTcN : 1][kTcK];
   const int64_t k_tiles = (g.k + kTcK - 1) / kTcK;
   const auto load = [&](int64_t kt, int stage) {
     const int64_t k0 = kt * kTcK;
@@ -152,10 +200,44 @@ __global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(Grouped
       const bool ok = src >= 0 && k0 + c < g.k;
       at::cp_async_16(at::smem_addr(&a_s[stage][r][c]), ok ? g.a + src * g.k + k0 + c : g.a, ok);
     }
-    for (int i = static_cast<int>(threadIdx.x); i < kTcN * kTcChunks; i += kTcThreads) {
-      const int r = i / kTcChunks, c = i % kTcChunks * 8;
-      const bool ok = n0 + r < g.n && k0 + c < g.k;
-      at::cp_async_16(at::smem_addr(&w_s[stage][r][c]), ok ? w + (n0 + r) * g.k + k0 + c : w, ok);
+    if constexpr (kFp8) {  // 8-byte chunks of 8 values, as the bf16 tiles' 16-byte ones
+      const auto* w = static_cast<const uint8_t*>(g.w) + w_row0 * g.k;
+      for (int i = static_cast<int>(threadIdx.x); i < kTcN * kTcChunks; i += kTcThreads) {
+        const int r = i / kTcChunks, c = i % kTcChunks * 8;
+        const bool ok = n0 + r < g.n && k0 + c < g.k;
+        at::cp_async_small<8>(at::smem_addr(&w8_s[stage][r][c]),
+                              ok ? w + (n0 + r) * g.k + k0 + c : w, ok);
+      }
+    } else {
+      const bf16* w = static_cast<const bf16*>(g.w) + w_row0 * g.k;
+      for (int i = static_cast<int>(threadIdx.x); i < kTcN * kTcChunks; i += kTcThreads) {
+        const int r = i / kTcChunks, c = i % kTcChunks * 8;
+        const bool ok = n0 + r < g.n && k0 + c < g.k;
+        at::cp_async_16(at::smem_addr(&w_s[stage][r][c]), ok ? w + (n0 + r) * g.k + k0 + c : w, ok);
+      }
+    }
+  };
+  // FP8: the e4m3 tile of stage `stage` (k step kt) -> w_s[0], rows past n and columns past k
+  // zero. A thread widens the same kWidenRows rows (r0 + kWidenStep j) and 8 columns (c8) at
+  // every k step: their scale rows are found once.
+  constexpr int kWidenStep = kTcThreads / kTcChunks, kWidenRows = kTcN / kWidenStep;
+  const int r0 = static_cast<int>(threadIdx.x) / kTcChunks;
+  const int c8 = static_cast<int>(threadIdx.x) % kTcChunks * 8;
+  const float* widen_scales[kWidenRows];
+#pragma unroll
+  for (int j = 0; j < kWidenRows; ++j) {
+    const int64_t row = n0 + r0 + kWidenStep * j;
+    widen_scales[j] = kFp8 && row < g.n ? scale_row(g.scales, w_row0 + row) : nullptr;
+  }
+  const auto widen = [&](int64_t kt, int stage) {
+    const int64_t col = kt * kTcK + c8;
+#pragma unroll
+    for (int j = 0; j < kWidenRows; ++j) {
+      const int r = r0 + kWidenStep * j;
+      const float scale =
+          widen_scales[j] != nullptr && col < g.k ? scale_at(widen_scales[j], g.scales, col) : 0.0f;
+      *reinterpret_cast<uint4*>(&w_s[0][r][c8]) =
+          dequant8_bf16(*reinterpret_cast<const uint2*>(&w8_s[stage][r][c8]), scale);
     }
   };
 #pragma unroll
@@ -169,12 +251,18 @@ __global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(Grouped
   float acc[2][4][4] = {};  // [m16 tile][n8 tile][C fragment]
   for (int64_t kt = 0; kt < k_tiles; ++kt) {
     // Tile kt has landed (kTcStages - 1 + kt groups committed, kTcStages - 2 may pend), and
-    // every warp is done with tile kt - 1, whose stage the prefetch below overwrites.
+    // every warp is done with tile kt - 1, whose stage the prefetch below overwrites (and, FP8,
+    // with the bf16 tile the widening below overwrites).
     at::cp_async_wait<kTcStages - 2>();
     __syncthreads();
     if (kt + kTcStages - 1 < k_tiles) load(kt + kTcStages - 1, (kt + kTcStages - 1) % kTcStages);
     at::cp_async_commit();  // empty at the end: the group count stays in step
     const int st = static_cast<int>(kt % kTcStages);
+    if constexpr (kFp8) {
+      widen(kt, st);
+      __syncthreads();
+    }
+    const int wt = kFp8 ? 0 : st;
 #pragma unroll
     for (int kk = 0; kk < kTcK; kk += 16) {
       uint32_t a[2][4];
@@ -189,7 +277,7 @@ __global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(Grouped
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const bf16* b = &w_s[st][32 * warp + 8 * j + gq][kk + 2 * t];
+        const bf16* b = &w_s[wt][32 * warp + 8 * j + gq][kk + 2 * t];
         const uint32_t b0 = ld_bf16x2(b), b1 = ld_bf16x2(b + 8);
         at::mma_bf16(acc[0][j], a[0], b0, b1);
         at::mma_bf16(acc[1][j], a[1], b0, b1);
@@ -222,6 +310,7 @@ constexpr int kCoreK = 32;
 constexpr int kCoreThreads = 256;  // 16 x 16
 static_assert(kTileM == 32, "the thread layout covers 32 rows");
 
+template <bool kFp8>
 __global__ void __launch_bounds__(kCoreThreads) moe_grouped_gemm_kernel(GroupedGemm g) {
   const auto tile = static_cast<int32_t>(blockIdx.x);
   if (tile >= *g.num_tiles) return;
@@ -229,7 +318,17 @@ __global__ void __launch_bounds__(kCoreThreads) moe_grouped_gemm_kernel(GroupedG
   const int32_t rows = tile_rows(g, tile, a_row);
   const int32_t row0 = g.tile_start[tile];
   const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kCoreN;
-  const bf16* w = g.w + static_cast<int64_t>(g.tile_expert[tile]) * g.n * g.k;
+  const int64_t w_row0 = static_cast<int64_t>(g.tile_expert[tile]) * g.n;
+  // Weight (row, col) of the expert, as bf16 widened to f32.
+  const auto weight = [&](int64_t row, int64_t col) {
+    const int64_t i = (w_row0 + row) * g.k + col;
+    if constexpr (kFp8) {
+      return dequant(static_cast<const uint8_t*>(g.w)[i],
+                     scale_at(scale_row(g.scales, w_row0 + row), g.scales, col));
+    } else {
+      return cuda::to_f32(static_cast<const bf16*>(g.w)[i]);
+    }
+  };
 
   __shared__ float a_tile[kTileM][kCoreK + 1];
   __shared__ float w_tile[kCoreN][kCoreK + 1];
@@ -243,7 +342,7 @@ __global__ void __launch_bounds__(kCoreThreads) moe_grouped_gemm_kernel(GroupedG
     }
     for (int i = static_cast<int>(threadIdx.x); i < kCoreN * kCoreK; i += kCoreThreads) {
       const int r = i / kCoreK, c = i % kCoreK;
-      w_tile[r][c] = n0 + r < g.n && k0 + c < g.k ? cuda::to_f32(w[(n0 + r) * g.k + k0 + c]) : 0.0f;
+      w_tile[r][c] = n0 + r < g.n && k0 + c < g.k ? weight(n0 + r, k0 + c) : 0.0f;
     }
     __syncthreads();
 #pragma unroll 8
@@ -270,8 +369,10 @@ __global__ void __launch_bounds__(kCoreThreads) moe_grouped_gemm_kernel(GroupedG
   }
 }
 
+template <bool kFp8>
 void launch_grouped_gemm(const GroupedGemm& g, int64_t max_tiles, cudaStream_t stream) {
-  const bool tensor_cores = g.k % 8 == 0 && cuda::aligned(g.a, 16) && cuda::aligned(g.w, 16);
+  const bool tensor_cores =
+      g.k % 8 == 0 && cuda::aligned(g.a, 16) && cuda::aligned(g.w, kFp8 ? 8 : 16);
   const int64_t tile_n = tensor_cores ? kTcN : kCoreN;
   const int64_t col_tiles = (g.n + tile_n - 1) / tile_n;
   INFLIGHT_CHECK(max_tiles <= cuda::kMaxGridX && col_tiles <= 65535,
@@ -280,9 +381,9 @@ void launch_grouped_gemm(const GroupedGemm& g, int64_t max_tiles, cudaStream_t s
   // share its weight columns through L2.
   const dim3 grid(static_cast<unsigned>(max_tiles), static_cast<unsigned>(col_tiles));
   if (tensor_cores) {
-    moe_grouped_gemm_tc_kernel<<<grid, kTcThreads, 0, stream>>>(g);
+    moe_grouped_gemm_tc_kernel<kFp8><<<grid, kTcThreads, 0, stream>>>(g);
   } else {
-    moe_grouped_gemm_kernel<<<grid, kCoreThreads, 0, stream>>>(g);
+    moe_grouped_gemm_kernel<kFp8><<<grid, kCoreThreads, 0, stream>>>(g);
   }
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
@@ -300,25 +401,37 @@ void launch_grouped_gemm(const GroupedGemm& g, int64_t max_tiles, cudaStream_t s
 constexpr int kGemvWarps = 8;
 constexpr int kGemvUnroll = 4;
 
-// This lane's part of dot(a[0..k), w[0..k)) over 16-byte chunks (k % 8 == 0, 16-byte aligned).
-__device__ __forceinline__ float lane_dot(const bf16* a, const bf16* w, int64_t k, int lane) {
+// This lane's part of dot(a[0..k), row `row` of the stacked weight w [E n, k]) over chunks of 8
+// values: 16-byte loads of bf16 weights, or 8-byte loads of e4m3 ones (kFp8: dequantized as
+// read, twice as many loads in flight). Chunk c goes to lane c % 32 and a lane sums its chunks
+// in order, so both kinds of weight give the same sums (k % 8 == 0, a and w aligned).
+template <bool kFp8>
+__device__ __forceinline__ float lane_dot(const bf16* a, const void* w, int64_t row, int64_t k,
+                                          const MoeWeightScales& scales, int lane) {
+  using Chunk = std::conditional_t<kFp8, uint2, uint4>;
+  constexpr int kUnroll = kFp8 ? 2 * kGemvUnroll : kGemvUnroll;
   const auto* av = reinterpret_cast<const uint4*>(a);
-  const auto* wv = reinterpret_cast<const uint4*>(w);
+  const auto* wv = reinterpret_cast<const Chunk*>(w) + row * (k / 8);
+  const float* row_scales = kFp8 ? scale_row(scales, row) : nullptr;
   const int64_t chunks = k / 8;
   float acc = 0.0f;
-  for (int64_t base = lane; base < chunks; base += 32 * kGemvUnroll) {
-    uint4 wl[kGemvUnroll];
+  for (int64_t base = lane; base < chunks; base += 32 * kUnroll) {
+    Chunk wl[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kGemvUnroll; ++u) {
+    for (int u = 0; u < kUnroll; ++u) {
       const int64_t c = base + 32 * u;
-      wl[u] = c < chunks ? __ldcs(wv + c) : make_uint4(0, 0, 0, 0);
+      wl[u] = c < chunks ? __ldcs(wv + c) : Chunk{};
     }
 #pragma unroll
-    for (int u = 0; u < kGemvUnroll; ++u) {
+    for (int u = 0; u < kUnroll; ++u) {
       const int64_t c = base + 32 * u;
       if (c >= chunks) break;
       float wf[8], af[8];
-      cuda::unpack8(wl[u], wf);
+      if constexpr (kFp8) {
+        cuda::unpack8(dequant8_bf16(wl[u], scale_at(row_scales, scales, c * 8)), wf);
+      } else {
+        cuda::unpack8(wl[u], wf);
+      }
       cuda::unpack8(__ldg(av + c), af);
 #pragma unroll
       for (int i = 0; i < 8; ++i) acc = fmaf(wf[i], af[i], acc);
@@ -331,18 +444,22 @@ __device__ __forceinline__ float silu_mul(float g, float u) {
   return g / (1.0f + expf(-g)) * u;
 }
 
+template <bool kFp8>
 __global__ void __launch_bounds__(kGemvWarps * 32) moe_pair_gate_up_kernel(MoeExpertsParams p) {
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
   if (i >= p.inter) return;  // the whole warp leaves together
   const int64_t pair = blockIdx.y, e = p.ids[pair];
-  const auto* w = static_cast<const bf16*>(p.gate_up_w) + e * 2 * p.inter * p.hidden;
+  const int64_t gate_row = e * 2 * p.inter + i;  // and up_row = gate_row + inter
   const bf16* x = static_cast<const bf16*>(p.x) + pair / p.k * p.hidden;
-  const float g = cuda::warp_sum(lane_dot(x, w + i * p.hidden, p.hidden, lane));
-  const float u = cuda::warp_sum(lane_dot(x, w + (p.inter + i) * p.hidden, p.hidden, lane));
+  const float g =
+      cuda::warp_sum(lane_dot<kFp8>(x, p.gate_up_w, gate_row, p.hidden, p.gate_up_scales, lane));
+  const float u = cuda::warp_sum(
+      lane_dot<kFp8>(x, p.gate_up_w, gate_row + p.inter, p.hidden, p.gate_up_scales, lane));
   if (lane == 0) static_cast<bf16*>(p.act)[pair * p.inter + i] = cuda::to_bf16(silu_mul(g, u));
 }
 
+template <bool kFp8>
 __global__ void __launch_bounds__(kGemvWarps * 32) moe_token_down_kernel(MoeExpertsParams p) {
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int64_t n = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
@@ -351,14 +468,13 @@ __global__ void __launch_bounds__(kGemvWarps * 32) moe_token_down_kernel(MoeExpe
   // Lane j holds choice j's expert and weight (k <= 32), handed out by shuffles below.
   const int32_t my_id = lane < p.k ? p.ids[t * p.k + lane] : 0;
   const float my_weight = lane < p.k ? p.weights[t * p.k + lane] : 0.0f;
-  const auto* down = static_cast<const bf16*>(p.down_w);
   const bf16* act = static_cast<const bf16*>(p.act) + t * p.k * p.inter;
   float total = 0.0f;
   for (int32_t j = 0; j < p.k; ++j) {
     const int64_t e = __shfl_sync(0xffffffffu, my_id, j);
     const float weight = __shfl_sync(0xffffffffu, my_weight, j);
-    const float d = cuda::warp_sum(
-        lane_dot(act + j * p.inter, down + (e * p.hidden + n) * p.inter, p.inter, lane));
+    const float d = cuda::warp_sum(lane_dot<kFp8>(act + j * p.inter, p.down_w, e * p.hidden + n,
+                                                  p.inter, p.down_scales, lane));
     total += weight * d;
   }
   if (lane == 0) static_cast<bf16*>(p.out)[t * p.hidden + n] = cuda::to_bf16(total);
@@ -440,35 +556,31 @@ void launch_combine(const MoeExpertsParams& p, cudaStream_t stream) {
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
-// Whether the GEMV path can read every row with 16-byte loads.
+// Whether the GEMV path can read every row in chunks of 8 values (16-byte loads; 8-byte ones
+// of e4m3 weights).
 bool gemv_path_fits(const MoeExpertsParams& p) {
   return p.hidden % 8 == 0 && p.inter % 8 == 0 && cuda::aligned(p.x, 16) &&
          cuda::aligned(p.gate_up_w, 16) && cuda::aligned(p.down_w, 16) && cuda::aligned(p.act, 16);
 }
 
+template <bool kFp8>
 void moe_experts_by_pair(const MoeExpertsParams& p, cudaStream_t stream) {
   const auto blocks = [](int64_t rows) { return (rows + kGemvWarps - 1) / kGemvWarps; };
   INFLIGHT_CHECK(blocks(std::max(p.inter, p.hidden)) <= cuda::kMaxGridX && p.pairs() <= 65535,
                  "moe_experts_cuda: {} pairs of {} / {} rows exceed the grid", p.pairs(), p.inter,
                  p.hidden);
   const dim3 gate_up_grid(static_cast<unsigned>(blocks(p.inter)), static_cast<unsigned>(p.pairs()));
-  moe_pair_gate_up_kernel<<<gate_up_grid, kGemvWarps * 32, 0, stream>>>(p);
+  moe_pair_gate_up_kernel<kFp8><<<gate_up_grid, kGemvWarps * 32, 0, stream>>>(p);
   INFLIGHT_CUDA_CHECK_LAUNCH();
   const dim3 down_grid(static_cast<unsigned>(blocks(p.hidden)), static_cast<unsigned>(p.tokens));
-  moe_token_down_kernel<<<down_grid, kGemvWarps * 32, 0, stream>>>(p);
+  moe_token_down_kernel<kFp8><<<down_grid, kGemvWarps * 32, 0, stream>>>(p);
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace
-
-void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream, bool batch_invariant) {
-  INFLIGHT_CHECK_CODE(p.dtype == DType::kBF16, ErrorCode::kUnsupported,
-                      "moe_experts_cuda: bf16 only, got {}", dtype_name(p.dtype));
-  if (p.tokens == 0) return;
-  INFLIGHT_CHECK(p.tokens <= cuda::kMaxGridX, "moe_experts_cuda: {} tokens exceed the grid",
-                 p.tokens);
+template <bool kFp8>
+void run_experts(const MoeExpertsParams& p, cudaStream_t stream, bool batch_invariant) {
   if (!batch_invariant && p.pairs() <= p.num_experts && gemv_path_fits(p)) {
-    moe_experts_by_pair(p, stream);
+    moe_experts_by_pair<kFp8>(p, stream);
     return;
   }
   moe_align_kernel<<<1, kAlignThreads, 0, stream>>>(p);
@@ -484,11 +596,12 @@ void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream, bool batch
   g.a = static_cast<const bf16*>(p.x);
   g.a_rows = p.sorted_pairs;
   g.a_div = p.k;
-  g.w = static_cast<const bf16*>(p.gate_up_w);
+  g.w = p.gate_up_w;
+  g.scales = p.gate_up_scales;
   g.y = static_cast<bf16*>(p.gate_up);
   g.n = 2 * p.inter;
   g.k = p.hidden;
-  launch_grouped_gemm(g, max_tiles, stream);
+  launch_grouped_gemm<kFp8>(g, max_tiles, stream);
 
   launch_swiglu(p, stream);
 
@@ -496,13 +609,29 @@ void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream, bool batch
   g.a = static_cast<const bf16*>(p.act);
   g.a_rows = nullptr;
   g.a_div = 1;
-  g.w = static_cast<const bf16*>(p.down_w);
+  g.w = p.down_w;
+  g.scales = p.down_scales;
   g.y = static_cast<bf16*>(p.expert_out);
   g.n = p.hidden;
   g.k = p.inter;
-  launch_grouped_gemm(g, max_tiles, stream);
+  launch_grouped_gemm<kFp8>(g, max_tiles, stream);
 
   launch_combine(p, stream);
+}
+
+}  // namespace
+
+void moe_experts_cuda(const MoeExpertsParams& p, cudaStream_t stream, bool batch_invariant) {
+  INFLIGHT_CHECK_CODE(p.dtype == DType::kBF16, ErrorCode::kUnsupported,
+                      "moe_experts_cuda: bf16 only, got {}", dtype_name(p.dtype));
+  if (p.tokens == 0) return;
+  INFLIGHT_CHECK(p.tokens <= cuda::kMaxGridX, "moe_experts_cuda: {} tokens exceed the grid",
+                 p.tokens);
+  if (p.fp8_weights) {
+    run_experts<true>(p, stream, batch_invariant);
+  } else {
+    run_experts<false>(p, stream, batch_invariant);
+  }
 }
 
 }  // namespace inflight

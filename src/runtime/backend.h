@@ -209,9 +209,10 @@ class Backend {
   virtual void moe_route(const Tensor& logits, int32_t k, bool renormalize, const Tensor& ids,
                          const Tensor& weights) = 0;
   // out [T, hidden] = sum_j weights[t, j] * expert ids[t, j]'s SwiGLU MLP of x [T, hidden], with
-  // gate_up [E, 2 I, hidden] and down [E, hidden, I]; `ws` is scratch of at least T k rows.
+  // the stacked weights gate_up [E, 2 I, hidden] and down [E, hidden, I] (the compute dtype, or
+  // e4m3 with scales: weight-only FP8); `ws` is scratch of at least T k rows.
   virtual void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights,
-                           const Tensor& gate_up, const Tensor& down, const MoeWorkspace& ws,
+                           const Linear& gate_up, const Linear& down, const MoeWorkspace& ws,
                            const Tensor& out) = 0;
 
   // ---- FP8 (runtime/linear.h; backends without it throw Error(kUnsupported)) -----------------

@@ -464,8 +464,8 @@ class CoreGemmBackend final : public Backend {
                  const Tensor& weights) override {
     inner_.moe_route(logits, k, renormalize, ids, weights);
   }
-  void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
-                   const Tensor& down, const MoeWorkspace& ws, const Tensor& out) override {
+  void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Linear& gate_up,
+                   const Linear& down, const MoeWorkspace& ws, const Tensor& out) override {
     inner_.moe_experts(x, ids, weights, gate_up, down, ws, out);
   }
   void fill_random(const Tensor& t, uint64_t seed, float scale, float offset,

@@ -8,10 +8,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <tuple>
 
+#include "core/fp8.h"
 #include "cuda_test_util.h"
+#include "model/linear_loader.h"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight::test {
@@ -40,6 +43,13 @@ MoeWorkspace workspace(Backend& b, int64_t tokens, int64_t k, int64_t experts, i
     ws.*buf.member = b.alloc(buf.shape, buf.dtype);
   }
   return ws;
+}
+
+// The experts' stacked weight as the model keeps it (runtime/linear.h), unquantized.
+Linear stacked(const Tensor& w) {
+  Linear l;
+  l.weight = w;
+  return l;
 }
 
 // The CUDA backend in batch-invariant mode: the experts always take the grouped path.
@@ -149,7 +159,7 @@ TEST(CudaMoeTest, ExpertsMatchCpu) {
 
       const MoeWorkspace ws_cpu = workspace(cpu, tokens, c.k, c.experts, c.hidden, c.inter);
       const Tensor out_cpu = cpu.alloc({tokens, c.hidden}, DType::kF32);
-      cpu.moe_experts(x, r.ids, r.weights, gate_up, down, ws_cpu, out_cpu);
+      cpu.moe_experts(x, r.ids, r.weights, stacked(gate_up), stacked(down), ws_cpu, out_cpu);
 
       for (Backend* b : {&gpu, &invariant_backend()}) {
         const bool invariant = b != &gpu;
@@ -163,20 +173,98 @@ TEST(CudaMoeTest, ExpertsMatchCpu) {
         const Tensor w_gpu = b->upload(r.weights, DType::kF32);
         const Tensor x_gpu = to_backend(*b, x);
         const Tensor gu_gpu = to_backend(*b, gate_up), down_gpu = to_backend(*b, down);
-        b->moe_experts(x_gpu, ids_gpu, w_gpu, gu_gpu, down_gpu, ws, out_gpu);
+        b->moe_experts(x_gpu, ids_gpu, w_gpu, stacked(gu_gpu), stacked(down_gpu), ws, out_gpu);
         const Tensor got = to_host(*b, out_gpu);
         expect_close(invariant ? "moe_experts.grouped" : "moe_experts", label, got, out_cpu);
         if (!invariant) continue;
         // Token by token: bit for bit what the whole batch gave.
         for (const int64_t t : {int64_t{0}, tokens / 2, tokens - 1}) {
           const Tensor one = b->alloc({1, c.hidden}, DType::kBF16);
-          b->moe_experts(x_gpu.rows(t, t + 1), ids_gpu.rows(t, t + 1), w_gpu.rows(t, t + 1), gu_gpu,
-                         down_gpu, ws, one);
+          b->moe_experts(x_gpu.rows(t, t + 1), ids_gpu.rows(t, t + 1), w_gpu.rows(t, t + 1),
+                         stacked(gu_gpu), stacked(down_gpu), ws, one);
           const Tensor one_host = to_host(*b, one);
           EXPECT_EQ(std::memcmp(one_host.raw(), got.data<float>() + t * c.hidden,
                                 c.hidden * sizeof(float)),
                     0)
               << label << ": token " << t << " alone differs from the batch";
+        }
+      }
+    }
+  }
+}
+
+// An e4m3 expert stack (made by the loader's online quantization from the bf16 weights of
+// w [E, n, k] on the device) and its dequantized weights in bf16, e4m3 value * scale rounded
+// once, made on the host from the downloaded bytes and scales.
+struct Fp8Stack {
+  Linear linear;
+  Tensor dequantized;
+};
+
+Fp8Stack quantize_stack(Backend& gpu, const Tensor& w_host, const OnlineFp8Scheme& scheme) {
+  const int64_t experts = w_host.size(0), n = w_host.size(1), k = w_host.size(2);
+  Fp8Stack out;
+  out.linear =
+      quantize_linear_online(gpu, to_backend(gpu, w_host.reshape({experts * n, k})), scheme);
+  const Tensor q = download_raw(gpu, out.linear.weight);
+  const Tensor s = download_raw(gpu, out.linear.scale);
+  const Linear& l = out.linear;
+  Tensor deq = Tensor::empty({experts, n, k}, DType::kF32);
+  for (int64_t r = 0; r < experts * n; ++r) {
+    for (int64_t c = 0; c < k; ++c) {
+      const int64_t si = l.block_rows > 0 ? r / l.block_rows * s.size(1) + c / l.block_cols
+                         : s.numel() == 1 ? 0
+                                          : r;
+      deq.data<float>()[r * k + c] =
+          e4m3_to_f32(static_cast<const uint8_t*>(q.raw())[r * k + c]) * s.data<float>()[si];
+    }
+  }
+  out.linear.weight = out.linear.weight.reshape({experts, n, k});
+  out.dequantized = to_backend(gpu, deq);
+  return out;
+}
+
+// Weight-only FP8 experts give bit for bit what their dequantized bf16 weights give, on every
+// path: the per-pair GEMVs, the grouped GEMM on tensor cores and on CUDA cores (down's k = 70,
+// off the 8-value chunks), in every scale layout the loader makes (per row, per tensor,
+// blocks).
+TEST(CudaMoeTest, Fp8ExpertsAreTheirDequantizedWeights) {
+  INFLIGHT_REQUIRE_CUDA();
+  if (!cuda_backend().supports_fp8()) GTEST_SKIP() << "the GPU has no FP8";
+  Backend& gpu = cuda_backend();
+  std::mt19937 rng(65);
+  using Scales = Quantization::WeightScales;
+  for (const ExpertCase c :
+       {ExpertCase{8, 2, 256, 128}, ExpertCase{16, 4, 128, 70}, ExpertCase{4, 1, 64, 32}}) {
+    const float a = 1.0f / std::sqrt(static_cast<float>(c.hidden));
+    const float b = 1.0f / std::sqrt(static_cast<float>(c.inter));
+    const Tensor gate_up = random_host({c.experts, 2 * c.inter, c.hidden}, rng, -a, a);
+    const Tensor down = random_host({c.experts, c.hidden, c.inter}, rng, -b, b);
+    for (const OnlineFp8Scheme scheme :
+         {OnlineFp8Scheme{Scales::kChannel}, OnlineFp8Scheme{Scales::kTensor},
+          OnlineFp8Scheme{Scales::kBlock, 16, 32}}) {
+      const Fp8Stack gu = quantize_stack(gpu, gate_up, scheme);
+      const Fp8Stack dn = quantize_stack(gpu, down, scheme);
+      for (const int64_t tokens : {1, 3, 91, 300}) {
+        const std::string what =
+            fmt::format("E={} k={} hidden={} I={} T={} scales {}", c.experts, c.k, c.hidden,
+                        c.inter, tokens, static_cast<int>(scheme.weights));
+        const Tensor x = random_host({tokens, c.hidden}, rng, -2.0f, 2.0f);
+        const Routed r = route_both(random_host({tokens, c.experts}, rng, -3.0f, 3.0f),
+                                    static_cast<int32_t>(c.k), true, what);
+        for (Backend* be : {&gpu, &invariant_backend()}) {
+          const MoeWorkspace ws = workspace(*be, tokens, c.k, c.experts, c.hidden, c.inter);
+          const Tensor ids_gpu = upload_i32(*be, r.ids);
+          const Tensor w_gpu = be->upload(r.weights, DType::kF32);
+          const Tensor x_gpu = to_backend(*be, x);
+          const Tensor got = be->alloc({tokens, c.hidden}, DType::kBF16);
+          const Tensor want = be->alloc({tokens, c.hidden}, DType::kBF16);
+          be->moe_experts(x_gpu, ids_gpu, w_gpu, gu.linear, dn.linear, ws, got);
+          be->moe_experts(x_gpu, ids_gpu, w_gpu, stacked(gu.dequantized), stacked(dn.dequantized),
+                          ws, want);
+          const Tensor got_host = download_raw(*be, got), want_host = download_raw(*be, want);
+          EXPECT_EQ(std::memcmp(got_host.raw(), want_host.raw(), got_host.nbytes()), 0)
+              << what << (be == &gpu ? "" : " batch-invariant");
         }
       }
     }
@@ -205,7 +293,7 @@ TEST_P(CudaMoeGraphTest, RouteAndExpertsReplayInAGraph) {
   gpu.synchronize();
   gpu.begin_capture();
   gpu.moe_route(logits_gpu, k, true, ids_gpu, w_gpu);
-  gpu.moe_experts(x_gpu, ids_gpu, w_gpu, gu_gpu, down_gpu, ws, out_gpu);
+  gpu.moe_experts(x_gpu, ids_gpu, w_gpu, stacked(gu_gpu), stacked(down_gpu), ws, out_gpu);
   const std::unique_ptr<BackendGraph> graph = gpu.end_capture();
   for (int replay = 0; replay < 3; ++replay) {
     // New inputs in the captured buffers: different routing every time.
@@ -218,7 +306,7 @@ TEST_P(CudaMoeGraphTest, RouteAndExpertsReplayInAGraph) {
     Routed r{Tensor::empty({tokens, k}, DType::kI32), Tensor::empty({tokens, k}, DType::kF32)};
     cpu.moe_route(logits, k, true, r.ids, r.weights);
     const Tensor out_cpu = cpu.alloc({tokens, hidden}, DType::kF32);
-    cpu.moe_experts(x, r.ids, r.weights, gate_up, down,
+    cpu.moe_experts(x, r.ids, r.weights, stacked(gate_up), stacked(down),
                     workspace(cpu, tokens, k, experts, hidden, inter), out_cpu);
     expect_close("moe_graph", fmt::format("replay {} invariant={}", replay, GetParam()),
                  to_host(gpu, out_gpu), out_cpu);

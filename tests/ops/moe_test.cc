@@ -2,8 +2,11 @@
 // top-k with ties to the lower id, renormalisation) and the experts (each token's chosen
 // experts' SwiGLU MLPs, weighted and summed), with experts that get no tokens.
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <numeric>
 
+#include "core/fp8.h"
 #include "ops/moe_experts.h"
 #include "ops/moe_route.h"
 #include "ops/op_test_util.h"
@@ -16,6 +19,13 @@ using testing::expect_close;
 using testing::kF32RelTol;
 using testing::poison;
 using testing::random_tensor;
+
+// The experts' stacked weight as the model keeps it (runtime/linear.h), unquantized.
+Linear stacked(const Tensor& w) {
+  Linear l;
+  l.weight = w;
+  return l;
+}
 
 struct Routing {
   Tensor ids;      // [T, k] i32
@@ -202,7 +212,8 @@ TEST(MoeExpertsCpu, WeightedSumOfTheChosenExperts) {
       const MoeWorkspace ws = make_workspace(tokens, s.k, s.experts, s.hidden, s.inter);
       const Tensor out = Tensor::empty({tokens, s.hidden}, DType::kF32);
       poison(out);
-      moe_experts_cpu(make_moe_experts_params(x, r.ids, r.weights, gate_up, down, ws, out));
+      moe_experts_cpu(
+          make_moe_experts_params(x, r.ids, r.weights, stacked(gate_up), stacked(down), ws, out));
       expect_close(
           out, reference_experts(x, r, gate_up, down), kF32RelTol,
           fmt::format("E={} k={} hidden={} I={} T={}", s.experts, s.k, s.hidden, s.inter, tokens));
@@ -219,14 +230,116 @@ TEST(MoeExpertsCpu, ResultOfATokenDoesNotDependOnTheBatch) {
   const Routing r = route(random_tensor({tokens, experts}, rng, 3.0f), k, true);
   const MoeWorkspace ws = make_workspace(tokens, k, experts, hidden, inter);
   const Tensor all = Tensor::empty({tokens, hidden}, DType::kF32);
-  moe_experts_cpu(make_moe_experts_params(x, r.ids, r.weights, gate_up, down, ws, all));
+  moe_experts_cpu(
+      make_moe_experts_params(x, r.ids, r.weights, stacked(gate_up), stacked(down), ws, all));
   for (const int64_t t : {0L, 17L, 36L}) {
     const Tensor one = Tensor::empty({1, hidden}, DType::kF32);
     moe_experts_cpu(make_moe_experts_params(x.rows(t, t + 1), r.ids.rows(t, t + 1),
-                                            r.weights.rows(t, t + 1), gate_up, down, ws, one));
+                                            r.weights.rows(t, t + 1), stacked(gate_up),
+                                            stacked(down), ws, one));
     EXPECT_EQ(std::memcmp(one.raw(), all.data<float>() + t * hidden, hidden * sizeof(float)), 0)
         << "token " << t;
   }
+}
+
+// An e4m3 expert stack of w [E, n, k] (f32) and the f32 weights it stands for, e4m3 value *
+// scale as a load-time dequantization makes them. Scales per tensor (rows_per 0), per row
+// (rows_per 1, cols_per 0) or in blocks of rows_per x cols_per over the stacked [E n, k] rows,
+// each amax / 448 of what it covers; block rows padded to a multiple of 4 scales, as loaded.
+struct Fp8Stack {
+  Linear linear;
+  Tensor dequantized;
+};
+
+Fp8Stack quantize_stack(const Tensor& w, int64_t rows_per, int64_t cols_per) {
+  const int64_t rows = w.size(0) * w.size(1), k = w.size(2);
+  const float* v = w.data<float>();
+  const int64_t br = rows_per == 0 ? rows : rows_per, bc = cols_per == 0 ? k : cols_per;
+  const int64_t scale_rows = (rows + br - 1) / br, blocks = (k + bc - 1) / bc;
+  const int64_t stride = cols_per == 0 ? 1 : (blocks + 3) / 4 * 4;
+  Tensor scales = Tensor::empty(rows_per == 0   ? Shape{1}
+                                : cols_per == 0 ? Shape{rows}
+                                                : Shape{scale_rows, stride},
+                                DType::kF32);
+  std::fill(scales.data<float>(), scales.data<float>() + scales.numel(), 0.0f);
+  for (int64_t sr = 0; sr < scale_rows; ++sr) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      float amax = 0.0f;
+      for (int64_t r = sr * br; r < std::min(rows, (sr + 1) * br); ++r) {
+        for (int64_t c = b * bc; c < std::min(k, (b + 1) * bc); ++c) {
+          amax = std::max(amax, std::fabs(v[r * k + c]));
+        }
+      }
+      scales.data<float>()[sr * stride + b] = amax > 0.0f ? amax / kE4M3Max : 1.0f;
+    }
+  }
+  Fp8Stack out;
+  out.linear.weight = Tensor::empty(w.shape(), DType::kF8E4M3);
+  out.dequantized = Tensor::empty(w.shape(), DType::kF32);
+  auto* q = static_cast<uint8_t*>(out.linear.weight.raw());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < k; ++c) {
+      const float s = scales.data<float>()[r / br * stride + c / bc];
+      q[r * k + c] = f32_to_e4m3(v[r * k + c] / s);
+      out.dequantized.data<float>()[r * k + c] = e4m3_to_f32(q[r * k + c]) * s;
+    }
+  }
+  out.linear.scale = scales;
+  if (cols_per > 0) {
+    out.linear.block_rows = rows_per;
+    out.linear.block_cols = cols_per;
+  }
+  return out;
+}
+
+// Weight-only FP8 experts give exactly what their dequantized weights give, in every scale
+// layout: one scale, one per row, and blocks that straddle experts (8 x 16 over gate/up rows of
+// 12 per expert) or not.
+TEST(MoeExpertsCpu, Fp8ExpertsAreTheirDequantizedWeights) {
+  std::mt19937 rng(53);
+  const int64_t experts = 5, k = 2, hidden = 40, inter = 6, tokens = 9;
+  const Tensor x = random_tensor({tokens, hidden}, rng, 2.0f);
+  const Tensor gate_up = random_tensor({experts, 2 * inter, hidden}, rng, 0.4f);
+  const Tensor down = random_tensor({experts, hidden, inter}, rng, 0.4f);
+  const Routing r = route(random_tensor({tokens, experts}, rng, 3.0f), k, true);
+  const MoeWorkspace ws = make_workspace(tokens, k, experts, hidden, inter);
+  struct Layout {
+    int64_t rows_per, cols_per;
+  };
+  for (const Layout l : {Layout{0, 0}, Layout{1, 0}, Layout{8, 16}, Layout{12, 4}}) {
+    const Fp8Stack gu = quantize_stack(gate_up, l.rows_per, l.cols_per);
+    const Fp8Stack dn = quantize_stack(down, l.rows_per, l.cols_per);
+    const Tensor got = Tensor::empty({tokens, hidden}, DType::kF32);
+    const Tensor want = Tensor::empty({tokens, hidden}, DType::kF32);
+    moe_experts_cpu(make_moe_experts_params(x, r.ids, r.weights, gu.linear, dn.linear, ws, got));
+    moe_experts_cpu(make_moe_experts_params(x, r.ids, r.weights, stacked(gu.dequantized),
+                                            stacked(dn.dequantized), ws, want));
+    EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0)
+        << "scales " << l.rows_per << " x " << l.cols_per;
+  }
+  // Scales that do not cover the stack, or f32 ones missing: rejected.
+  Fp8Stack gu = quantize_stack(gate_up, 1, 0);
+  const Fp8Stack dn = quantize_stack(down, 1, 0);
+  const Tensor out = Tensor::empty({tokens, hidden}, DType::kF32);
+  const auto code = [&](const Linear& g) {
+    return error_code_of(
+        [&] { make_moe_experts_params(x, r.ids, r.weights, g, dn.linear, ws, out); });
+  };
+  EXPECT_NO_THROW(make_moe_experts_params(x, r.ids, r.weights, gu.linear, dn.linear, ws, out));
+  Linear short_scales = gu.linear;
+  short_scales.scale = gu.linear.scale.rows(0, 2 * inter);
+  EXPECT_EQ(code(short_scales), ErrorCode::kInvalidArgument);
+  Linear no_scales = gu.linear;
+  no_scales.scale = Tensor();
+  EXPECT_EQ(code(no_scales), ErrorCode::kInvalidArgument);
+  Linear blocks = quantize_stack(gate_up, 8, 16).linear;
+  blocks.block_cols = 4;  // the scales hold 3 blocks of 16, not 10 of 4
+  EXPECT_EQ(code(blocks), ErrorCode::kInvalidArgument);
+  // e4m3 gate/up with f32 down: the two must agree.
+  EXPECT_EQ(error_code_of([&] {
+              make_moe_experts_params(x, r.ids, r.weights, gu.linear, stacked(down), ws, out);
+            }),
+            ErrorCode::kInvalidArgument);
 }
 
 TEST(MoeExpertsParams, RejectsMismatchedShapesAndSmallWorkspaces) {
@@ -238,10 +351,12 @@ TEST(MoeExpertsParams, RejectsMismatchedShapesAndSmallWorkspaces) {
   const Routing r = route(random_tensor({tokens, experts}, rng), k, true);
   const MoeWorkspace ws = make_workspace(tokens, k, experts, hidden, inter);
   const Tensor out = Tensor::empty({tokens, hidden}, DType::kF32);
-  EXPECT_NO_THROW(make_moe_experts_params(x, r.ids, r.weights, gate_up, down, ws, out));
+  EXPECT_NO_THROW(
+      make_moe_experts_params(x, r.ids, r.weights, stacked(gate_up), stacked(down), ws, out));
   const auto code = [&](const Tensor& gu, const Tensor& dn, const MoeWorkspace& w,
                         const Tensor& o) {
-    return error_code_of([&] { make_moe_experts_params(x, r.ids, r.weights, gu, dn, w, o); });
+    return error_code_of(
+        [&] { make_moe_experts_params(x, r.ids, r.weights, stacked(gu), stacked(dn), w, o); });
   };
   const Tensor down_wrong = random_tensor({experts, hidden, inter + 1}, rng);
   EXPECT_EQ(code(gate_up, down_wrong, ws, out), ErrorCode::kInvalidArgument);
@@ -256,7 +371,7 @@ TEST(MoeExpertsParams, RejectsMismatchedShapesAndSmallWorkspaces) {
   const Tensor ids5 = Tensor::empty({tokens, 5}, DType::kI32);
   const Tensor w5 = Tensor::empty({tokens, 5}, DType::kF32);
   EXPECT_EQ(error_code_of([&] {
-              make_moe_experts_params(x, ids5, w5, gate_up, down,
+              make_moe_experts_params(x, ids5, w5, stacked(gate_up), stacked(down),
                                       make_workspace(tokens, 5, experts, hidden, inter), out);
             }),
             ErrorCode::kInvalidArgument);

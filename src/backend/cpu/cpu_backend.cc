@@ -163,7 +163,7 @@ void CpuBackend::moe_route(const Tensor& logits, int32_t k, bool renormalize, co
 }
 
 void CpuBackend::moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights,
-                             const Tensor& gate_up, const Tensor& down, const MoeWorkspace& ws,
+                             const Linear& gate_up, const Linear& down, const MoeWorkspace& ws,
                              const Tensor& out) {
   moe_experts_cpu(make_moe_experts_params(x, ids, weights, gate_up, down, ws, out));
 }

@@ -48,8 +48,8 @@ class CpuBackend final : public Backend {
                const Tensor& k_weight, float eps) override;
   void moe_route(const Tensor& logits, int32_t k, bool renormalize, const Tensor& ids,
                  const Tensor& weights) override;
-  void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
-                   const Tensor& down, const MoeWorkspace& ws, const Tensor& out) override;
+  void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Linear& gate_up,
+                   const Linear& down, const MoeWorkspace& ws, const Tensor& out) override;
   void quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,
                     const Tensor& values, const Tensor& scales) override;
   void gemm(const QuantizedActivations& x, const Linear& w, const Tensor& y) override;

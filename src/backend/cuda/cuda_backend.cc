@@ -165,8 +165,8 @@ class CudaBackend final : public Backend {
                const Tensor& k_weight, float eps) override;
   void moe_route(const Tensor& logits, int32_t k, bool renormalize, const Tensor& ids,
                  const Tensor& weights) override;
-  void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
-                   const Tensor& down, const MoeWorkspace& ws, const Tensor& out) override;
+  void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Linear& gate_up,
+                   const Linear& down, const MoeWorkspace& ws, const Tensor& out) override;
   // FP8 tensor cores: compute capability 8.9 and up.
   bool supports_fp8() const override { return fp8_; }
   void quantize_fp8(const Tensor& x, const Tensor* static_scale, int64_t group,
@@ -644,7 +644,7 @@ void CudaBackend::moe_route(const Tensor& logits, int32_t k, bool renormalize, c
 }
 
 void CudaBackend::moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights,
-                              const Tensor& gate_up, const Tensor& down, const MoeWorkspace& ws,
+                              const Linear& gate_up, const Linear& down, const MoeWorkspace& ws,
                               const Tensor& out) {
   INFLIGHT_CHECK_CODE(x.defined() && x.device() == device(), ErrorCode::kInvalidArgument,
                       "cuda moe_experts: expected device tensors");
