@@ -120,9 +120,17 @@ void LlamaModel::load_weights(const WeightSource& source) {
   };
   // A linear layer's weight (quantized or not: model/linear_loader.h), or the stacked weights of
   // a layer's experts; its bias is planned separately.
+  // Online FP8 loads a weight in the compute dtype first: the largest such copy is on the
+  // device beside the weights loaded before it (a layer's stacked experts, for a mixture).
+  int64_t staging = 0;
   auto linear = [&](std::function<Linear&()> destination, const std::vector<Part>& parts) {
     PlannedLinear w =
         plan_linear(backend_, c.quantization, parts.front().name, std::move(*stack(parts, true)));
+    if (w.quantize_online) {
+      auto staged = static_cast<int64_t>(dtype_size(backend_.compute_dtype()));
+      for (const int64_t d : w.weight.shape) staged *= d;
+      staging = std::max(staging, staged);
+    }
     const int64_t bytes = w.bytes();
     plan.push_back(Planned{
         bytes, [this, destination, w = std::move(w)] { load_linear(backend_, w, destination()); }});
@@ -258,7 +266,7 @@ void LlamaModel::load_weights(const WeightSource& source) {
   }
 
   // Pass 2: the device must hold them all; then allocate and load.
-  int64_t bytes = 0;
+  int64_t bytes = staging;
   for (const Planned& p : plan) bytes += p.bytes;
   check_weights_fit(backend_, bytes, "the model's weights");
   layers_.resize(static_cast<size_t>(local_.num_layers));

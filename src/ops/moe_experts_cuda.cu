@@ -3,8 +3,9 @@
 // batch in batch-invariant mode) group the pairs by expert:
 //
 //   1. align    one block: counts pairs per expert, lays the groups out in expert order
-//               (expert_offsets), cuts each group into tiles of kMoeTileRows rows (tile_expert,
-//               tile_start, num_tiles) and scatters the pairs into their group (sorted_pairs,
+//               (expert_offsets), cuts each group into tiles of kMoeTileRows rows, or twice
+//               that where experts average that many (tile_expert, tile_start, num_tiles),
+//               and scatters the pairs into their group (sorted_pairs,
 //               pair_position). The order of pairs inside a group is whatever the atomics give;
 //               nothing below depends on it (every row is computed on its own).
 //   2. gate/up  grouped GEMM over the tiles: row r of a tile is x[token of sorted pair r] times
@@ -14,12 +15,12 @@
 //   5. combine  out[t] = sum_j weights[t, j] expert_out[pair_position[t k + j]], j in order
 //               (all k rows' columns loaded at once)
 //
-// The grouped GEMM runs on tensor cores (mma.sync over a cp.async ring, tiles of kMoeTileRows x
-// 128 columns) where K is a multiple of 8 and the operands 16-byte aligned, as every model's
-// are; on CUDA cores otherwise. Either way a row's sums run over K in a fixed order: its result
-// does not depend on the rest of the batch.
-// Grids are sized for the worst case, moe_max_tiles(T k, E) tiles; tiles past num_tiles exit
-// at once.
+// The grouped GEMM runs on tensor cores (mma.sync over a cp.async ring, tiles of 32 or 64 rows
+// x 128 columns) where K is a multiple of 8 and the operands 16-byte aligned, as every model's
+// are; on CUDA cores otherwise (32-row tiles). Either way a row's sums run over K in a fixed
+// order: its result does not depend on the rest of the batch or on the tile size.
+// Grids are sized for the worst case, T k / tile rows + E tiles; tiles past num_tiles exit at
+// once.
 //
 // Small batches (T k <= E pairs, decode; not in batch-invariant mode) skip the grouping: two
 // kernels of warp-per-row GEMVs, gate/up with the SwiGLU (rows in pair order into act) and down
@@ -82,7 +83,9 @@ __device__ __forceinline__ uint4 dequant8_bf16(const uint2& q, float scale) {
 
 constexpr int kAlignThreads = 1024;
 
-__global__ void __launch_bounds__(kAlignThreads) moe_align_kernel(MoeExpertsParams p) {
+// Groups cut into tiles of `tile_rows` rows (kMoeTileRows, or twice that: see run_experts).
+__global__ void __launch_bounds__(kAlignThreads)
+    moe_align_kernel(MoeExpertsParams p, int32_t tile_rows) {
   __shared__ int32_t counts[kMoeMaxExperts];
   __shared__ int32_t cursor[kMoeMaxExperts];
   const auto num_experts = static_cast<int32_t>(p.num_experts);
@@ -92,12 +95,12 @@ __global__ void __launch_bounds__(kAlignThreads) moe_align_kernel(MoeExpertsPara
   for (int64_t i = threadIdx.x; i < pairs; i += blockDim.x) atomicAdd(&counts[p.ids[i]], 1);
   __syncthreads();
   if (threadIdx.x == 0) {
-    // Serial over experts and tiles: E + T k / kMoeTileRows steps at most.
+    // Serial over experts and tiles: E + T k / tile_rows steps at most.
     int32_t offset = 0, tiles = 0;
     for (int32_t e = 0; e < num_experts; ++e) {
       p.expert_offsets[e] = offset;
       cursor[e] = offset;
-      for (int32_t s = 0; s < counts[e]; s += static_cast<int32_t>(kMoeTileRows)) {
+      for (int32_t s = 0; s < counts[e]; s += tile_rows) {
         p.tile_expert[tiles] = e;
         p.tile_start[tiles] = offset + s;
         ++tiles;
@@ -136,12 +139,14 @@ struct GroupedGemm {
 
 constexpr int kTileM = static_cast<int>(kMoeTileRows);  // 32
 
-// The rows of `tile` that hold pairs (-1 past the group's end) as rows of a, into a_row.
+// The rows of `tile` (kRows of them) that hold pairs (-1 past the group's end) as rows of a,
+// into a_row.
+template <int kRows = kTileM>
 __device__ __forceinline__ int32_t tile_rows(const GroupedGemm& g, int32_t tile, int64_t* a_row) {
   const int32_t e = g.tile_expert[tile];
   const int32_t row0 = g.tile_start[tile];
-  const int32_t rows = min(kTileM, g.expert_offsets[e + 1] - row0);
-  if (threadIdx.x < kTileM) {
+  const int32_t rows = min(kRows, g.expert_offsets[e + 1] - row0);
+  if (threadIdx.x < kRows) {
     const int32_t r = row0 + static_cast<int32_t>(threadIdx.x);
     a_row[threadIdx.x] = static_cast<int32_t>(threadIdx.x) >= rows ? -1
                          : g.a_rows != nullptr                     ? g.a_rows[r] / g.a_div
@@ -153,21 +158,22 @@ __device__ __forceinline__ int32_t tile_rows(const GroupedGemm& g, int32_t tile,
 
 // ---- tensor cores (k % 8 == 0, a and w 16-byte aligned) ---------------------------------------
 //
-// A block computes a tile's 32 rows x kTcN columns with mma.sync m16n8k16 (bf16 in, f32
-// accumulate; attention_mma.cuh): warp w owns columns 32w..32w+31, as 2 (m16) x 4 (n8) tiles.
-// K advances kTcK at a time through a kTcStages-deep cp.async ring: the a rows (gathered) and
-// kTcN weight rows, 16-byte chunks, zero-filled past n and k. Shared rows are kTcStride bf16
-// (80 bytes): the fragment loads of a warp (rows g, words t: bank 20 g + t mod 32) hit 32
-// distinct banks. A row's sums run over K in the same order whatever else is in its tile.
+// A block computes a tile's kRows (32 or 64) rows x kTcN columns with mma.sync m16n8k16 (bf16
+// in, f32 accumulate; attention_mma.cuh): 4 warps per 32 rows, warp w owning rows
+// 32 (w / 4).. + 31 and columns 32 (w % 4)..+31, as 2 (m16) x 4 (n8) tiles. K advances kTcK at a
+// time through a kTcStages-deep cp.async ring: the a rows (gathered) and kTcN weight rows,
+// 16-byte chunks, zero-filled past n and k. Shared rows are kTcStride bf16 (80 bytes): the
+// fragment loads of a warp (rows g, words t: bank 20 g + t mod 32) hit 32 distinct banks. A
+// row's sums run over K in the same order whatever else is in its tile and whatever its size:
+// 64-row tiles read each weight tile once for twice the rows.
 constexpr int kTcN = 128;
 constexpr int kTcK = 32;
 constexpr int kTcStages = 3;
-constexpr int kTcWarps = 4;
-constexpr int kTcThreads = kTcWarps * 32;
 constexpr int kTcStride = kTcK + 8;
 constexpr int kTcChunks = kTcK / 8;  // 16-byte chunks per shared row
-static_assert(kTileM * kTcChunks == kTcThreads, "one a chunk per thread per stage");
-static_assert(kTcN == kTcWarps * 32, "a warp owns 32 columns");
+template <int kRows>
+constexpr int kTcThreads = 4 * kRows;  // 4 warps per 32 rows: one a chunk per thread per stage
+static_assert(kTcN == 4 * 32, "a warp owns 32 columns");
 
 __device__ __forceinline__ uint32_t ld_bf16x2(const bf16* p) {
   return *reinterpret_cast<const uint32_t*>(p);
@@ -175,19 +181,20 @@ __device__ __forceinline__ uint32_t ld_bf16x2(const bf16* p) {
 
 // FP8: the ring holds e4m3 tiles (kTcN rows of kTcK bytes), widened each k step into one bf16
 // tile (w_s[0]) between two barriers.
-template <bool kFp8>
-__global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(GroupedGemm g) {
+template <int kRows, bool kFp8>
+__global__ void __launch_bounds__(kTcThreads<kRows>) moe_grouped_gemm_tc_kernel(GroupedGemm g) {
   namespace at = inflight::attention;
+  constexpr int kThreads = kTcThreads<kRows>;
   const auto tile = static_cast<int32_t>(blockIdx.x);
   if (tile >= *g.num_tiles) return;
-  __shared__ int64_t a_row[kTileM];
-  const int32_t rows = tile_rows(g, tile, a_row);
+  __shared__ int64_t a_row[kRows];
+  const int32_t rows = tile_rows<kRows>(g, tile, a_row);
   const int32_t row0 = g.tile_start[tile];
   const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kTcN;
   // The expert's first weight row in the stack [E n, k].
   const int64_t w_row0 = static_cast<int64_t>(g.tile_expert[tile]) * g.n;
 
-  __shared__ alignas(16) bf16 a_s[kTcStages][kTileM][kTcStride];
+  __shared__ alignas(16) bf16 a_s[kTcStages][kRows][kTcStride];
   __shared__ alignas(16) bf16 w_s[kFp8 ? 1 : kTcStages][kTcN][kTcStride];
   __shared__ alignas(16) uint8_t w8_s[kFp8 ? kTcStages : 1][kFp8 ? kTcN : 1][kTcK];
   const int64_t k_tiles = (g.k + kTcK - 1) / kTcK;
@@ -202,7 +209,7 @@ __global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(Grouped
     }
     if constexpr (kFp8) {  // 8-byte chunks of 8 values, as the bf16 tiles' 16-byte ones
       const auto* w = static_cast<const uint8_t*>(g.w) + w_row0 * g.k;
-      for (int i = static_cast<int>(threadIdx.x); i < kTcN * kTcChunks; i += kTcThreads) {
+      for (int i = static_cast<int>(threadIdx.x); i < kTcN * kTcChunks; i += kThreads) {
         const int r = i / kTcChunks, c = i % kTcChunks * 8;
         const bool ok = n0 + r < g.n && k0 + c < g.k;
         at::cp_async_small<8>(at::smem_addr(&w8_s[stage][r][c]),
@@ -210,7 +217,7 @@ __global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(Grouped
       }
     } else {
       const bf16* w = static_cast<const bf16*>(g.w) + w_row0 * g.k;
-      for (int i = static_cast<int>(threadIdx.x); i < kTcN * kTcChunks; i += kTcThreads) {
+      for (int i = static_cast<int>(threadIdx.x); i < kTcN * kTcChunks; i += kThreads) {
         const int r = i / kTcChunks, c = i % kTcChunks * 8;
         const bool ok = n0 + r < g.n && k0 + c < g.k;
         at::cp_async_16(at::smem_addr(&w_s[stage][r][c]), ok ? w + (n0 + r) * g.k + k0 + c : w, ok);
@@ -220,7 +227,7 @@ __global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(Grouped
   // FP8: the e4m3 tile of stage `stage` (k step kt) -> w_s[0], rows past n and columns past k
   // zero. A thread widens the same kWidenRows rows (r0 + kWidenStep j) and 8 columns (c8) at
   // every k step: their scale rows are found once.
-  constexpr int kWidenStep = kTcThreads / kTcChunks, kWidenRows = kTcN / kWidenStep;
+  constexpr int kWidenStep = kThreads / kTcChunks, kWidenRows = kTcN / kWidenStep;
   const int r0 = static_cast<int>(threadIdx.x) / kTcChunks;
   const int c8 = static_cast<int>(threadIdx.x) % kTcChunks * 8;
   const float* widen_scales[kWidenRows];
@@ -247,6 +254,7 @@ __global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(Grouped
   }
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int wr = 32 * (warp / 4), wc = 32 * (warp % 4);  // the warp's first row and column
   const int gq = lane / 4, t = lane % 4;
   float acc[2][4][4] = {};  // [m16 tile][n8 tile][C fragment]
   for (int64_t kt = 0; kt < k_tiles; ++kt) {
@@ -268,7 +276,7 @@ __global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(Grouped
       uint32_t a[2][4];
 #pragma unroll
       for (int m = 0; m < 2; ++m) {
-        const bf16* lo = &a_s[st][16 * m + gq][kk + 2 * t];
+        const bf16* lo = &a_s[st][wr + 16 * m + gq][kk + 2 * t];
         const bf16* hi = lo + 8 * kTcStride;
         a[m][0] = ld_bf16x2(lo);
         a[m][1] = ld_bf16x2(hi);
@@ -277,7 +285,7 @@ __global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(Grouped
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const bf16* b = &w_s[wt][32 * warp + 8 * j + gq][kk + 2 * t];
+        const bf16* b = &w_s[wt][wc + 8 * j + gq][kk + 2 * t];
         const uint32_t b0 = ld_bf16x2(b), b1 = ld_bf16x2(b + 8);
         at::mma_bf16(acc[0][j], a[0], b0, b1);
         at::mma_bf16(acc[1][j], a[1], b0, b1);
@@ -288,12 +296,12 @@ __global__ void __launch_bounds__(kTcThreads) moe_grouped_gemm_tc_kernel(Grouped
   for (int m = 0; m < 2; ++m) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int r = 16 * m + gq + 8 * half;
+      const int r = wr + 16 * m + gq + 8 * half;
       if (r >= rows) continue;
       bf16* y = g.y + static_cast<int64_t>(row0 + r) * g.n;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const int64_t col = n0 + 32 * warp + 8 * j + 2 * t;
+        const int64_t col = n0 + wc + 8 * j + 2 * t;
         if (col < g.n) y[col] = cuda::to_bf16(acc[m][j][2 * half]);
         if (col + 1 < g.n) y[col + 1] = cuda::to_bf16(acc[m][j][2 * half + 1]);
       }
@@ -369,10 +377,20 @@ __global__ void __launch_bounds__(kCoreThreads) moe_grouped_gemm_kernel(GroupedG
   }
 }
 
+// Whether the tensor-core kernel takes the product: k % 8 == 0, a 16-byte aligned, w 16-byte
+// (bf16) or 8-byte (e4m3) aligned.
 template <bool kFp8>
-void launch_grouped_gemm(const GroupedGemm& g, int64_t max_tiles, cudaStream_t stream) {
-  const bool tensor_cores =
-      g.k % 8 == 0 && cuda::aligned(g.a, 16) && cuda::aligned(g.w, kFp8 ? 8 : 16);
+bool on_tensor_cores(const void* a, const void* w, int64_t k) {
+  return k % 8 == 0 && cuda::aligned(a, 16) && cuda::aligned(w, kFp8 ? 8 : 16);
+}
+
+// The grouped GEMM over tiles of tile_rows rows (64 only where on_tensor_cores).
+template <bool kFp8>
+void launch_grouped_gemm(const GroupedGemm& g, int64_t max_tiles, int32_t tile_rows,
+                         cudaStream_t stream) {
+  const bool tensor_cores = on_tensor_cores<kFp8>(g.a, g.w, g.k);
+  INFLIGHT_CHECK(tile_rows == kTileM || (tile_rows == 2 * kTileM && tensor_cores),
+                 "moe_experts_cuda: tiles of {} rows need the tensor-core kernel", tile_rows);
   const int64_t tile_n = tensor_cores ? kTcN : kCoreN;
   const int64_t col_tiles = (g.n + tile_n - 1) / tile_n;
   INFLIGHT_CHECK(max_tiles <= cuda::kMaxGridX && col_tiles <= 65535,
@@ -380,8 +398,10 @@ void launch_grouped_gemm(const GroupedGemm& g, int64_t max_tiles, cudaStream_t s
   // Tiles vary fastest: the tiles of one expert, adjacent in the table, run side by side and
   // share its weight columns through L2.
   const dim3 grid(static_cast<unsigned>(max_tiles), static_cast<unsigned>(col_tiles));
-  if (tensor_cores) {
-    moe_grouped_gemm_tc_kernel<kFp8><<<grid, kTcThreads, 0, stream>>>(g);
+  if (tile_rows == 2 * kTileM) {
+    moe_grouped_gemm_tc_kernel<2 * kTileM, kFp8><<<grid, kTcThreads<2 * kTileM>, 0, stream>>>(g);
+  } else if (tensor_cores) {
+    moe_grouped_gemm_tc_kernel<kTileM, kFp8><<<grid, kTcThreads<kTileM>, 0, stream>>>(g);
   } else {
     moe_grouped_gemm_kernel<kFp8><<<grid, kCoreThreads, 0, stream>>>(g);
   }
@@ -583,10 +603,17 @@ void run_experts(const MoeExpertsParams& p, cudaStream_t stream, bool batch_inva
     moe_experts_by_pair<kFp8>(p, stream);
     return;
   }
-  moe_align_kernel<<<1, kAlignThreads, 0, stream>>>(p);
+  // Tiles of 64 rows where experts get 64 rows on average and both products take tensor cores:
+  // each weight tile is then read once per 64 rows instead of 32. (Fewer tiles than the
+  // workspace's bound of 32-row tiles.)
+  const bool tall = p.pairs() >= 2 * kTileM * p.num_experts &&
+                    on_tensor_cores<kFp8>(p.x, p.gate_up_w, p.hidden) &&
+                    on_tensor_cores<kFp8>(p.act, p.down_w, p.inter);
+  const int32_t tile_rows = tall ? 2 * kTileM : kTileM;
+  moe_align_kernel<<<1, kAlignThreads, 0, stream>>>(p, tile_rows);
   INFLIGHT_CUDA_CHECK_LAUNCH();
 
-  const int64_t max_tiles = moe_max_tiles(p.pairs(), p.num_experts);
+  const int64_t max_tiles = (p.pairs() + tile_rows - 1) / tile_rows + p.num_experts;
   GroupedGemm g;
   g.tile_expert = p.tile_expert;
   g.tile_start = p.tile_start;
@@ -601,7 +628,7 @@ void run_experts(const MoeExpertsParams& p, cudaStream_t stream, bool batch_inva
   g.y = static_cast<bf16*>(p.gate_up);
   g.n = 2 * p.inter;
   g.k = p.hidden;
-  launch_grouped_gemm<kFp8>(g, max_tiles, stream);
+  launch_grouped_gemm<kFp8>(g, max_tiles, tile_rows, stream);
 
   launch_swiglu(p, stream);
 
@@ -614,7 +641,7 @@ void run_experts(const MoeExpertsParams& p, cudaStream_t stream, bool batch_inva
   g.y = static_cast<bf16*>(p.expert_out);
   g.n = p.hidden;
   g.k = p.inter;
-  launch_grouped_gemm<kFp8>(g, max_tiles, stream);
+  launch_grouped_gemm<kFp8>(g, max_tiles, tile_rows, stream);
 
   launch_combine(p, stream);
 }
