@@ -14,20 +14,21 @@
 //   does not depend on the batch).
 //   CUDA: rows are grouped by expert (pairs sorted by expert: `sorted_pairs`, inverse
 //   `pair_position`, group starts `expert_offsets`), each group cut into tiles of
-//   kMoeTileRows rows (`tile_expert`, `tile_start`, `num_tiles`), and one grouped GEMM over the
-//   tiles reads each expert's weights once per tile; the tile table is built on the device,
-//   so nothing waits for the host and the step can be captured in a CUDA graph. Small batches
-//   (T k <= E) take GEMVs per pair instead, fused with the activation and with the weighted
-//   sum (of the workspace only act is used), unless the backend is in batch-invariant mode
-//   (ops/ops_cuda.cuh moe_experts_cuda).
+//   kMoeTileRows rows or twice that (`tile_expert`, `tile_start`, `num_tiles`), and one grouped
+//   GEMM over the tiles reads each expert's weights once per tile; the tile table is built on
+//   the device, so nothing waits for the host and the step can be captured in a CUDA graph.
+//   Small batches (T k <= E) take GEMVs per pair instead, fused with the activation and with
+//   the weighted sum (of the workspace only act is used), unless the backend is in
+//   batch-invariant mode (ops/ops_cuda.cuh moe_experts_cuda).
 // An expert that gets no tokens costs nothing on either backend.
 //
 // FP8 experts are weight-only: gate_up and down stored as e4m3 with f32 scales (runtime/
 // linear.h's layouts over the stacked [E n, k] rows), each weight dequantized to the compute
 // dtype as it is read, dtype(e4m3 value * scale) rounded once, exactly as a load-time
 // dequantization would make it, so the result is the same as that of the dequantized
-// weights; activations stay in the compute dtype (more accurate than quantizing them, and the
-// experts' cost at every batch size is reading their weights, which FP8 halves).
+// weights; activations stay in the compute dtype (more accurate than quantizing them). FP8
+// halves the experts' memory and the bytes a small batch reads; large batches, bound by the
+// products, pay for the widening (FP8 tensor cores, W8A8, are not used for experts yet).
 #pragma once
 
 #include <cstdint>
