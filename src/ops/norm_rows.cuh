@@ -5,14 +5,22 @@
 #pragma once
 
 #include "ops/cuda_common.cuh"
+#include "ops/ops_cuda.cuh"
 
 namespace inflight::cuda {
 
-// x <- residual's chunks as f32; with `add` set, residual <- bf16(residual + add) first (stored
-// back) and x the stored values. Chunks at or past `chunks` are left untouched.
+// x <- row `row` of p.residual ([rows, p.dim] bf16, p.dim % 8 == 0) as f32; with p.add set,
+// residual <- bf16(residual + add) first (stored back) and x the stored values. Chunks at or
+// past p.dim / 8 are left untouched.
 template <int kThreads, int kChunks>
-__device__ __forceinline__ void load_residual_row(uint4* residual, const uint4* add, int64_t chunks,
+__device__ __forceinline__ void load_residual_row(const RmsNormParams& p, int64_t row,
                                                   float (&x)[kChunks][8]) {
+  const int64_t chunks = p.dim / 8;
+  auto* residual = reinterpret_cast<uint4*>(static_cast<bf16*>(p.residual) + row * p.dim);
+  const auto* add =
+      p.add != nullptr
+          ? reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.add) + row * p.dim)
+          : nullptr;
   uint4 loaded[kChunks], added[kChunks];
 #pragma unroll
   for (int j = 0; j < kChunks; ++j) {

@@ -78,16 +78,11 @@ __global__ void __launch_bounds__(kThreads) rms_norm_vec_kernel(RmsNormParams p)
   cuda::pdl_wait();
   const int64_t row = blockIdx.x;
   const int64_t chunks = p.dim / 8;
-  auto* residual = reinterpret_cast<uint4*>(static_cast<bf16*>(p.residual) + row * p.dim);
-  const auto* add =
-      p.add != nullptr
-          ? reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.add) + row * p.dim)
-          : nullptr;
   const auto* weight = reinterpret_cast<const uint4*>(p.weight);
   auto* out = reinterpret_cast<uint4*>(static_cast<bf16*>(p.out) + row * p.dim);
 
   float x[kMaxChunks][8];
-  cuda::load_residual_row<kThreads>(residual, add, chunks, x);
+  cuda::load_residual_row<kThreads>(p, row, x);
   float sum_sq = 0.0f;
 #pragma unroll
   for (int j = 0; j < kMaxChunks; ++j) {
