@@ -37,8 +37,11 @@ std::vector<LlamaModel::Buffer> LlamaModel::token_buffers(int64_t cap) const {
 std::vector<MoeWorkspaceBuffer> LlamaModel::moe_buffers(int64_t cap) const {
   const ModelConfig& c = local_;  // this rank's shard
   if (!has_experts()) return {};
+  const bool fp8_experts = std::any_of(layers_.begin(), layers_.end(), [](const Layer& l) {
+    return l.experts_gate_up.weight.defined() && l.experts_gate_up.weight.dtype() == DType::kF8E4M3;
+  });
   return moe_workspace_buffers(cap, c.num_experts_per_token, c.num_experts, c.hidden_size,
-                               c.expert_intermediate_size(), backend_.compute_dtype());
+                               c.expert_intermediate_size(), backend_.compute_dtype(), fp8_experts);
 }
 
 int64_t LlamaModel::max_in_features() const {

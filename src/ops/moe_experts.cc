@@ -1,5 +1,7 @@
 #include "ops/moe_experts.h"
 
+#include <algorithm>
+
 #include "ops/op_checks.h"
 
 namespace inflight {
@@ -117,6 +119,15 @@ MoeExpertsParams make_moe_experts_params(const Tensor& x, const Tensor& ids, con
   p.tile_expert = ws.tile_expert.data<int32_t>();
   p.tile_start = ws.tile_start.data<int32_t>();
   p.num_tiles = ws.num_tiles.data<int32_t>();
+  // Quantized activations where the workspace has rows for them (FP8 experts only).
+  const Tensor& q = ws.act_q;
+  const Tensor& q_scales = ws.act_q_scales;
+  if (fp8 && q.defined() && q_scales.defined() && q.dtype() == DType::kF8E4M3 &&
+      q_scales.dtype() == DType::kF32 && q.device() == dev && q_scales.device() == dev &&
+      q.numel() >= pairs * std::max(hidden, inter) && q_scales.numel() >= pairs) {
+    p.act_q = static_cast<uint8_t*>(q.raw());
+    p.act_q_scales = q_scales.data<float>();
+  }
   p.tokens = tokens;
   p.hidden = hidden;
   p.inter = inter;

@@ -68,6 +68,10 @@ struct MoeExpertsParams {
   int32_t* tile_expert = nullptr;
   int32_t* tile_start = nullptr;
   int32_t* num_tiles = nullptr;
+  // FP8 experts' activations quantized per row (MoeWorkspace::act_q), or null: the workspace
+  // has no rows for them (the experts then take the weight-only kernels on every path).
+  uint8_t* act_q = nullptr;
+  float* act_q_scales = nullptr;
   int64_t tokens = 0;
   int64_t hidden = 0;
   int64_t inter = 0;

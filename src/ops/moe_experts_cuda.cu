@@ -39,6 +39,7 @@
 
 #include "ops/attention_mma.cuh"
 #include "ops/cuda_common.cuh"
+#include "ops/moe_w8a8_gemm.cuh"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight {
@@ -597,12 +598,68 @@ void moe_experts_by_pair(const MoeExpertsParams& p, cudaStream_t stream) {
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
+// The grouped path of FP8 experts on FP8 tensor cores (ops/moe_w8a8_gemm.cuh): x quantized per
+// token into act_q, gate/up, SwiGLU writing act and its quantized rows into act_q, down,
+// combine. False (nothing launched) where the W8A8 kernel does not take both products.
+bool run_experts_w8a8(const MoeExpertsParams& p, cudaStream_t stream) {
+  if (p.act_q == nullptr) return false;
+  MoeW8a8Gemm gate_up;
+  gate_up.a = p.act_q;
+  gate_up.a_scales = p.act_q_scales;
+  gate_up.a_rows = p.sorted_pairs;
+  gate_up.a_div = p.k;
+  gate_up.w = static_cast<const uint8_t*>(p.gate_up_w);
+  gate_up.scales = p.gate_up_scales;
+  gate_up.y = static_cast<bf16*>(p.gate_up);
+  gate_up.tile_expert = p.tile_expert;
+  gate_up.tile_start = p.tile_start;
+  gate_up.num_tiles = p.num_tiles;
+  gate_up.expert_offsets = p.expert_offsets;
+  gate_up.n = 2 * p.inter;
+  gate_up.k = p.hidden;
+  MoeW8a8Gemm down = gate_up;  // act rows are in expert order already
+  down.a_rows = nullptr;
+  down.a_div = 1;
+  down.w = static_cast<const uint8_t*>(p.down_w);
+  down.scales = p.down_scales;
+  down.y = static_cast<bf16*>(p.expert_out);
+  down.n = p.hidden;
+  down.k = p.inter;
+  if (!moe_w8a8_gemm_fits(gate_up) || !moe_w8a8_gemm_fits(down)) return false;
+
+  moe_align_kernel<<<1, kAlignThreads, 0, stream>>>(p, kMoeW8a8TileRows);
+  INFLIGHT_CUDA_CHECK_LAUNCH();
+  const int64_t max_tiles = (p.pairs() + kMoeW8a8TileRows - 1) / kMoeW8a8TileRows + p.num_experts;
+  QuantizeFp8Params qx;
+  qx.x = p.x;
+  qx.values = p.act_q;
+  qx.scales = p.act_q_scales;
+  qx.m = p.tokens;
+  qx.k = p.hidden;
+  qx.dtype = DType::kBF16;
+  quantize_fp8_cuda(qx, stream);
+  moe_w8a8_gemm_cuda(gate_up, max_tiles, stream);
+  SwigluParams s;
+  s.gate_up = p.gate_up;
+  s.out = p.act;
+  s.rows = p.pairs();
+  s.inter = p.inter;
+  s.dtype = DType::kBF16;
+  s.q_values = p.act_q;
+  s.q_scales = p.act_q_scales;
+  swiglu_cuda(s, stream);
+  moe_w8a8_gemm_cuda(down, max_tiles, stream);
+  launch_combine(p, stream);
+  return true;
+}
+
 template <bool kFp8>
 void run_experts(const MoeExpertsParams& p, cudaStream_t stream, bool batch_invariant) {
   if (!batch_invariant && p.pairs() <= p.num_experts && gemv_path_fits(p)) {
     moe_experts_by_pair<kFp8>(p, stream);
     return;
   }
+  if (kFp8 && run_experts_w8a8(p, stream)) return;
   // Tiles of 64 rows where experts get 64 rows on average and both products take tensor cores:
   // each weight tile is then read once per 64 rows instead of 32. (Fewer tiles than the
   // workspace's bound of 32-row tiles.)

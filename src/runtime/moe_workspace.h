@@ -9,6 +9,7 @@
 // except for small batches, which keep pair order.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct MoeWorkspace {
   Tensor tile_expert;     // [>= moe_max_tiles(T k, E)] i32 (CUDA)
   Tensor tile_start;      // [>= moe_max_tiles(T k, E)] i32: a tile's first row (CUDA)
   Tensor num_tiles;       // [1] i32 (CUDA)
+  // FP8 experts on FP8 tensor cores (CUDA): the inputs of either product quantized to e4m3 with
+  // one scale per row (x per token for gate/up, act per pair for down).
+  Tensor act_q;         // [>= T k max(hidden, I)] e4m3
+  Tensor act_q_scales;  // [>= T k] f32
 };
 
 // One buffer of a MoeWorkspace for `capacity` tokens: the single definition of the sizes, which
@@ -51,10 +56,14 @@ struct MoeWorkspaceBuffer {
   DType dtype;
 };
 
+// fp8_experts: the experts' weights are e4m3 (act_q and act_q_scales get their rows; else one
+// element each, too few for any call).
 inline std::vector<MoeWorkspaceBuffer> moe_workspace_buffers(int64_t capacity, int64_t k,
                                                              int64_t num_experts, int64_t hidden,
-                                                             int64_t inter, DType dtype) {
+                                                             int64_t inter, DType dtype,
+                                                             bool fp8_experts) {
   const int64_t pairs = capacity * k, tiles = moe_max_tiles(pairs, num_experts);
+  const int64_t q_rows = fp8_experts ? pairs : 0;
   return {{&MoeWorkspace::gate_up, {pairs, 2 * inter}, dtype},
           {&MoeWorkspace::act, {pairs, inter}, dtype},
           {&MoeWorkspace::expert_out, {pairs, hidden}, dtype},
@@ -63,7 +72,11 @@ inline std::vector<MoeWorkspaceBuffer> moe_workspace_buffers(int64_t capacity, i
           {&MoeWorkspace::pair_position, {pairs}, DType::kI32},
           {&MoeWorkspace::tile_expert, {tiles}, DType::kI32},
           {&MoeWorkspace::tile_start, {tiles}, DType::kI32},
-          {&MoeWorkspace::num_tiles, {1}, DType::kI32}};
+          {&MoeWorkspace::num_tiles, {1}, DType::kI32},
+          {&MoeWorkspace::act_q,
+           {std::max<int64_t>(q_rows * std::max(hidden, inter), 1)},
+           DType::kF8E4M3},
+          {&MoeWorkspace::act_q_scales, {std::max<int64_t>(q_rows, 1)}, DType::kF32}};
 }
 
 }  // namespace inflight

@@ -147,7 +147,7 @@ MoeWorkspace make_workspace(int64_t tokens, int64_t k, int64_t experts, int64_t 
                             int64_t inter) {
   MoeWorkspace ws;
   for (const MoeWorkspaceBuffer& b :
-       moe_workspace_buffers(tokens, k, experts, hidden, inter, DType::kF32)) {
+       moe_workspace_buffers(tokens, k, experts, hidden, inter, DType::kF32, false)) {
     ws.*b.member = Tensor::empty(b.shape, b.dtype);
   }
   return ws;
