@@ -47,7 +47,7 @@ struct MoeW8a8Gemm {
 // 128 columns and a multiple of 128 rows, with n a multiple of 128).
 bool moe_w8a8_gemm_fits(const MoeW8a8Gemm& g);
 
-// Grid: max_tiles x ceil(n / 128); tiles past *num_tiles exit at once.
+// max_tiles x ceil(n / 128) blocks; those of tiles past *num_tiles exit at once.
 void moe_w8a8_gemm_cuda(const MoeW8a8Gemm& g, int64_t max_tiles, cudaStream_t stream);
 
 }  // namespace inflight

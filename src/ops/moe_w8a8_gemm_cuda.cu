@@ -21,10 +21,10 @@ namespace at = inflight::attention;
 constexpr int kRows = kMoeW8a8TileRows;  // 128
 constexpr int kCols = 128;
 constexpr int kBlockK = 128;  // bytes = e4m3 values; one K block of the scales
-constexpr int kStages = 4;
 constexpr int kThreads = 256;
 constexpr int kTileBytes = kRows * kBlockK;  // a and w tiles alike (kCols == kRows)
 constexpr int kStageBytes = 2 * kTileBytes;
+constexpr int kStages = 4;
 constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + slack for the 1024-byte alignment
 [[maybe_unused]] constexpr int kChunksPerThread = kTileBytes / 16 / kThreads;  // 4
 static_assert(kCols == kRows, "a and w tiles share the copy layout");
@@ -34,14 +34,26 @@ static_assert(kCols == kRows, "a and w tiles share the copy layout");
   return s.s + static_cast<uint32_t>(row) / static_cast<uint32_t>(s.rows_per) * s.stride;
 }
 
-__global__ void __launch_bounds__(kThreads, 1) moe_w8a8_gemm_kernel(MoeW8a8Gemm g) {
+// Blocks run through groups of kGroupTiles tiles, column block by column block inside a group:
+// the blocks resident at once share a few a tiles (read from DRAM once, then from L2 for every
+// column block) and each weight tile (the tiles of a group mostly belong to one expert). Row
+// by row over all tiles instead, a prefill chunk's a (16,384 rows x 14,336 for Mixtral's down)
+// would stream from DRAM once per column block.
+constexpr int64_t kGroupTiles = 8;
+
+__global__ void __launch_bounds__(kThreads, 1)
+    moe_w8a8_gemm_kernel(MoeW8a8Gemm g, int64_t max_tiles, int64_t col_blocks) {
 #if INFLIGHT_ATTN_WGMMA
-  const auto tile = static_cast<int32_t>(blockIdx.x);
+  const int64_t block = blockIdx.x, group_blocks = kGroupTiles * col_blocks;
+  const int64_t first_tile = block / group_blocks * kGroupTiles;
+  const int64_t group_tiles = min(kGroupTiles, max_tiles - first_tile);
+  const int64_t in_group = block % group_blocks;
+  const auto tile = static_cast<int32_t>(first_tile + in_group % group_tiles);
   if (tile >= *g.num_tiles) return;
   const int32_t expert = g.tile_expert[tile];
   const int32_t row0 = g.tile_start[tile];
   const int32_t rows = min(kRows, g.expert_offsets[expert + 1] - row0);
-  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kCols;
+  const int64_t n0 = in_group / group_tiles * kCols;
   const int64_t w_row0 = static_cast<int64_t>(expert) * g.n;  // the expert's first row in [E n, k]
 
   extern __shared__ uint8_t smem_raw[];
@@ -89,24 +101,12 @@ __global__ void __launch_bounds__(kThreads, 1) moe_w8a8_gemm_kernel(MoeW8a8Gemm 
 
   const int wg = tid / 128;  // this warpgroup's 64 rows: 64 wg..
   constexpr uint32_t kDescHi = at::wgmma_desc_hi(1024);
-  float part[64], total[64];
+  float total[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) total[i] = 0.0f;
-
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_blocks) load(s);
-    at::cp_async_commit();
-  }
-  for (int64_t kb = 0; kb < k_blocks; ++kb) {
-    at::cp_async_wait<kStages - 2>();
-    at::fence_proxy_async();
-    // Block kb has landed for every thread, and every warpgroup is done with block kb - 1
-    // (its wgmma waited below): the ring slot of kb - 1 takes block kb + kStages - 1.
-    __syncthreads();
-    if (kb + kStages - 1 < k_blocks) load(kb + kStages - 1);
-    at::cp_async_commit();
-
+  // The wgmmas of block kb into `part`, waited for, and added into `total`.
+  float part[64];
+  const auto multiply = [&](int64_t kb) {
     const uint32_t a_s = smem_base + static_cast<uint32_t>(kb % kStages) * kStageBytes;
     const uint32_t a_lo = at::wgmma_desc_lo(a_s + wg * 64 * kBlockK, 0);
     const uint32_t w_lo = at::wgmma_desc_lo(a_s + kTileBytes, 0);
@@ -122,6 +122,22 @@ __global__ void __launch_bounds__(kThreads, 1) moe_w8a8_gemm_kernel(MoeW8a8Gemm 
     const float f = block_scales ? tile_block_scales[kb] : 1.0f;
 #pragma unroll
     for (int i = 0; i < 64; ++i) total[i] += part[i] * f;
+  };
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < k_blocks) load(s);
+    at::cp_async_commit();
+  }
+  for (int64_t kb = 0; kb < k_blocks; ++kb) {
+    at::cp_async_wait<kStages - 2>();
+    at::fence_proxy_async();
+    // Block kb has landed for every thread, and every warpgroup is done with block kb - 1
+    // (its wgmmas were waited for): the ring slot of kb - 1 takes block kb + kStages - 1.
+    __syncthreads();
+    if (kb + kStages - 1 < k_blocks) load(kb + kStages - 1);
+    at::cp_async_commit();
+    multiply(kb);
   }
 
   // Epilogue: warp w of the warpgroup holds rows 16 w + lane / 4 (+ 8), columns 8 j + 2 (lane % 4)
@@ -165,12 +181,12 @@ bool moe_w8a8_gemm_fits(const MoeW8a8Gemm& g) {
 
 void moe_w8a8_gemm_cuda(const MoeW8a8Gemm& g, int64_t max_tiles, cudaStream_t stream) {
   const int64_t col_blocks = (g.n + kCols - 1) / kCols;
-  INFLIGHT_CHECK(max_tiles <= cuda::kMaxGridX && col_blocks <= 65535,
+  INFLIGHT_CHECK(max_tiles * col_blocks <= cuda::kMaxGridX,
                  "moe_w8a8_gemm: {} tiles x {} columns exceed the grid", max_tiles, g.n);
   if (max_tiles == 0) return;
+  const auto blocks = static_cast<unsigned>(max_tiles * col_blocks);
   cuda::allow_dynamic_smem<moe_w8a8_gemm_kernel, kSmemBytes>();
-  const dim3 grid(static_cast<unsigned>(max_tiles), static_cast<unsigned>(col_blocks));
-  moe_w8a8_gemm_kernel<<<grid, kThreads, kSmemBytes, stream>>>(g);
+  moe_w8a8_gemm_kernel<<<blocks, kThreads, kSmemBytes, stream>>>(g, max_tiles, col_blocks);
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
