@@ -22,13 +22,13 @@
 //   batch-invariant mode (ops/ops_cuda.cuh moe_experts_cuda).
 // An expert that gets no tokens costs nothing on either backend.
 //
-// FP8 experts are weight-only: gate_up and down stored as e4m3 with f32 scales (runtime/
-// linear.h's layouts over the stacked [E n, k] rows), each weight dequantized to the compute
-// dtype as it is read, dtype(e4m3 value * scale) rounded once, exactly as a load-time
-// dequantization would make it, so the result is the same as that of the dequantized
-// weights; activations stay in the compute dtype (more accurate than quantizing them). FP8
-// halves the experts' memory and the bytes a small batch reads; large batches, bound by the
-// products, pay for the widening (FP8 tensor cores, W8A8, are not used for experts yet).
+// FP8 experts: gate_up and down stored as e4m3 with f32 scales (runtime/linear.h's layouts over
+// the stacked [E n, k] rows). The CPU, and CUDA's GEMVs and fallback kernels, dequantize each
+// weight to the compute dtype as it is read, dtype(e4m3 value * scale) rounded once, exactly as
+// a load-time dequantization would make it, so the result is the same as that of the
+// dequantized weights, activations unquantized. CUDA's grouped path on sm_90, given workspace
+// rows for them (act_q), quantizes the activations per row instead and multiplies on FP8 tensor
+// cores (W8A8, ops/moe_w8a8_gemm.cuh): large batches are bound by the products.
 #pragma once
 
 #include <cstdint>

@@ -28,11 +28,14 @@
 // weights are read either way; a pair's result then depends on the path its batch size picks,
 // as the dense GEMMs' do (cuBLASLt or the GEMV by shape).
 //
-// FP8 experts (kFp8: e4m3 weights, ops/moe_experts.h): every kernel reads the e4m3 bytes (half
-// the traffic) and makes of each value the bf16 a load-time dequantization would, bf16(value *
-// scale), before the same arithmetic in the same order: the results are bit for bit those of
-// the dequantized weights. The tensor-core GEMM stages e4m3 tiles through its cp.async ring
-// and widens each into one bf16 tile before its MMAs.
+// FP8 experts (kFp8: e4m3 weights, ops/moe_experts.h): on sm_90, with workspace rows for the
+// quantized activations, the grouped path is W8A8 (run_experts_w8a8: x quantized per token,
+// 128-row tiles, the SwiGLU writing e4m3 rows, both products on FP8 tensor cores). Otherwise
+// every kernel reads the e4m3 bytes (half the traffic) and makes of each value the bf16 a
+// load-time dequantization would, bf16(value * scale), before the same arithmetic in the same
+// order: the results are bit for bit those of the dequantized weights. The tensor-core GEMM
+// stages e4m3 tiles through its cp.async ring and widens each into one bf16 tile before its
+// MMAs.
 #include <cuda_fp8.h>
 
 #include <type_traits>
