@@ -1,14 +1,19 @@
 // The W8A8 grouped expert GEMM (ops/moe_w8a8_gemm.cuh) on sm_90a wgmma.
 //
-// A block computes one tile's 128 rows x 128 columns: two warpgroups, each 64 rows with
-// wgmma m64n128k32 (e4m3 x e4m3 -> f32). K advances 128 bytes at a time through a kStages-deep
-// cp.async ring; every thread copies 4 16-byte chunks of the a tile (rows gathered through
-// a_rows) and 4 of the weight tile per stage, zero-filled past the group's rows, past n and
-// past k. Shared tiles are [128 rows][128 B] with the 128-byte swizzle (chunk c of row r at
-// chunk c ^ (r % 8); bases 1024-byte aligned), as the wgmma descriptors read them: start +32 B
-// per k32 step, SBO 1024 B. Each K block's wgmma sums land in `part`, which the CUDA cores add
-// into the f32 `total` (times the block's weight scale where scales are blocks) before the
-// next block; the epilogue scales by the row's (and the weight row's) scale and stores bf16.
+// A block computes one tile's 128 rows x kCols columns (192; 128 where the weight scales are
+// 128 x 128 blocks): two warpgroups, each 64 rows with wgmma m64nNk32 (e4m3 x e4m3 -> f32). K
+// advances 128 bytes at a time through a kStages-deep cp.async ring; every thread copies 16-byte
+// chunks of 4 rows of the a tile (gathered through a_rows) and kCols / 32 rows of the weight
+// tile per stage, zero-filled past the group's rows, past n and past k. Shared tiles are
+// [rows][128 B] with the 128-byte swizzle (chunk c of row r at chunk c ^ (r % 8); bases
+// 1024-byte aligned), as the wgmma descriptors read them: start +32 B per k32 step, SBO 1024 B.
+// Each K block's wgmma sums land in `part`, which the CUDA cores add into the f32 `total`
+// (times the block's weight scale where scales are blocks) before the next block; the epilogue
+// scales by the row's (and the weight row's) scale and stores bf16.
+//
+// What bounds it: a 128 x 128 tile brings 32 KB from L2 per K block for 4.2 MFLOP; at ~4 TB/s
+// from L2 that is ~520 TFLOP/s, what a Mixtral prefill chunk measured. 192 columns bring 40 KB
+// for 6.3 MFLOP (accumulators and totals: 192 registers a thread).
 #include "ops/attention_mma.cuh"
 #include "ops/moe_w8a8_gemm.cuh"
 
@@ -18,19 +23,25 @@ namespace {
 
 namespace at = inflight::attention;
 
-constexpr int kRows = kMoeW8a8TileRows;  // 128
-constexpr int kCols = 128;
-constexpr int kBlockK = 128;  // bytes = e4m3 values; one K block of the scales
-constexpr int kThreads = 256;
-constexpr int kTileBytes = kRows * kBlockK;  // a and w tiles alike (kCols == kRows)
-constexpr int kStageBytes = 2 * kTileBytes;
+constexpr int kRows = kMoeW8a8TileRows;  // 128: two warpgroups of 64
+constexpr int kBlockK = 128;             // bytes = e4m3 values; one K block of the scales
 constexpr int kStages = 4;
-constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + slack for the 1024-byte alignment
-[[maybe_unused]] constexpr int kChunksPerThread = kTileBytes / 16 / kThreads;  // 4
-static_assert(kCols == kRows, "a and w tiles share the copy layout");
+constexpr int kThreads = 256;
+constexpr int kATileBytes = kRows * kBlockK;
 
-[[maybe_unused]] __device__ __forceinline__ const float* weight_scales_of_row(
-    const MoeWeightScales& s, int64_t row) {
+// Columns of a tile: 192 (more products per byte brought in from L2), or 128 where the weight
+// scales are 128 x 128 blocks (one block scale per tile and K block).
+template <int kCols>
+struct Shape {
+  static_assert(kCols == 128 || kCols == 192, "wgmma m64n128 or m64n192");
+  static constexpr int kWTileBytes = kCols * kBlockK;
+  static constexpr int kStageBytes = kATileBytes + kWTileBytes;
+  static constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + the 1024-byte alignment
+  static constexpr int kAccum = kCols / 2;                         // f32 per thread and tile
+};
+
+__device__ __forceinline__ const float* weight_scales_of_row(const MoeWeightScales& s,
+                                                             int64_t row) {
   return s.s + static_cast<uint32_t>(row) / static_cast<uint32_t>(s.rows_per) * s.stride;
 }
 
@@ -41,92 +52,111 @@ static_assert(kCols == kRows, "a and w tiles share the copy layout");
 // would stream from DRAM once per column block.
 constexpr int64_t kGroupTiles = 8;
 
-__global__ void __launch_bounds__(kThreads, 1)
-    moe_w8a8_gemm_kernel(MoeW8a8Gemm g, int64_t max_tiles, int64_t col_blocks) {
-#if INFLIGHT_ATTN_WGMMA
+// The block's tile: rows row0.. (the first `rows` hold pairs) of expert `expert`, columns n0..
+struct TileOf {
+  int32_t row0, rows;
+  int64_t n0, w_row0;  // w_row0: the expert's first row in the stack [E n, k]
+};
+
+// False: the block's tile is past *num_tiles (it has nothing to do).
+template <int kCols>
+__device__ __forceinline__ bool tile_of_block(const MoeW8a8Gemm& g, int64_t max_tiles,
+                                              int64_t col_blocks, TileOf& t) {
   const int64_t block = blockIdx.x, group_blocks = kGroupTiles * col_blocks;
   const int64_t first_tile = block / group_blocks * kGroupTiles;
   const int64_t group_tiles = min(kGroupTiles, max_tiles - first_tile);
   const int64_t in_group = block % group_blocks;
   const auto tile = static_cast<int32_t>(first_tile + in_group % group_tiles);
-  if (tile >= *g.num_tiles) return;
+  if (tile >= *g.num_tiles) return false;
   const int32_t expert = g.tile_expert[tile];
-  const int32_t row0 = g.tile_start[tile];
-  const int32_t rows = min(kRows, g.expert_offsets[expert + 1] - row0);
-  const int64_t n0 = in_group / group_tiles * kCols;
-  const int64_t w_row0 = static_cast<int64_t>(expert) * g.n;  // the expert's first row in [E n, k]
+  t.row0 = g.tile_start[tile];
+  t.rows = min(kRows, g.expert_offsets[expert + 1] - t.row0);
+  t.n0 = in_group / group_tiles * kCols;
+  t.w_row0 = static_cast<int64_t>(expert) * g.n;
+  return true;
+}
 
-  extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
-  const uint32_t smem_base = at::smem_addr(smem);
+// One thread's cp.async copies of kCopyRows rows (first_row + 32 i) of a tile, column chunk
+// tid % 8, into the 128-byte-swizzled layout; rows out of range are zero-filled, as is
+// everything past k.
+template <int kCopyRows>
+struct RowCopier {
+  const uint8_t* src[kCopyRows];
+  uint32_t dst[kCopyRows];
+  uint32_t in_range = 0;  // bit i: row i has data
+  int chunk = 0;
 
-  // This thread's chunks: column chunk c of rows tid / 8 + 32 i, in a and in w.
-  const int tid = static_cast<int>(threadIdx.x);
-  const int chunk = tid % 8;
-  const uint8_t* a_src[kChunksPerThread];
-  const uint8_t* w_src[kChunksPerThread];
-  bool a_ok[kChunksPerThread], w_ok[kChunksPerThread];
-  uint32_t dst[kChunksPerThread];
-#pragma unroll
-  for (int i = 0; i < kChunksPerThread; ++i) {
-    const int r = tid / 8 + 32 * i;
-    a_ok[i] = r < rows;
-    const int64_t a_row = !a_ok[i]              ? 0
-                          : g.a_rows != nullptr ? g.a_rows[row0 + r] / g.a_div
-                                                : static_cast<int64_t>(row0 + r);
-    a_src[i] = g.a + a_row * g.k + chunk * 16;
-    w_ok[i] = n0 + r < g.n;
-    w_src[i] = g.w + (w_row0 + (w_ok[i] ? n0 + r : 0)) * g.k + chunk * 16;
-    dst[i] = static_cast<uint32_t>(r * kBlockK + ((chunk ^ (r % 8)) << 4));
-  }
-  const int64_t k_blocks = (g.k + kBlockK - 1) / kBlockK;
-  const auto load = [&](int64_t kb) {
+  __device__ __forceinline__ void copy(const uint8_t* fallback, int64_t k, int64_t kb,
+                                       uint32_t tile) const {
     const int64_t k0 = kb * kBlockK;
-    const bool k_ok = k0 + chunk * 16 < g.k;
-    const uint32_t a_s = smem_base + static_cast<uint32_t>(kb % kStages) * kStageBytes;
-    const uint32_t w_s = a_s + kTileBytes;
+    const bool k_ok = k0 + chunk * 16 < k;
 #pragma unroll
-    for (int i = 0; i < kChunksPerThread; ++i) {
-      const bool a_valid = a_ok[i] && k_ok, w_valid = w_ok[i] && k_ok;
-      at::cp_async_16(a_s + dst[i], a_valid ? a_src[i] + k0 : g.a, a_valid);
-      at::cp_async_16(w_s + dst[i], w_valid ? w_src[i] + k0 : g.w, w_valid);
+    for (int i = 0; i < kCopyRows; ++i) {
+      const bool valid = (in_range >> i & 1u) != 0 && k_ok;
+      at::cp_async_16(tile + dst[i], valid ? src[i] + k0 : fallback, valid);
     }
+  }
+};
+
+template <int kCopyRows>
+__device__ __forceinline__ void set_row(RowCopier<kCopyRows>& c, int i, int r, bool valid,
+                                        const uint8_t* row) {
+  c.in_range |= static_cast<uint32_t>(valid) << i;
+  c.src[i] = row + c.chunk * 16;
+  c.dst[i] = static_cast<uint32_t>(r * kBlockK + ((c.chunk ^ (r % 8)) << 4));
+}
+
+template <int kCols>
+__global__ void __launch_bounds__(kThreads, 1)
+    moe_w8a8_gemm_kernel(MoeW8a8Gemm g, int64_t max_tiles, int64_t col_blocks) {
+#if INFLIGHT_ATTN_WGMMA
+  using S = Shape<kCols>;
+  TileOf t;
+  if (!tile_of_block<kCols>(g, max_tiles, col_blocks, t)) return;
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t smem_base = at::smem_addr(smem_raw) + 1023u & ~1023u;
+  const auto slot = [&](int64_t kb) {
+    return smem_base + static_cast<uint32_t>(kb % kStages) * S::kStageBytes;
+  };
+
+  // Copies: rows tid / 8 + 32 i of the a tile (gathered through a_rows) and of the weight tile.
+  const int tid = static_cast<int>(threadIdx.x);
+  RowCopier<kRows / 32> a_copy;
+  RowCopier<kCols / 32> w_copy;
+  a_copy.chunk = w_copy.chunk = tid % 8;
+#pragma unroll
+  for (int i = 0; i < kRows / 32; ++i) {
+    const int r = tid / 8 + 32 * i;
+    const bool in = r < t.rows;
+    const int64_t a_row = !in                   ? 0
+                          : g.a_rows != nullptr ? g.a_rows[t.row0 + r] / g.a_div
+                                                : static_cast<int64_t>(t.row0 + r);
+    set_row(a_copy, i, r, in, g.a + a_row * g.k);
+  }
+#pragma unroll
+  for (int i = 0; i < kCols / 32; ++i) {
+    const int r = tid / 8 + 32 * i;
+    const bool in = t.n0 + r < g.n;
+    set_row(w_copy, i, r, in, g.w + (t.w_row0 + (in ? t.n0 + r : 0)) * g.k);
+  }
+  const auto copy = [&](int64_t kb) {
+    a_copy.copy(g.a, g.k, kb, slot(kb));
+    w_copy.copy(g.w, g.k, kb, slot(kb) + kATileBytes);
   };
 
   // Block scales: one per (128-row block, K block), the same for the tile's 128 weight rows.
-  const bool block_scales = g.scales.cols_per > 0;
-  const float* tile_block_scales =
-      block_scales ? weight_scales_of_row(g.scales, w_row0 + n0) : nullptr;
-
+  const float* block_scales =
+      g.scales.cols_per > 0 ? weight_scales_of_row(g.scales, t.w_row0 + t.n0) : nullptr;
   const int wg = tid / 128;  // this warpgroup's 64 rows: 64 wg..
   constexpr uint32_t kDescHi = at::wgmma_desc_hi(1024);
-  float total[64];
+  float total[S::kAccum], part[S::kAccum];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) total[i] = 0.0f;
-  // The wgmmas of block kb into `part`, waited for, and added into `total`.
-  float part[64];
-  const auto multiply = [&](int64_t kb) {
-    const uint32_t a_s = smem_base + static_cast<uint32_t>(kb % kStages) * kStageBytes;
-    const uint32_t a_lo = at::wgmma_desc_lo(a_s + wg * 64 * kBlockK, 0);
-    const uint32_t w_lo = at::wgmma_desc_lo(a_s + kTileBytes, 0);
-    at::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kBlockK / 32; ++kk) {  // +32 bytes (2 in 16-byte units) per k32
-      at::wgmma_m64n128k32_e4m3_ss(part, at::wgmma_desc_join(a_lo + 2 * kk, kDescHi),
-                                   at::wgmma_desc_join(w_lo + 2 * kk, kDescHi), kk > 0);
-    }
-    at::wgmma_commit();
-    at::wgmma_wait<0>();
-    at::fence_registers(part);
-    const float f = block_scales ? tile_block_scales[kb] : 1.0f;
-#pragma unroll
-    for (int i = 0; i < 64; ++i) total[i] += part[i] * f;
-  };
+  for (int i = 0; i < S::kAccum; ++i) total[i] = 0.0f;
 
+  const int64_t k_blocks = (g.k + kBlockK - 1) / kBlockK;
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < k_blocks) load(s);
+    if (s < k_blocks) copy(s);
     at::cp_async_commit();
   }
   for (int64_t kb = 0; kb < k_blocks; ++kb) {
@@ -135,30 +165,49 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Block kb has landed for every thread, and every warpgroup is done with block kb - 1
     // (its wgmmas were waited for): the ring slot of kb - 1 takes block kb + kStages - 1.
     __syncthreads();
-    if (kb + kStages - 1 < k_blocks) load(kb + kStages - 1);
+    if (kb + kStages - 1 < k_blocks) copy(kb + kStages - 1);
     at::cp_async_commit();
-    multiply(kb);
+
+    const uint32_t a_lo = at::wgmma_desc_lo(slot(kb) + wg * 64 * kBlockK, 0);
+    const uint32_t w_lo = at::wgmma_desc_lo(slot(kb) + kATileBytes, 0);
+    at::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockK / 32; ++kk) {  // +32 bytes (2 in 16-byte units) per k32
+      const uint64_t a_desc = at::wgmma_desc_join(a_lo + 2 * kk, kDescHi);
+      const uint64_t w_desc = at::wgmma_desc_join(w_lo + 2 * kk, kDescHi);
+      if constexpr (kCols == 128) {
+        at::wgmma_m64n128k32_e4m3_ss(part, a_desc, w_desc, kk > 0);
+      } else {
+        at::wgmma_m64n192k32_e4m3_ss(part, a_desc, w_desc, kk > 0);
+      }
+    }
+    at::wgmma_commit();
+    at::wgmma_wait<0>();
+    at::fence_registers(part);
+    const float f = block_scales != nullptr ? block_scales[kb] : 1.0f;
+#pragma unroll
+    for (int i = 0; i < S::kAccum; ++i) total[i] += part[i] * f;
   }
 
   // Epilogue: warp w of the warpgroup holds rows 16 w + lane / 4 (+ 8), columns 8 j + 2 (lane % 4)
-  // (+ 1) of n8 tile j in total[4 j ..].
+  // (+ 1) of n8 tile j in total[4 j ..]; scaled by the row's scale (and the weight row's).
   const int warp = (tid % 128) / 32, lane = tid % 32;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int r = wg * 64 + warp * 16 + lane / 4 + 8 * half;
-    if (r >= rows) continue;
-    const int32_t row = row0 + r;
+    if (r >= t.rows) continue;
+    const int32_t row = t.row0 + r;
     const int64_t a_row = g.a_rows != nullptr ? g.a_rows[row] / g.a_div : row;
     const float sa = g.a_scales[a_row];
     cuda::bf16* y = g.y + static_cast<int64_t>(row) * g.n;
 #pragma unroll
     for (int j = 0; j < kCols / 8; ++j) {
-      const int64_t col = n0 + 8 * j + 2 * (lane % 4);
+      const int64_t col = t.n0 + 8 * j + 2 * (lane % 4);
       if (col >= g.n) continue;  // n is even: col + 1 < n too
       float s0 = sa, s1 = sa;
-      if (!block_scales) {
-        s0 *= weight_scales_of_row(g.scales, w_row0 + col)[0];
-        s1 *= weight_scales_of_row(g.scales, w_row0 + col + 1)[0];
+      if (block_scales == nullptr) {
+        s0 *= weight_scales_of_row(g.scales, t.w_row0 + col)[0];
+        s1 *= weight_scales_of_row(g.scales, t.w_row0 + col + 1)[0];
       }
       *reinterpret_cast<__nv_bfloat162*>(y + col) =
           __floats2bfloat162_rn(total[4 * j + 2 * half] * s0, total[4 * j + 2 * half + 1] * s1);
@@ -169,25 +218,35 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
+template <int kCols>
+void launch(const MoeW8a8Gemm& g, int64_t max_tiles, cudaStream_t stream) {
+  constexpr int kSmem = Shape<kCols>::kSmemBytes;
+  const int64_t col_blocks = (g.n + kCols - 1) / kCols;
+  INFLIGHT_CHECK(max_tiles * col_blocks <= cuda::kMaxGridX,
+                 "moe_w8a8_gemm: {} tiles x {} columns exceed the grid", max_tiles, g.n);
+  cuda::allow_dynamic_smem<moe_w8a8_gemm_kernel<kCols>, kSmem>();
+  const auto blocks = static_cast<unsigned>(max_tiles * col_blocks);
+  moe_w8a8_gemm_kernel<kCols><<<blocks, kThreads, kSmem, stream>>>(g, max_tiles, col_blocks);
+  INFLIGHT_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 bool moe_w8a8_gemm_fits(const MoeW8a8Gemm& g) {
   const MoeWeightScales& s = g.scales;
   const bool scales_fit =
-      s.cols_per == 0 || (s.cols_per == kBlockK && s.rows_per % kCols == 0 && g.n % kCols == 0);
+      s.cols_per == 0 || (s.cols_per == kBlockK && s.rows_per % 128 == 0 && g.n % 128 == 0);
   return cuda::compute_capability_major() == 9 && g.k % 16 == 0 && g.n % 2 == 0 && scales_fit &&
          cuda::aligned(g.a, 16) && cuda::aligned(g.w, 16);
 }
 
 void moe_w8a8_gemm_cuda(const MoeW8a8Gemm& g, int64_t max_tiles, cudaStream_t stream) {
-  const int64_t col_blocks = (g.n + kCols - 1) / kCols;
-  INFLIGHT_CHECK(max_tiles * col_blocks <= cuda::kMaxGridX,
-                 "moe_w8a8_gemm: {} tiles x {} columns exceed the grid", max_tiles, g.n);
   if (max_tiles == 0) return;
-  const auto blocks = static_cast<unsigned>(max_tiles * col_blocks);
-  cuda::allow_dynamic_smem<moe_w8a8_gemm_kernel, kSmemBytes>();
-  moe_w8a8_gemm_kernel<<<blocks, kThreads, kSmemBytes, stream>>>(g, max_tiles, col_blocks);
-  INFLIGHT_CUDA_CHECK_LAUNCH();
+  if (g.scales.cols_per > 0) {
+    launch<128>(g, max_tiles, stream);
+  } else {
+    launch<192>(g, max_tiles, stream);
+  }
 }
 
 }  // namespace inflight
