@@ -28,7 +28,7 @@
 // a load-time dequantization would make it, so the result is the same as that of the
 // dequantized weights, activations unquantized. CUDA's grouped path on sm_90, given workspace
 // rows for them (act_q), quantizes the activations per row instead and multiplies on FP8 tensor
-// cores (W8A8, ops/moe_w8a8_gemm.cuh): large batches are bound by the products.
+// cores (W8A8, ops/moe_wgmma_gemm.cuh): large batches are bound by the products.
 #pragma once
 
 #include <cstdint>

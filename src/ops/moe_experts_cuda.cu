@@ -15,10 +15,12 @@
 //   5. combine  out[t] = sum_j weights[t, j] expert_out[pair_position[t k + j]], j in order
 //               (all k rows' columns loaded at once)
 //
-// The grouped GEMM runs on tensor cores (mma.sync over a cp.async ring, tiles of 32 or 64 rows
-// x 128 columns) where K is a multiple of 8 and the operands 16-byte aligned, as every model's
-// are; on CUDA cores otherwise (32-row tiles). Either way a row's sums run over K in a fixed
-// order: its result does not depend on the rest of the batch or on the tile size.
+// The grouped GEMM runs on sm_90 on wgmma (ops/moe_wgmma_gemm.cuh: tiles of 128 rows,
+// run_experts_wgmma) where rows are multiples of 16 bytes and the operands 16-byte aligned, as
+// every model's are; elsewhere on mma.sync (a cp.async ring, tiles of 32 or 64 rows x 128
+// columns) where K is a multiple of 8, and on CUDA cores otherwise (32-row tiles). On each, a
+// row's sums run over K in a fixed order: its result does not depend on the rest of the batch
+// or on the tile size.
 // Grids are sized for the worst case, T k / tile rows + E tiles; tiles past num_tiles exit at
 // once.
 //
@@ -29,8 +31,8 @@
 // as the dense GEMMs' do (cuBLASLt or the GEMV by shape).
 //
 // FP8 experts (kFp8: e4m3 weights, ops/moe_experts.h): on sm_90, with workspace rows for the
-// quantized activations, the grouped path is W8A8 (run_experts_w8a8: x quantized per token,
-// 128-row tiles, the SwiGLU writing e4m3 rows, both products on FP8 tensor cores). Otherwise
+// quantized activations, the grouped path is W8A8 (run_experts_wgmma: x quantized per token,
+// the SwiGLU writing e4m3 rows, both products on FP8 tensor cores). Otherwise
 // every kernel reads the e4m3 bytes (half the traffic) and makes of each value the bf16 a
 // load-time dequantization would, bf16(value * scale), before the same arithmetic in the same
 // order: the results are bit for bit those of the dequantized weights. The tensor-core GEMM
@@ -42,7 +44,7 @@
 
 #include "ops/attention_mma.cuh"
 #include "ops/cuda_common.cuh"
-#include "ops/moe_w8a8_gemm.cuh"
+#include "ops/moe_wgmma_gemm.cuh"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight {
@@ -556,13 +558,19 @@ __global__ void __launch_bounds__(kCombineThreads) moe_combine_kernel(MoeExperts
   }
 }
 
-void launch_swiglu(const MoeExpertsParams& p, cudaStream_t stream) {
+// act = silu_mul(gate_up) over all pairs; quantized: act's rows also into act_q, as e4m3 with a
+// scale per row (act_q_scales).
+void launch_swiglu(const MoeExpertsParams& p, bool quantized, cudaStream_t stream) {
   SwigluParams s;
   s.gate_up = p.gate_up;
   s.out = p.act;
   s.rows = p.pairs();
   s.inter = p.inter;
   s.dtype = DType::kBF16;
+  if (quantized) {
+    s.q_values = p.act_q;
+    s.q_scales = p.act_q_scales;
+  }
   swiglu_cuda(s, stream);
 }
 
@@ -601,17 +609,19 @@ void moe_experts_by_pair(const MoeExpertsParams& p, cudaStream_t stream) {
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
-// The grouped path of FP8 experts on FP8 tensor cores (ops/moe_w8a8_gemm.cuh): x quantized per
-// token into act_q, gate/up, SwiGLU writing act and its quantized rows into act_q, down,
-// combine. False (nothing launched) where the W8A8 kernel does not take both products.
-bool run_experts_w8a8(const MoeExpertsParams& p, cudaStream_t stream) {
-  if (p.act_q == nullptr) return false;
-  MoeW8a8Gemm gate_up;
-  gate_up.a = p.act_q;
+// The grouped path on wgmma (ops/moe_wgmma_gemm.cuh): bf16 experts as they are; FP8 experts
+// W8A8, x quantized per token into act_q first and the SwiGLU writing act's quantized rows into
+// act_q. False (nothing launched) where the kernel does not take both products.
+template <bool kFp8>
+bool run_experts_wgmma(const MoeExpertsParams& p, cudaStream_t stream) {
+  if (kFp8 && p.act_q == nullptr) return false;
+  MoeWgmmaGemm gate_up;
+  gate_up.fp8 = kFp8;
+  gate_up.a = kFp8 ? static_cast<const void*>(p.act_q) : p.x;
   gate_up.a_scales = p.act_q_scales;
   gate_up.a_rows = p.sorted_pairs;
   gate_up.a_div = p.k;
-  gate_up.w = static_cast<const uint8_t*>(p.gate_up_w);
+  gate_up.w = p.gate_up_w;
   gate_up.scales = p.gate_up_scales;
   gate_up.y = static_cast<bf16*>(p.gate_up);
   gate_up.tile_expert = p.tile_expert;
@@ -620,38 +630,33 @@ bool run_experts_w8a8(const MoeExpertsParams& p, cudaStream_t stream) {
   gate_up.expert_offsets = p.expert_offsets;
   gate_up.n = 2 * p.inter;
   gate_up.k = p.hidden;
-  MoeW8a8Gemm down = gate_up;  // act rows are in expert order already
+  MoeWgmmaGemm down = gate_up;  // act rows are in expert order already
+  down.a = kFp8 ? static_cast<const void*>(p.act_q) : p.act;
   down.a_rows = nullptr;
   down.a_div = 1;
-  down.w = static_cast<const uint8_t*>(p.down_w);
+  down.w = p.down_w;
   down.scales = p.down_scales;
   down.y = static_cast<bf16*>(p.expert_out);
   down.n = p.hidden;
   down.k = p.inter;
-  if (!moe_w8a8_gemm_fits(gate_up) || !moe_w8a8_gemm_fits(down)) return false;
+  if (!moe_wgmma_gemm_fits(gate_up) || !moe_wgmma_gemm_fits(down)) return false;
 
-  moe_align_kernel<<<1, kAlignThreads, 0, stream>>>(p, kMoeW8a8TileRows);
+  moe_align_kernel<<<1, kAlignThreads, 0, stream>>>(p, kMoeWgmmaTileRows);
   INFLIGHT_CUDA_CHECK_LAUNCH();
-  const int64_t max_tiles = (p.pairs() + kMoeW8a8TileRows - 1) / kMoeW8a8TileRows + p.num_experts;
-  QuantizeFp8Params qx;
-  qx.x = p.x;
-  qx.values = p.act_q;
-  qx.scales = p.act_q_scales;
-  qx.m = p.tokens;
-  qx.k = p.hidden;
-  qx.dtype = DType::kBF16;
-  quantize_fp8_cuda(qx, stream);
-  moe_w8a8_gemm_cuda(gate_up, max_tiles, stream);
-  SwigluParams s;
-  s.gate_up = p.gate_up;
-  s.out = p.act;
-  s.rows = p.pairs();
-  s.inter = p.inter;
-  s.dtype = DType::kBF16;
-  s.q_values = p.act_q;
-  s.q_scales = p.act_q_scales;
-  swiglu_cuda(s, stream);
-  moe_w8a8_gemm_cuda(down, max_tiles, stream);
+  const int64_t max_tiles = (p.pairs() + kMoeWgmmaTileRows - 1) / kMoeWgmmaTileRows + p.num_experts;
+  if constexpr (kFp8) {
+    QuantizeFp8Params qx;
+    qx.x = p.x;
+    qx.values = p.act_q;
+    qx.scales = p.act_q_scales;
+    qx.m = p.tokens;
+    qx.k = p.hidden;
+    qx.dtype = DType::kBF16;
+    quantize_fp8_cuda(qx, stream);
+  }
+  moe_wgmma_gemm_cuda(gate_up, max_tiles, stream);
+  launch_swiglu(p, kFp8, stream);
+  moe_wgmma_gemm_cuda(down, max_tiles, stream);
   launch_combine(p, stream);
   return true;
 }
@@ -662,7 +667,7 @@ void run_experts(const MoeExpertsParams& p, cudaStream_t stream, bool batch_inva
     moe_experts_by_pair<kFp8>(p, stream);
     return;
   }
-  if (kFp8 && run_experts_w8a8(p, stream)) return;
+  if (run_experts_wgmma<kFp8>(p, stream)) return;
   // Tiles of 64 rows where experts get 64 rows on average and both products take tensor cores:
   // each weight tile is then read once per 64 rows instead of 32. (Fewer tiles than the
   // workspace's bound of 32-row tiles.)
@@ -690,7 +695,7 @@ void run_experts(const MoeExpertsParams& p, cudaStream_t stream, bool batch_inva
   g.k = p.hidden;
   launch_grouped_gemm<kFp8>(g, max_tiles, tile_rows, stream);
 
-  launch_swiglu(p, stream);
+  launch_swiglu(p, false, stream);
 
   // down: act rows (already in expert order) -> expert_out [pairs, hidden].
   g.a = static_cast<const bf16*>(p.act);

@@ -340,7 +340,7 @@ W8a8Reference w8a8_experts_reference(const Tensor& x, const Routed& r, const Ten
 }
 
 // FP8 experts with rows for quantized activations take FP8 tensor cores on the grouped path
-// (ops/moe_w8a8_gemm.cuh, sm_90): the result is the host's W8A8 emulation in every scale layout
+// (ops/moe_wgmma_gemm.cuh, sm_90): the result is the host's W8A8 emulation in every scale layout
 // the kernel takes. The tensor cores add the products of a 128-column block with less than f32
 // precision, which turns some bf16 roundings of gate/up the other way (checked against the
 // emulation to 1e-2: one bf16 rounding of the largest value); the e4m3 quantization of act

@@ -1,21 +1,23 @@
-// The W8A8 grouped expert GEMM (ops/moe_w8a8_gemm.cuh) on sm_90a wgmma.
+// The grouped expert GEMM on wgmma (ops/moe_wgmma_gemm.cuh), sm_90a.
 //
-// A block computes one tile's 128 rows x kCols columns (192; 128 where the weight scales are
-// 128 x 128 blocks): two warpgroups, each 64 rows with wgmma m64nNk32 (e4m3 x e4m3 -> f32). K
-// advances 128 bytes at a time through a kStages-deep cp.async ring; every thread copies 16-byte
+// A block computes one tile's 128 rows x kCols columns: two warpgroups, each 64 rows with wgmma
+// m64nNk32 (e4m3) or m64nNk16 (bf16), f32 accumulators. K advances 128 bytes at a time (128
+// e4m3 or 64 bf16 values) through a kStages-deep cp.async ring; every thread copies 16-byte
 // chunks of 4 rows of the a tile (gathered through a_rows) and kCols / 32 rows of the weight
 // tile per stage, zero-filled past the group's rows, past n and past k. Shared tiles are
 // [rows][128 B] with the 128-byte swizzle (chunk c of row r at chunk c ^ (r % 8); bases
-// 1024-byte aligned), as the wgmma descriptors read them: start +32 B per k32 step, SBO 1024 B.
-// Each K block's wgmma sums land in `part`, which the CUDA cores add into the f32 `total`
+// 1024-byte aligned), as the wgmma descriptors read them: start +32 B per k step, SBO 1024 B.
+// W8A8: each K block's wgmma sums land in `part`, which the CUDA cores add into the f32 `total`
 // (times the block's weight scale where scales are blocks) before the next block; the epilogue
-// scales by the row's (and the weight row's) scale and stores bf16.
+// scales by the row's (and the weight row's) scale. bf16: the wgmmas accumulate into `total`.
 //
-// What bounds it: a 128 x 128 tile brings 32 KB from L2 per K block for 4.2 MFLOP; at ~4 TB/s
-// from L2 that is ~520 TFLOP/s, what a Mixtral prefill chunk measured. 192 columns bring 40 KB
-// for 6.3 MFLOP (accumulators and totals: 192 registers a thread).
+// Tile columns: what bounds the kernel is L2 bandwidth. A 128 x 128 e4m3 tile brings 32 KB from
+// L2 per K block for 4.2 MFLOP; at ~4 TB/s from L2 that is ~520 TFLOP/s, what a Mixtral prefill
+// chunk measured. So e4m3 tiles are 192 columns (40 KB for 6.3 MFLOP; part and total take 192
+// registers a thread), 128 where the weight scales are 128 x 128 blocks (one block scale per
+// tile and K block); bf16 tiles, without `part`, are 256 columns.
 #include "ops/attention_mma.cuh"
-#include "ops/moe_w8a8_gemm.cuh"
+#include "ops/moe_wgmma_gemm.cuh"
 
 namespace inflight {
 
@@ -23,17 +25,14 @@ namespace {
 
 namespace at = inflight::attention;
 
-constexpr int kRows = kMoeW8a8TileRows;  // 128: two warpgroups of 64
-constexpr int kBlockK = 128;             // bytes = e4m3 values; one K block of the scales
+constexpr int kRows = kMoeWgmmaTileRows;  // 128: two warpgroups of 64
+constexpr int kBlockK = 128;              // bytes; one K block of the e4m3 scales
 constexpr int kStages = 4;
 constexpr int kThreads = 256;
 constexpr int kATileBytes = kRows * kBlockK;
 
-// Columns of a tile: 192 (more products per byte brought in from L2), or 128 where the weight
-// scales are 128 x 128 blocks (one block scale per tile and K block).
-template <int kCols>
+template <int kCols>  // 128 or 192 (e4m3), 256 (bf16)
 struct Shape {
-  static_assert(kCols == 128 || kCols == 192, "wgmma m64n128 or m64n192");
   static constexpr int kWTileBytes = kCols * kBlockK;
   static constexpr int kStageBytes = kATileBytes + kWTileBytes;
   static constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + the 1024-byte alignment
@@ -60,7 +59,7 @@ struct TileOf {
 
 // False: the block's tile is past *num_tiles (it has nothing to do).
 template <int kCols>
-__device__ __forceinline__ bool tile_of_block(const MoeW8a8Gemm& g, int64_t max_tiles,
+__device__ __forceinline__ bool tile_of_block(const MoeWgmmaGemm& g, int64_t max_tiles,
                                               int64_t col_blocks, TileOf& t) {
   const int64_t block = blockIdx.x, group_blocks = kGroupTiles * col_blocks;
   const int64_t first_tile = block / group_blocks * kGroupTiles;
@@ -106,11 +105,15 @@ __device__ __forceinline__ void set_row(RowCopier<kCopyRows>& c, int i, int r, b
   c.dst[i] = static_cast<uint32_t>(r * kBlockK + ((c.chunk ^ (r % 8)) << 4));
 }
 
-template <int kCols>
+// kFp8: e4m3 operands (W8A8), else bf16.
+template <bool kFp8, int kCols>
 __global__ void __launch_bounds__(kThreads, 1)
-    moe_w8a8_gemm_kernel(MoeW8a8Gemm g, int64_t max_tiles, int64_t col_blocks) {
+    moe_wgmma_gemm_kernel(MoeWgmmaGemm g, int64_t max_tiles, int64_t col_blocks) {
 #if INFLIGHT_ATTN_WGMMA
   using S = Shape<kCols>;
+  const int64_t row_bytes = g.k * (kFp8 ? 1 : 2);
+  const auto* a = static_cast<const uint8_t*>(g.a);
+  const auto* w = static_cast<const uint8_t*>(g.w);
   TileOf t;
   if (!tile_of_block<kCols>(g, max_tiles, col_blocks, t)) return;
   extern __shared__ uint8_t smem_raw[];
@@ -131,29 +134,29 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int64_t a_row = !in                   ? 0
                           : g.a_rows != nullptr ? g.a_rows[t.row0 + r] / g.a_div
                                                 : static_cast<int64_t>(t.row0 + r);
-    set_row(a_copy, i, r, in, g.a + a_row * g.k);
+    set_row(a_copy, i, r, in, a + a_row * row_bytes);
   }
 #pragma unroll
   for (int i = 0; i < kCols / 32; ++i) {
     const int r = tid / 8 + 32 * i;
     const bool in = t.n0 + r < g.n;
-    set_row(w_copy, i, r, in, g.w + (t.w_row0 + (in ? t.n0 + r : 0)) * g.k);
+    set_row(w_copy, i, r, in, w + (t.w_row0 + (in ? t.n0 + r : 0)) * row_bytes);
   }
   const auto copy = [&](int64_t kb) {
-    a_copy.copy(g.a, g.k, kb, slot(kb));
-    w_copy.copy(g.w, g.k, kb, slot(kb) + kATileBytes);
+    a_copy.copy(a, row_bytes, kb, slot(kb));
+    w_copy.copy(w, row_bytes, kb, slot(kb) + kATileBytes);
   };
 
   // Block scales: one per (128-row block, K block), the same for the tile's 128 weight rows.
   const float* block_scales =
-      g.scales.cols_per > 0 ? weight_scales_of_row(g.scales, t.w_row0 + t.n0) : nullptr;
+      kFp8 && g.scales.cols_per > 0 ? weight_scales_of_row(g.scales, t.w_row0 + t.n0) : nullptr;
   const int wg = tid / 128;  // this warpgroup's 64 rows: 64 wg..
   constexpr uint32_t kDescHi = at::wgmma_desc_hi(1024);
-  float total[S::kAccum], part[S::kAccum];
+  float total[S::kAccum], part[kFp8 ? S::kAccum : 1];
 #pragma unroll
   for (int i = 0; i < S::kAccum; ++i) total[i] = 0.0f;
 
-  const int64_t k_blocks = (g.k + kBlockK - 1) / kBlockK;
+  const int64_t k_blocks = (row_bytes + kBlockK - 1) / kBlockK;
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < k_blocks) copy(s);
@@ -172,10 +175,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t w_lo = at::wgmma_desc_lo(slot(kb) + kATileBytes, 0);
     at::wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < kBlockK / 32; ++kk) {  // +32 bytes (2 in 16-byte units) per k32
+    for (int kk = 0; kk < kBlockK / 32; ++kk) {  // +32 bytes (2 in 16-byte units) per k step
       const uint64_t a_desc = at::wgmma_desc_join(a_lo + 2 * kk, kDescHi);
       const uint64_t w_desc = at::wgmma_desc_join(w_lo + 2 * kk, kDescHi);
-      if constexpr (kCols == 128) {
+      if constexpr (!kFp8) {
+        at::wgmma_m64n256k16_bf16_ss(total, a_desc, w_desc, true);
+      } else if constexpr (kCols == 128) {
         at::wgmma_m64n128k32_e4m3_ss(part, a_desc, w_desc, kk > 0);
       } else {
         at::wgmma_m64n192k32_e4m3_ss(part, a_desc, w_desc, kk > 0);
@@ -183,10 +188,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     at::wgmma_commit();
     at::wgmma_wait<0>();
-    at::fence_registers(part);
-    const float f = block_scales != nullptr ? block_scales[kb] : 1.0f;
+    if constexpr (kFp8) {
+      at::fence_registers(part);
+      const float f = block_scales != nullptr ? block_scales[kb] : 1.0f;
 #pragma unroll
-    for (int i = 0; i < S::kAccum; ++i) total[i] += part[i] * f;
+      for (int i = 0; i < S::kAccum; ++i) total[i] += part[i] * f;
+    } else {
+      at::fence_registers(total);
+    }
   }
 
   // Epilogue: warp w of the warpgroup holds rows 16 w + lane / 4 (+ 8), columns 8 j + 2 (lane % 4)
@@ -198,14 +207,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (r >= t.rows) continue;
     const int32_t row = t.row0 + r;
     const int64_t a_row = g.a_rows != nullptr ? g.a_rows[row] / g.a_div : row;
-    const float sa = g.a_scales[a_row];
+    const float sa = kFp8 ? g.a_scales[a_row] : 1.0f;
     cuda::bf16* y = g.y + static_cast<int64_t>(row) * g.n;
 #pragma unroll
     for (int j = 0; j < kCols / 8; ++j) {
       const int64_t col = t.n0 + 8 * j + 2 * (lane % 4);
       if (col >= g.n) continue;  // n is even: col + 1 < n too
       float s0 = sa, s1 = sa;
-      if (block_scales == nullptr) {
+      if (kFp8 && block_scales == nullptr) {
         s0 *= weight_scales_of_row(g.scales, t.w_row0 + col)[0];
         s1 *= weight_scales_of_row(g.scales, t.w_row0 + col + 1)[0];
       }
@@ -218,34 +227,37 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <int kCols>
-void launch(const MoeW8a8Gemm& g, int64_t max_tiles, cudaStream_t stream) {
+template <bool kFp8, int kCols>
+void launch(const MoeWgmmaGemm& g, int64_t max_tiles, cudaStream_t stream) {
+  constexpr auto kKernel = moe_wgmma_gemm_kernel<kFp8, kCols>;
   constexpr int kSmem = Shape<kCols>::kSmemBytes;
   const int64_t col_blocks = (g.n + kCols - 1) / kCols;
   INFLIGHT_CHECK(max_tiles * col_blocks <= cuda::kMaxGridX,
-                 "moe_w8a8_gemm: {} tiles x {} columns exceed the grid", max_tiles, g.n);
-  cuda::allow_dynamic_smem<moe_w8a8_gemm_kernel<kCols>, kSmem>();
+                 "moe_wgmma_gemm: {} tiles x {} columns exceed the grid", max_tiles, g.n);
+  cuda::allow_dynamic_smem<kKernel, kSmem>();
   const auto blocks = static_cast<unsigned>(max_tiles * col_blocks);
-  moe_w8a8_gemm_kernel<kCols><<<blocks, kThreads, kSmem, stream>>>(g, max_tiles, col_blocks);
+  kKernel<<<blocks, kThreads, kSmem, stream>>>(g, max_tiles, col_blocks);
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-bool moe_w8a8_gemm_fits(const MoeW8a8Gemm& g) {
+bool moe_wgmma_gemm_fits(const MoeWgmmaGemm& g) {
   const MoeWeightScales& s = g.scales;
-  const bool scales_fit =
-      s.cols_per == 0 || (s.cols_per == kBlockK && s.rows_per % 128 == 0 && g.n % 128 == 0);
-  return cuda::compute_capability_major() == 9 && g.k % 16 == 0 && g.n % 2 == 0 && scales_fit &&
-         cuda::aligned(g.a, 16) && cuda::aligned(g.w, 16);
+  const bool scales_fit = !g.fp8 || s.cols_per == 0 ||
+                          (s.cols_per == kBlockK && s.rows_per % 128 == 0 && g.n % 128 == 0);
+  return cuda::compute_capability_major() == 9 && g.k * (g.fp8 ? 1 : 2) % 16 == 0 && g.n % 2 == 0 &&
+         scales_fit && cuda::aligned(g.a, 16) && cuda::aligned(g.w, 16);
 }
 
-void moe_w8a8_gemm_cuda(const MoeW8a8Gemm& g, int64_t max_tiles, cudaStream_t stream) {
+void moe_wgmma_gemm_cuda(const MoeWgmmaGemm& g, int64_t max_tiles, cudaStream_t stream) {
   if (max_tiles == 0) return;
-  if (g.scales.cols_per > 0) {
-    launch<128>(g, max_tiles, stream);
+  if (!g.fp8) {
+    launch<false, 256>(g, max_tiles, stream);
+  } else if (g.scales.cols_per > 0) {
+    launch<true, 128>(g, max_tiles, stream);
   } else {
-    launch<192>(g, max_tiles, stream);
+    launch<true, 192>(g, max_tiles, stream);
   }
 }
 
