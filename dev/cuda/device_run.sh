@@ -37,7 +37,8 @@
 # commit).
 # parallel: tensor and pipeline parallelism over the machine's GPUs (TP, default all; ARCH,
 # default llama-3.1-8b) in the layouts PAR_LAYOUTS names (default tp1 tp<N> pp<N>, and from 4
-# GPUs tp<N/2>pp2 and net_tp<N/2>pp2, the latter through NCCL's network transport): the greedy
+# GPUs tp<N/2>pp2 and net_tp<N/2>pp2, the latter through NCCL's network transport; QUANT and
+# KV_DTYPE as for perf): the greedy
 # continuations of dummy weights in each, compared with tp1 token for token
 # (dev/cuda/compare_greedy.py: ties at bf16 precision reported), the all-reduce sweep
 # (`bench collectives`), batch-1 decode in each layout and offline 128/128 in the layouts
@@ -277,6 +278,8 @@ run_parallel() {
   n="${TP:-$(nvidia-smi -L | wc -l)}"
   export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   local common=(--dummy-weights --arch "${ARCH:-llama-3.1-8b}" --device cuda --max-model-len "${MAX_MODEL_LEN:-4096}")
+  [[ -n "${QUANT:-}" ]] && common+=(--quantization "$QUANT")
+  [[ -n "${KV_DTYPE:-}" ]] && common+=(--kv-cache-dtype "$KV_DTYPE")
   # Layouts (layout_env, layout_split): one GPU, n tensor-parallel ranks, n pipeline stages, and from 4
   # GPUs on n/2 ranks x 2 stages, also through the network transport.
   local default_layouts="tp1 tp$n pp$n"
