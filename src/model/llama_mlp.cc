@@ -3,7 +3,7 @@
 //   SwiGLU (Llama, Mistral, Qwen):  out = down(silu(x Wgate^T) * x Wup^T)
 //       gate and up fused in one weight [2 I, hidden], projected into gate_up [T, 2 I]
 //   GELU (MPT, config.mlp kGelu):   out = down(gelu(x Wup^T))
-//       up alone [I, hidden], projected into act [T, I] and activated in place
+//       up alone [I, hidden], projected into act [T, I] and activated (Backend::gemm_gelu)
 //   experts (Mixtral, Qwen3-MoE, config.num_experts E > 0):
 //       ids, w = top-k(softmax(x Wrouter^T))   [T, k]   (ops/moe_route.h), router logits in f32
 //       out = sum_j w[:, j] expert_{ids[:, j]}(x)      (ops/moe_experts.h), each a SwiGLU MLP
@@ -18,8 +18,12 @@ void LlamaModel::mlp(const Layer& layer, const Tensor& x, bool x_quantized, cons
   const int64_t t = x.size(0);
   if (gelu_mlp()) {
     const Tensor act = ws_.act.rows(0, t);
-    project(x, layer.gate_up, act, x_quantized);  // up
-    backend_.gelu(act, act);
+    if (layer.gate_up.quantized()) {
+      project(x, layer.gate_up, act, x_quantized);  // up
+      backend_.gelu(act, act);
+    } else {
+      backend_.gemm_gelu(x, layer.gate_up, act);  // up, activated as it is stored
+    }
     project(act, layer.down, out);
     return;
   }

@@ -126,6 +126,11 @@ inline int num_sms() {
   return device_attribute<cudaDevAttrMultiProcessorCount>();
 }
 
+// The exact GELU, 0.5 x (1 + erf(x / sqrt(2))) (MPT's MLP activation).
+__device__ __forceinline__ float gelu(float x) {
+  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+
 // Raises a kernel's dynamic shared-memory limit to kBytes, once per device (0-63).
 template <auto kKernel, int kBytes>
 void allow_dynamic_smem() {

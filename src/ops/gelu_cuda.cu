@@ -15,10 +15,6 @@ using cuda::bf16;
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 132 * 16;  // a few waves; the loop covers the rest
 
-__device__ __forceinline__ float gelu(float x) {
-  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-}
-
 template <int kWidth>  // elements per thread: 8 (uint4) or 1
 __global__ void __launch_bounds__(kThreads) gelu_kernel(GeluParams p) {
   cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
@@ -37,11 +33,11 @@ __global__ void __launch_bounds__(kThreads) gelu_kernel(GeluParams p) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const float2 f = __bfloat1622float2(x2[i]);
-        o2[i] = __halves2bfloat162(cuda::to_bf16(gelu(f.x)), cuda::to_bf16(gelu(f.y)));
+        o2[i] = __halves2bfloat162(cuda::to_bf16(cuda::gelu(f.x)), cuda::to_bf16(cuda::gelu(f.y)));
       }
       *reinterpret_cast<uint4*>(out) = ov;
     } else {
-      *out = cuda::to_bf16(gelu(cuda::to_f32(*x)));
+      *out = cuda::to_bf16(cuda::gelu(cuda::to_f32(*x)));
     }
   }
 }

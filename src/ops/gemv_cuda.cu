@@ -7,6 +7,9 @@
 // with PDL (ops_cuda.cuh): the first kUnroll weight loads of every lane go out before the wait
 // for the kernel that writes x, and the next kernel may launch once every weight is read.
 //
+// With the GELU epilogue (MPT's up projection) each sum goes through the exact GELU before its
+// one rounding to bf16: the separate GELU kernel, and the bf16 rounding between, are saved.
+//
 // The backend picks this kernel or cuBLASLt per shape by timing both once (CublasLtGemm).
 #include "ops/cuda_common.cuh"
 #include "ops/ops_cuda.cuh"
@@ -20,7 +23,7 @@ using cuda::bf16;
 constexpr int kWarpsPerBlock = 8;
 constexpr int kUnroll = 4;
 
-template <int M, typename Y>
+template <int M, typename Y, bool kGelu>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(GemmParams p) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
@@ -74,6 +77,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(GemmParams p)
     for (int r = 0; r < M; ++r) {
       if constexpr (sizeof(Y) == 4) {
         static_cast<float*>(p.y)[r * p.n + row] = acc[r] + b;
+      } else if constexpr (kGelu) {
+        static_cast<bf16*>(p.y)[r * p.n + row] = cuda::to_bf16(cuda::gelu(acc[r] + b));
       } else {
         static_cast<bf16*>(p.y)[r * p.n + row] = cuda::to_bf16(acc[r] + b);
       }
@@ -81,35 +86,35 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(GemmParams p)
   }
 }
 
-template <typename Y>
+template <typename Y, bool kGelu = false>
 void launch(const GemmParams& p, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((p.n + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const int threads = kWarpsPerBlock * 32;
   auto go = [&](auto kernel) { cuda::launch_pdl(kernel, blocks, threads, 0, stream, p); };
   switch (p.m) {
     case 1:
-      go(gemv_kernel<1, Y>);
+      go(gemv_kernel<1, Y, kGelu>);
       break;
     case 2:
-      go(gemv_kernel<2, Y>);
+      go(gemv_kernel<2, Y, kGelu>);
       break;
     case 3:
-      go(gemv_kernel<3, Y>);
+      go(gemv_kernel<3, Y, kGelu>);
       break;
     case 4:
-      go(gemv_kernel<4, Y>);
+      go(gemv_kernel<4, Y, kGelu>);
       break;
     case 5:
-      go(gemv_kernel<5, Y>);
+      go(gemv_kernel<5, Y, kGelu>);
       break;
     case 6:
-      go(gemv_kernel<6, Y>);
+      go(gemv_kernel<6, Y, kGelu>);
       break;
     case 7:
-      go(gemv_kernel<7, Y>);
+      go(gemv_kernel<7, Y, kGelu>);
       break;
     default:
-      go(gemv_kernel<8, Y>);
+      go(gemv_kernel<8, Y, kGelu>);
       break;
   }
 }
@@ -122,14 +127,18 @@ bool gemv_cuda_supported(const GemmParams& p) {
          cuda::aligned(p.w, 16) && p.n / kWarpsPerBlock < cuda::kMaxGridX;
 }
 
-void gemv_cuda(const GemmParams& p, cudaStream_t stream) {
+void gemv_cuda(const GemmParams& p, cudaStream_t stream, GemmEpilogue epilogue) {
   INFLIGHT_CHECK_CODE(gemv_cuda_supported(p), ErrorCode::kUnsupported,
                       "gemv_cuda: needs bf16 operands, 1 <= m <= {}, k % 8 == 0 and 16-byte "
                       "aligned x and w (m={} n={} k={})",
                       kGemvMaxRows, p.m, p.n, p.k);
+  INFLIGHT_CHECK_CODE(epilogue == GemmEpilogue::kNone || p.y_dtype == DType::kBF16,
+                      ErrorCode::kUnsupported, "gemv_cuda: the GELU epilogue writes bf16 only");
   if (p.n == 0) return;
   if (p.y_dtype == DType::kF32) {
     launch<float>(p, stream);
+  } else if (epilogue == GemmEpilogue::kGelu) {
+    launch<bf16, true>(p, stream);
   } else {
     launch<bf16>(p, stream);
   }

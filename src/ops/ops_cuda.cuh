@@ -86,11 +86,17 @@ int32_t top_k_logits_cuda_chunks(int64_t rows, int64_t vocab, int32_t k);
 void top_k_logits_cuda(const TopKLogitsParams& p, void* workspace, cudaStream_t stream,
                        int32_t chunks = 0);
 
+// What a GEMM does to each f32 sum (bias included) before its one rounding to y: nothing, or the
+// exact GELU (MPT's up projection, fused into the GEMV's epilogue).
+enum class GemmEpilogue { kNone, kGelu };
+
 // The streaming GEMV for decode at small batch (src/ops/gemv_cuda.cu): m <= kGemvMaxRows, bf16
-// operands, k % 8 == 0, 16-byte aligned x and w; bias optional, y bf16 or f32.
+// operands, k % 8 == 0, 16-byte aligned x and w; bias optional, y bf16 or f32 (bf16 with the
+// GELU).
 constexpr int64_t kGemvMaxRows = 8;
 bool gemv_cuda_supported(const GemmParams& p);
-void gemv_cuda(const GemmParams& p, cudaStream_t stream);
+void gemv_cuda(const GemmParams& p, cudaStream_t stream,
+               GemmEpilogue epilogue = GemmEpilogue::kNone);
 
 // The plain CUDA-core GEMM (16x16 shared-memory tiles): the backend's fallback for shapes that
 // cuBLASLt has no algorithm for, and a second opinion in tests. cuBLASLt does the real work

@@ -169,6 +169,9 @@ class Backend {
   // y = x w^T (+ bias): x [M, K], w.weight [N, K], w.bias [N] or undefined, y [M, N]
   // (runtime/linear.h). Throws Error(kUnsupported) for a weight format the backend lacks.
   virtual void gemm(const Tensor& x, const Linear& w, const Tensor& y) = 0;
+  // y = gelu(x w^T (+ bias)), the exact GELU (MPT's up projection): gemm, then gelu in place, or
+  // fused where the backend can (CUDA's GEMV applies it to each f32 sum before rounding).
+  virtual void gemm_gelu(const Tensor& x, const Linear& w, const Tensor& y);
   // RoPE on q and k of qkv [T, (H + 2 KH) D] at in.positions: q -> q_out [T, H, D], rotated k
   // and v -> the layer's cache at in.slot_mapping (quantized with their scales for an e4m3
   // cache). inv_freq [D / 2] f32 on the device.
@@ -282,6 +285,11 @@ inline void Backend::rms_norm_quantized(const Tensor* add, const Tensor& residua
   rms_norm(add, residual, weight, eps, out);
   quantize_for(*this, out, w, q);
 }
+inline void Backend::gemm_gelu(const Tensor& x, const Linear& w, const Tensor& y) {
+  gemm(x, w, y);
+  gelu(y, y);
+}
+
 inline void Backend::swiglu_quantized(const Tensor& gate_up, const Tensor& out, const Linear& w,
                                       const QuantizedActivations& q) {
   swiglu(gate_up, out);

@@ -247,6 +247,32 @@ TEST(CudaOpsTest, GeluAndClamp) {
   }
 }
 
+// MPT's up projection with its GELU (Backend::gemm_gelu): fused into the GEMV where the tuner
+// picks it (small m), a GELU kernel after cuBLASLt otherwise; both against the CPU's gemm then
+// gelu.
+TEST(CudaOpsTest, GemmGeluMatchesGemmThenGelu) {
+  INFLIGHT_REQUIRE_CUDA();
+  Backend& gpu = cuda_backend();
+  Backend& cpu = cpu_backend();
+  std::mt19937 rng(34);
+  for (const int64_t m : {1, 3, 8, 64}) {
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{1024, 512}, {768, 1032}}) {
+      for (const bool bias : {false, true}) {
+        const Tensor x = random_host({m, k}, rng, -2.0f, 2.0f);
+        const Tensor w = random_host({n, k}, rng, -0.1f, 0.1f), b = random_host({n}, rng);
+        const Tensor want = cpu.alloc({m, n}, DType::kF32);
+        cpu.gemm_gelu(x, Linear{w, bias ? b : Tensor()}, want);
+        const Tensor got = gpu.alloc({m, n}, DType::kBF16);
+        poison(got);
+        gpu.gemm_gelu(to_backend(gpu, x),
+                      Linear{to_backend(gpu, w), bias ? to_backend(gpu, b) : Tensor()}, got);
+        expect_close("gemm_gelu", fmt::format("m={} n={} k={} bias={}", m, n, k, bias),
+                     to_host(gpu, got), want);
+      }
+    }
+  }
+}
+
 struct GemmCase {
   int64_t m, n, k;
   bool bias;

@@ -324,6 +324,15 @@ TEST(CudaServingTest, GemvMatchesTheCpu) {
           expect_close(out == DType::kF32 ? "gemv.f32_out" : "gemv.bf16_out", what, to_host(gpu, y),
                        y_cpu, out == DType::kF32 ? 1e-4 : kBf16Tolerance);
         }
+        // The GELU epilogue: gelu of the f32 sums, rounded once.
+        const Tensor act_cpu = Tensor::empty({m, n}, DType::kF32);
+        cpu_backend().gelu(y_cpu, act_cpu);
+        const Tensor act = gpu.alloc({m, n}, DType::kBF16);
+        poison(act);
+        gemv_cuda(make_gemm_params(xd, wd, bias ? &bd : nullptr, act), nullptr,
+                  GemmEpilogue::kGelu);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        expect_close("gemv.gelu", what, to_host(gpu, act), act_cpu);
       }
     }
   }
@@ -573,7 +582,8 @@ TEST(CudaServingTest, ProfileBatch1DecodeKernels) {
   config.num_layers = 4;
   RunnerOptions options;
   options.graph_mode = GraphMode::kPadOnly;
-  auto runner_owner = make_runner(make_cuda_backend(0), config, nullptr, kDummyWeightsSeed, options);
+  auto runner_owner =
+      make_runner(make_cuda_backend(0), config, nullptr, kDummyWeightsSeed, options);
   DeviceRunner& runner = *runner_owner;
   constexpr int32_t kBlock = 16, kContext = 128;
   runner.reserve_workspace(256, 8);

@@ -165,7 +165,7 @@ CublasLtGemm::Plan& CublasLtGemm::plan_for(const Key& key, const ScaledGemmParam
   return *plans_.emplace(key, std::move(plan)).first->second;
 }
 
-void CublasLtGemm::run(const GemmParams& p, cudaStream_t stream) {
+void CublasLtGemm::run(const GemmParams& p, cudaStream_t stream, GemmEpilogue epilogue) {
   INFLIGHT_CHECK_CODE(
       p.dtype == DType::kBF16 && (p.y_dtype == DType::kBF16 || p.y_dtype == DType::kF32),
       ErrorCode::kUnsupported,
@@ -174,30 +174,38 @@ void CublasLtGemm::run(const GemmParams& p, cudaStream_t stream) {
   if (p.m == 0 || p.n == 0) return;
   if (batch_invariant_) {
     gemm_cuda(p, stream);
-    return;
+  } else {
+    const bool f32_out = p.y_dtype == DType::kF32;
+    const Key key{p.m,
+                  p.n,
+                  p.k,
+                  Scaling::kNone,
+                  p.bias != nullptr,
+                  f32_out,
+                  alignment_of(p.x, p.k),
+                  alignment_of(p.w, p.k),
+                  alignment_of(p.y, p.n, f32_out ? 4 : 2),
+                  alignment_of(p.bias, 0)};
+    Plan& plan = plan_for(key);
+    if (!plan.tuned) tune(plan, p, stream);
+    if (plan.use_gemv) {
+      gemv_cuda(p, stream, epilogue);  // the GELU in its epilogue
+      return;
+    }
+    if (plan.has_algo) {
+      matmul(plan, p, stream);
+    } else {
+      gemm_cuda(p, stream);
+    }
   }
-  const bool f32_out = p.y_dtype == DType::kF32;
-  const Key key{p.m,
-                p.n,
-                p.k,
-                Scaling::kNone,
-                p.bias != nullptr,
-                f32_out,
-                alignment_of(p.x, p.k),
-                alignment_of(p.w, p.k),
-                alignment_of(p.y, p.n, f32_out ? 4 : 2),
-                alignment_of(p.bias, 0)};
-  Plan& plan = plan_for(key);
-  if (!plan.tuned) tune(plan, p, stream);
-  if (plan.use_gemv) {
-    gemv_cuda(p, stream);
-    return;
+  if (epilogue == GemmEpilogue::kGelu) {  // over y, in place
+    GeluParams g;
+    g.x = p.y;
+    g.out = p.y;
+    g.numel = p.m * p.n;
+    g.dtype = p.y_dtype;
+    gelu_cuda(g, stream);
   }
-  if (!plan.has_algo) {
-    gemm_cuda(p, stream);
-    return;
-  }
-  matmul(plan, p, stream);
 }
 
 void CublasLtGemm::matmul(Plan& plan, const GemmParams& p, cudaStream_t stream) {

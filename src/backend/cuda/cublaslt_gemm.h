@@ -34,6 +34,7 @@
 #include <unordered_map>
 
 #include "ops/gemm.h"
+#include "ops/ops_cuda.cuh"
 #include "ops/scaled_gemm.h"
 
 namespace inflight {
@@ -47,8 +48,10 @@ class CublasLtGemm {
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
 
-  // Enqueues the product on `stream`. p comes from make_gemm_params; bf16 only.
-  void run(const GemmParams& p, cudaStream_t stream);
+  // Enqueues the product on `stream`. p comes from make_gemm_params; bf16 only. The GELU
+  // epilogue (bf16 y) is fused where the GEMV takes the shape, a kernel of its own after the
+  // product otherwise.
+  void run(const GemmParams& p, cudaStream_t stream, GemmEpilogue epilogue = GemmEpilogue::kNone);
   // Enqueues the FP8 product (ops/scaled_gemm.h) on `stream`: cuBLASLt's e4m3 kernels with the
   // scale modes of the weight's format (Scaling below), or the CUDA-core kernel where cuBLASLt
   // has none (and in batch-invariant mode).

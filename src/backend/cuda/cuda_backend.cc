@@ -160,6 +160,7 @@ class CudaBackend final : public Backend {
   void layer_norm(const Tensor* add, const Tensor& residual, const Tensor& weight,
                   const Tensor* bias, float eps, const Tensor& out) override;
   void gelu(const Tensor& x, const Tensor& out) override;
+  void gemm_gelu(const Tensor& x, const Linear& w, const Tensor& y) override;
   void clamp(const Tensor& x, float limit) override;
   void qk_norm(const Tensor& qkv, int64_t num_heads, int64_t num_kv_heads, const Tensor& q_weight,
                const Tensor& k_weight, float eps) override;
@@ -557,6 +558,13 @@ void CudaBackend::rms_norm(const Tensor* add, const Tensor& residual, const Tens
 void CudaBackend::gemm(const Tensor& x, const Linear& w, const Tensor& y) {
   w.require_unscaled(name());
   gemm_->run(make_gemm_params(x, w.weight, w.bias_or_null(), y), stream_);
+}
+
+void CudaBackend::gemm_gelu(const Tensor& x, const Linear& w, const Tensor& y) {
+  w.require_unscaled(name());
+  INFLIGHT_CHECK_CODE(y.dtype() == DType::kBF16, ErrorCode::kUnsupported,
+                      "cuda gemm_gelu: bf16 output only, got {}", dtype_name(y.dtype()));
+  gemm_->run(make_gemm_params(x, w.weight, w.bias_or_null(), y), stream_, GemmEpilogue::kGelu);
 }
 
 void CudaBackend::rope_kv_write(const Tensor& qkv, const StepInputs& in, const Tensor& inv_freq,
