@@ -51,10 +51,11 @@ __device__ __forceinline__ const float* weight_scales_of_row(const MoeWeightScal
 // would stream from DRAM once per column block.
 constexpr int64_t kGroupTiles = 8;
 
-// The block's tile: rows row0.. (the first `rows` hold pairs) of expert `expert`, columns n0..
+// The block's tile: rows row0.. (the first `rows` hold pairs) and columns n0.. of the expert
+// whose weight rows start at w_row0.
 struct TileOf {
   int32_t row0, rows;
-  int64_t n0, w_row0;  // w_row0: the expert's first row in the stack [E n, k]
+  int64_t n0, w_row0;  // w_row0: in the stack [E n, k]
 };
 
 // False: the block's tile is past *num_tiles (it has nothing to do).
@@ -109,7 +110,7 @@ __device__ __forceinline__ void set_row(RowCopier<kCopyRows>& c, int i, int r, b
 template <bool kFp8, int kCols>
 __global__ void __launch_bounds__(kThreads, 1)
     moe_wgmma_gemm_kernel(MoeWgmmaGemm g, int64_t max_tiles, int64_t col_blocks) {
-#if INFLIGHT_ATTN_WGMMA
+  // Compiled for every target; outside sm_90a the wgmmas trap (moe_wgmma_gemm_fits keeps it off).
   using S = Shape<kCols>;
   const int64_t row_bytes = g.k * (kFp8 ? 1 : 2);
   const auto* a = static_cast<const uint8_t*>(g.a);
@@ -222,9 +223,6 @@ __global__ void __launch_bounds__(kThreads, 1)
           __floats2bfloat162_rn(total[4 * j + 2 * half] * s0, total[4 * j + 2 * half + 1] * s1);
     }
   }
-#else
-  __trap();
-#endif
 }
 
 template <bool kFp8, int kCols>
