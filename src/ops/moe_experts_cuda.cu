@@ -3,8 +3,9 @@
 // batch in batch-invariant mode) group the pairs by expert:
 //
 //   1. align    one block: counts pairs per expert, lays the groups out in expert order
-//               (expert_offsets), cuts each group into tiles of kMoeTileRows rows, or twice
-//               that where experts average that many (tile_expert, tile_start, num_tiles),
+//               (expert_offsets), cuts each group into tiles of the GEMM's rows (128 on
+//               wgmma; else kMoeTileRows, or twice that where experts average that many:
+//               tile_expert, tile_start, num_tiles),
 //               and scatters the pairs into their group (sorted_pairs,
 //               pair_position). The order of pairs inside a group is whatever the atomics give;
 //               nothing below depends on it (every row is computed on its own).

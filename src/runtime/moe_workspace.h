@@ -5,8 +5,8 @@
 // Rows are (token, choice) pairs p = t k + j of a step's T tokens routed to k experts each
 // (T k rows). Which row holds which pair is the backend's: the CPU reference keeps pair order;
 // CUDA sorts the pairs by expert (sorted_pairs / pair_position) and cuts each expert's group
-// into tiles of kMoeTileRows (or 2 kMoeTileRows) rows (tile_expert, tile_start, num_tiles),
-// except for small batches, which keep pair order.
+// into tiles of kMoeTileRows rows or more (tile_expert, tile_start, num_tiles; the kernels pick
+// the size), except for small batches, which keep pair order.
 #pragma once
 
 #include <algorithm>
@@ -22,8 +22,8 @@ namespace inflight {
 constexpr int64_t kMoeMaxExperts = 1024;
 constexpr int32_t kMoeMaxTopK = 32;
 
-// Rows of one tile of the grouped expert GEMMs on CUDA, at least (large batches may take tiles
-// of twice that: fewer tiles than the bound below).
+// Rows of one tile of the grouped expert GEMMs on CUDA, at least (kernels may take taller tiles:
+// fewer tiles than the bound below).
 constexpr int64_t kMoeTileRows = 32;
 
 // Tiles of `pairs` rows over `num_experts` groups at most: each non-empty group ends in at most
