@@ -144,10 +144,10 @@ TEST(MoeRouteParams, RejectsBadTopKAndShapes) {
 // ---- experts ---------------------------------------------------------------------------------
 
 MoeWorkspace make_workspace(int64_t tokens, int64_t k, int64_t experts, int64_t hidden,
-                            int64_t inter) {
+                            int64_t inter, bool fp8_experts = false) {
   MoeWorkspace ws;
   for (const MoeWorkspaceBuffer& b :
-       moe_workspace_buffers(tokens, k, experts, hidden, inter, DType::kF32, false)) {
+       moe_workspace_buffers(tokens, k, experts, hidden, inter, DType::kF32, fp8_experts)) {
     ws.*b.member = Tensor::empty(b.shape, b.dtype);
   }
   return ws;
@@ -340,6 +340,47 @@ TEST(MoeExpertsCpu, Fp8ExpertsAreTheirDequantizedWeights) {
               make_moe_experts_params(x, r.ids, r.weights, gu.linear, stacked(down), ws, out);
             }),
             ErrorCode::kInvalidArgument);
+}
+
+// Rows for quantized activations (the W8A8 path of CUDA's grouped experts) are handed on only to
+// e4m3 experts, and only by a workspace made for them with room for every pair's row of
+// max(hidden, I) values; the CPU reference ignores them.
+TEST(MoeExpertsParams, QuantizedActivationRowsOnlyForFp8Experts) {
+  std::mt19937 rng(54);
+  const int64_t experts = 5, k = 2, hidden = 40, inter = 48, tokens = 9;
+  const Tensor x = random_tensor({tokens, hidden}, rng, 2.0f);
+  const Tensor gate_up = random_tensor({experts, 2 * inter, hidden}, rng, 0.4f);
+  const Tensor down = random_tensor({experts, hidden, inter}, rng, 0.4f);
+  const Routing r = route(random_tensor({tokens, experts}, rng, 3.0f), k, true);
+  const Fp8Stack gu = quantize_stack(gate_up, 1, 0), dn = quantize_stack(down, 1, 0);
+  const Tensor out = Tensor::empty({tokens, hidden}, DType::kF32);
+  const MoeWorkspace fp8_ws = make_workspace(tokens, k, experts, hidden, inter, true);
+  const MoeWorkspace plain_ws = make_workspace(tokens, k, experts, hidden, inter);
+  EXPECT_EQ(fp8_ws.act_q.numel(), tokens * k * inter);  // max(hidden, I) per pair
+  EXPECT_EQ(fp8_ws.act_q_scales.numel(), tokens * k);
+  const MoeExpertsParams fp8 =
+      make_moe_experts_params(x, r.ids, r.weights, gu.linear, dn.linear, fp8_ws, out);
+  EXPECT_NE(fp8.act_q, nullptr);
+  EXPECT_NE(fp8.act_q_scales, nullptr);
+  EXPECT_EQ(make_moe_experts_params(x, r.ids, r.weights, gu.linear, dn.linear, plain_ws, out).act_q,
+            nullptr);
+  EXPECT_EQ(
+      make_moe_experts_params(x, r.ids, r.weights, stacked(gate_up), stacked(down), fp8_ws, out)
+          .act_q,
+      nullptr);
+  // A workspace made for fewer tokens has too few rows for this call's pairs.
+  const MoeWorkspace small = make_workspace(tokens - 1, k, experts, hidden, inter, true);
+  MoeWorkspace big_rest = make_workspace(tokens, k, experts, hidden, inter);
+  big_rest.act_q = small.act_q;
+  big_rest.act_q_scales = small.act_q_scales;
+  EXPECT_EQ(make_moe_experts_params(x, r.ids, r.weights, gu.linear, dn.linear, big_rest, out).act_q,
+            nullptr);
+  // The CPU's result does not depend on them.
+  const Tensor with = Tensor::empty({tokens, hidden}, DType::kF32);
+  moe_experts_cpu(fp8);
+  moe_experts_cpu(
+      make_moe_experts_params(x, r.ids, r.weights, gu.linear, dn.linear, plain_ws, with));
+  EXPECT_EQ(std::memcmp(out.raw(), with.raw(), out.nbytes()), 0);
 }
 
 TEST(MoeExpertsParams, RejectsMismatchedShapesAndSmallWorkspaces) {
