@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "ops/cuda_check.h"
+#include "ops/cuda_common.cuh"
 
 namespace inflight {
 namespace {
@@ -74,6 +75,8 @@ struct Unit<__nv_bfloat16> {
 // same units on every rank, so block b only waits for block b of the others.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) one_shot_kernel(Args a) {
+  cuda::pdl_wait();  // launched with PDL: t is the previous kernel's output
+  cuda::pdl_launch_dependents();
   __shared__ uint32_t epoch;
   const int b = blockIdx.x;
   if (threadIdx.x == 0) {
@@ -108,6 +111,120 @@ __global__ void __launch_bounds__(kThreads) one_shot_kernel(Args a) {
   }
 }
 
+// Push mode (bf16 only): no barrier and no remote reads. Each rank stores its data straight into
+// slot `rank` of every peer's receive buffer and sums its own buffer once no element of it is
+// the empty marker any more (bf16 -0.0; a -0.0 of the data is sent as +0.0, the same on every
+// rank, so the sums stay bit-identical across ranks). Three receive buffers rotate, so that a
+// buffer is marked empty again (by its owner, over the units it held) one all-reduce after its
+// use and two before its next: a peer reaches the all-reduce that writes it again only after this
+// rank has sent the data of the all-reduce in between, which it does after the marking.
+// Each receive buffer holds `size` slots of `push_capacity` bytes, slot q written by rank q.
+constexpr uint32_t kEmpty = 0x80008000u;  // two bf16 -0.0
+
+struct PushArgs {
+  char* peers[OneShotAllReduce::kMaxRanks];  // each rank's push buffers
+  OneShotAllReduce::PushBlock* state;        // this rank's, [kMaxBlocks]
+  uint4* t;                                  // [n] 16-byte units, in place
+  int64_t n;
+  int64_t slot;  // bytes of one slot (push_capacity)
+  int rank;
+  int size;
+};
+
+__device__ __forceinline__ void store_volatile(uint4* p, uint4 v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ uint4 load_volatile(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+// Whether either bf16 of `w` is the marker.
+__device__ __forceinline__ bool has_empty(uint32_t w) {
+  return (w & 0xffffu) == 0x8000u || (w >> 16) == 0x8000u;
+}
+// -0.0 to +0.0 in each bf16 of `w`.
+__device__ __forceinline__ uint32_t no_negative_zero(uint32_t w) {
+  if ((w & 0xffffu) == 0x8000u) w &= 0xffff0000u;
+  if ((w >> 16) == 0x8000u) w &= 0x0000ffffu;
+  return w;
+}
+// Eight bf16 as this rank sends them (and sums its own): never the marker.
+__device__ __forceinline__ uint4 outgoing(uint4 u) {
+  return {no_negative_zero(u.x), no_negative_zero(u.y), no_negative_zero(u.z),
+          no_negative_zero(u.w)};
+}
+
+// Block b handles units b * kThreads + tid, stepping by the grid (always kMaxBlocks blocks, so
+// every block's buffer index advances with every all-reduce).
+__global__ void __launch_bounds__(kThreads) push_kernel(PushArgs a) {
+  cuda::pdl_wait();  // launched with PDL: t is the previous kernel's output
+  cuda::pdl_launch_dependents();
+  __shared__ uint32_t buffer, previous_n;
+  const int b = blockIdx.x;
+  if (threadIdx.x == 0) {
+    OneShotAllReduce::PushBlock& st = a.state[b];
+    const uint32_t previous = st.buffer;
+    previous_n = st.n[previous];
+    buffer = (previous + 1) % 3;
+    st.buffer = buffer;
+    st.n[buffer] = static_cast<uint32_t>(a.n);
+  }
+  __syncthreads();
+  const int64_t slots = int64_t{a.size} * a.slot;  // bytes of one buffer
+  const auto unit = [&](char* base, uint32_t k, int q, int64_t i) {
+    return reinterpret_cast<uint4*>(base + k * slots + q * a.slot) + i;
+  };
+  const int64_t stride = int64_t{gridDim.x} * kThreads;
+  const int64_t first = int64_t{b} * kThreads + threadIdx.x;
+  // 1. Push this rank's units into every peer.
+  for (int64_t i = first; i < a.n; i += stride) {
+    const uint4 u = outgoing(a.t[i]);
+    for (int q = 0; q < a.size; ++q) {
+      if (q != a.rank) store_volatile(unit(a.peers[q], buffer, a.rank, i), u);
+    }
+  }
+  // 2. Mark the previous all-reduce's buffer empty again (every peer has filled it: this rank
+  // summed it), over the units this block held then.
+  char* own = a.peers[a.rank];
+  const uint32_t previous = (buffer + 2) % 3;
+  const uint4 empty{kEmpty, kEmpty, kEmpty, kEmpty};
+  for (int64_t i = first; i < previous_n; i += stride) {
+    for (int q = 0; q < a.size; ++q) {
+      if (q != a.rank) *unit(own, previous, q, i) = empty;
+    }
+  }
+  // 3. Wait for each peer's unit and sum in rank order: the same sum on every rank.
+  for (int64_t i = first; i < a.n; i += stride) {
+    float acc[8] = {};
+    for (int q = 0; q < a.size; ++q) {
+      uint4 u;
+      if (q == a.rank) {
+        u = outgoing(a.t[i]);
+      } else {
+        const uint4* p = unit(own, buffer, q, i);
+        do {
+          u = load_volatile(p);
+        } while (has_empty(u.x) || has_empty(u.y) || has_empty(u.z) || has_empty(u.w));
+      }
+      Unit<__nv_bfloat16>::add(acc, u);
+    }
+    a.t[i] = Unit<__nv_bfloat16>::pack(acc);
+  }
+}
+
+__global__ void fill_empty_kernel(uint32_t* p, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    p[i] = kEmpty;
+  }
+}
+
 // This host, so that ranks on other nodes never try to share memory.
 std::vector<uint8_t> host_key() {
   char name[256] = {};
@@ -118,7 +235,7 @@ std::vector<uint8_t> host_key() {
 }  // namespace
 
 std::unique_ptr<OneShotAllReduce> OneShotAllReduce::create(
-    int device, int rank, int size, int64_t capacity,
+    int device, int rank, int size, int64_t capacity, int64_t push_capacity,
     const std::function<std::vector<uint8_t>(const std::vector<uint8_t>&)>& all_gather) {
   INFLIGHT_CUDA_CHECK(cudaSetDevice(device));
   // One record per rank: host, device id, whether it reaches every other rank's device
@@ -133,16 +250,27 @@ std::unique_ptr<OneShotAllReduce> OneShotAllReduce::create(
   r->rank_ = rank;
   r->size_ = size;
   r->capacity_ = capacity;
+  r->push_capacity_ = push_capacity;
   Record mine{};
   const std::vector<uint8_t> key = host_key();
   std::memcpy(mine.host, key.data(), sizeof(mine.host));
   mine.device = device;
   mine.ok = size <= kMaxRanks;
   if (mine.ok) {
-    INFLIGHT_CUDA_CHECK(cudaMalloc(&r->local_, static_cast<size_t>(kFlagBytes + 2 * capacity)));
+    const int64_t push_bytes = 3 * size * push_capacity;
+    INFLIGHT_CUDA_CHECK(
+        cudaMalloc(&r->local_, static_cast<size_t>(kFlagBytes + 2 * capacity + push_bytes)));
     INFLIGHT_CUDA_CHECK(cudaMemset(r->local_, 0, kFlagBytes));
     INFLIGHT_CUDA_CHECK(cudaMalloc(&r->counters_, kMaxBlocks * sizeof(uint32_t)));
     INFLIGHT_CUDA_CHECK(cudaMemset(r->counters_, 0, kMaxBlocks * sizeof(uint32_t)));
+    INFLIGHT_CUDA_CHECK(cudaMalloc(&r->push_state_, kMaxBlocks * sizeof(PushBlock)));
+    INFLIGHT_CUDA_CHECK(cudaMemset(r->push_state_, 0, kMaxBlocks * sizeof(PushBlock)));
+    if (push_bytes > 0) {
+      fill_empty_kernel<<<256, 256>>>(
+          reinterpret_cast<uint32_t*>(static_cast<char*>(r->local_) + kFlagBytes + 2 * capacity),
+          push_bytes / 4);
+      INFLIGHT_CUDA_CHECK_LAUNCH();
+    }
     INFLIGHT_CUDA_CHECK(cudaDeviceSynchronize());
     INFLIGHT_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, r->local_));
   }
@@ -184,6 +312,7 @@ OneShotAllReduce::~OneShotAllReduce() {
   }
   if (local_ != nullptr) cudaFree(local_);
   if (counters_ != nullptr) cudaFree(counters_);
+  if (push_state_ != nullptr) cudaFree(push_state_);
 }
 
 bool OneShotAllReduce::takes(const Tensor& t) const {
@@ -193,6 +322,21 @@ bool OneShotAllReduce::takes(const Tensor& t) const {
 }
 
 void OneShotAllReduce::run(const Tensor& t, cudaStream_t stream) {
+  if (t.dtype() == DType::kBF16 && static_cast<int64_t>(t.nbytes()) <= push_capacity_) {
+    PushArgs a{};
+    for (int q = 0; q < size_; ++q) {
+      a.peers[q] = static_cast<char*>(peers_[static_cast<size_t>(q)]) + kFlagBytes + 2 * capacity_;
+    }
+    a.state = push_state_;
+    a.t = static_cast<uint4*>(t.raw());
+    a.n = static_cast<int64_t>(t.nbytes()) / 16;
+    a.slot = push_capacity_;
+    a.rank = rank_;
+    a.size = size_;
+    if (a.n == 0) return;
+    cuda::launch_pdl(push_kernel, kMaxBlocks, kThreads, 0, stream, a);
+    return;
+  }
   Args a{};
   for (int q = 0; q < size_; ++q) a.peers[q] = static_cast<char*>(peers_[static_cast<size_t>(q)]);
   a.counters = counters_;
@@ -205,11 +349,10 @@ void OneShotAllReduce::run(const Tensor& t, cudaStream_t stream) {
   // Always kMaxBlocks blocks: every block's epoch then advances with every all-reduce, so all
   // blocks of one all-reduce use the same data half.
   if (t.dtype() == DType::kBF16) {
-    one_shot_kernel<__nv_bfloat16><<<kMaxBlocks, kThreads, 0, stream>>>(a);
+    cuda::launch_pdl(one_shot_kernel<__nv_bfloat16>, kMaxBlocks, kThreads, 0, stream, a);
   } else {
-    one_shot_kernel<float><<<kMaxBlocks, kThreads, 0, stream>>>(a);
+    cuda::launch_pdl(one_shot_kernel<float>, kMaxBlocks, kThreads, 0, stream, a);
   }
-  INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace inflight
