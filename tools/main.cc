@@ -80,18 +80,19 @@ int main(int argc, char** argv) {
     subs.emplace_back(sub, &c);
   }
   CLI11_PARSE(app, argc, argv);
+  using inflight::tools::exit_code;
   try {
     for (auto& [sub, cmd] : subs) {
-      if (sub->parsed()) return cmd->run();
+      if (sub->parsed()) return exit_code(cmd->run());
     }
   } catch (const inflight::Error& e) {
     // What the user can act on; the source location only for a bug of ours.
     const bool internal = e.code() == inflight::ErrorCode::kInternal;
     std::fprintf(stderr, "error: %s\n", internal ? e.what() : e.message().c_str());
-    return 1;
+    return exit_code(1);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return exit_code(1);
   }
   return 1;
 }

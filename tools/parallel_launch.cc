@@ -99,6 +99,13 @@ std::optional<int> launch_ranks(int ranks) {
   return run_under_mpirun(ranks);
 }
 
+int exit_code(int rc) {
+  if (rc == 0 || !World::launched_by_mpi() || World::environment_size() == 1) return rc;
+  std::fprintf(stderr, "error: rank %d of %d failed (exit code %d): stopping every rank\n",
+               World::environment_rank(), World::environment_size(), rc);
+  World::get().abort(rc);
+}
+
 std::optional<int> start_parallel_job(const ModelSource& source) {
   const int ranks = source.tensor_parallel_size * source.pipeline_parallel_size;
   if (ranks <= 1) return std::nullopt;

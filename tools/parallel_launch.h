@@ -42,4 +42,9 @@ std::optional<int> launch_ranks(int ranks);
 // its exit code. nullopt: this process goes on as rank 0 or as the only one.
 std::optional<int> start_parallel_job(const ModelSource& source);
 
+// The exit code of this process: a rank of a parallel job that fails (`rc` != 0) ends the whole
+// job instead (MPI_Abort, mpirun then exits non-zero): the other ranks may be waiting for it in
+// a collective, and MPI_Finalize waits for every rank.
+int exit_code(int rc);
+
 }  // namespace inflight::tools

@@ -1,6 +1,10 @@
 #include "parallel/step_watchdog.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
+
+#include <fmt/ranges.h>
 
 #include "core/logging.h"
 
@@ -11,6 +15,11 @@ std::chrono::seconds step_timeout() {
   const char* v = std::getenv("INFLIGHT_STEP_TIMEOUT_S");
   return std::chrono::seconds(v != nullptr && *v != '\0' ? std::atoll(v) : 300);
 }
+
+// How long a roll call waits for answers (every live rank answers within kAnswerEvery).
+constexpr std::chrono::milliseconds kRollCallGrace{2000};
+// How often the watchdog wakes to answer the other ranks' roll calls, armed or not.
+constexpr std::chrono::milliseconds kAnswerEvery{200};
 
 }  // namespace
 
@@ -42,20 +51,33 @@ void StepWatchdog::disarm() {
 void StepWatchdog::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
-    if (what_ == nullptr) {
-      cv_.wait(lock);
+    const char* what = what_;
+    const auto deadline = since_ + limit_;
+    const auto now = std::chrono::steady_clock::now();
+    if (what == nullptr || now < deadline) {
+      cv_.wait_until(lock,
+                     what == nullptr ? now + kAnswerEvery : std::min(deadline, now + kAnswerEvery));
+      lock.unlock();
+      world_.answer_roll_calls();
+      lock.lock();
       continue;
     }
-    const auto deadline = since_ + limit_;
-    const char* what = what_;
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && what_ == what &&
-        std::chrono::steady_clock::now() >= since_ + limit_) {
+    lock.unlock();
+    // Past the limit: the ranks that no longer answer are the hung (or gone) ones.
+    const std::vector<int> silent = world_.silent_ranks(kRollCallGrace);
+    if (silent.empty()) {
       INFLIGHT_LOG_ERROR(
-          "rank {} of {}: {} has not finished after {} s (INFLIGHT_STEP_TIMEOUT_S): another rank "
-          "is hung or gone; stopping every rank",
+          "rank {} of {}: {} has not finished after {} s (INFLIGHT_STEP_TIMEOUT_S); every rank "
+          "answers, so one is stuck on its device or in a collective; stopping every rank",
           world_.rank(), world_.size(), what, limit_.count());
-      world_.abort(1);
+    } else {
+      INFLIGHT_LOG_ERROR(
+          "rank {} of {}: {} has not finished after {} s (INFLIGHT_STEP_TIMEOUT_S): {} {} {} not "
+          "answer (hung or gone); stopping every rank",
+          world_.rank(), world_.size(), what, limit_.count(), silent.size() == 1 ? "rank" : "ranks",
+          fmt::join(silent, ", "), silent.size() == 1 ? "does" : "do");
     }
+    world_.abort(1);
   }
 }
 

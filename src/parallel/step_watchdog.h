@@ -3,7 +3,9 @@
 // A rank that hangs (a GPU fault, a stopped process) leaves the others waiting in a collective
 // forever; MPI notices a rank that dies, not one that hangs. Each rank arms the watchdog around
 // the work rank 0 asked of it; past the limit (INFLIGHT_STEP_TIMEOUT_S, default 300 s, 0: none)
-// it logs which rank gave up on what and ends every rank (World::abort).
+// it calls the roll (World::silent_ranks), logs which rank gave up on what and which ranks do
+// not answer (the hung ones), and ends every rank (World::abort). Armed or not, its thread
+// answers the other ranks' roll calls every 200 ms.
 #pragma once
 
 #include <chrono>

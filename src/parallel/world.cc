@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -26,6 +28,9 @@ constexpr int kControlTag = 7001;
 // The job's communicator: MPI_COMM_WORLD under mpirun; for a job that World::spawn_workers
 // started, the spawning process (rank 0) and its workers merged into one.
 MPI_Comm g_job = MPI_COMM_WORLD;
+MPI_Comm g_roll_call = MPI_COMM_NULL;  // a copy of g_job for the roll calls alone
+constexpr int kAsk = 1;                // a roll call: int id
+constexpr int kHere = 2;               // its answer: the id back
 
 const char* env(const char* name) {
   const char* v = std::getenv(name);
@@ -101,6 +106,13 @@ void spawn(const SpawnRequest& request) {
                       workers, request.command[0], mpi_error(failed));
   check_mpi(MPI_Intercomm_merge(inter, /*high=*/0, &g_job), "MPI_Intercomm_merge");
   MPI_Comm_free(&inter);
+}
+
+// Whether MPI still runs (the job may have ended while a watchdog thread wakes).
+bool mpi_running() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  return finalized == 0;
 }
 
 }  // namespace
@@ -182,6 +194,49 @@ World::World(bool use_mpi) {
   // A failed call ends the job with MPI's message instead of returning an error code nobody
   // could act on with the other ranks waiting.
   MPI_Comm_set_errhandler(g_job, MPI_ERRORS_ARE_FATAL);
+  check_mpi(MPI_Comm_dup(g_job, &g_roll_call), "MPI_Comm_dup");
+}
+
+void World::answer_roll_calls() {
+  if (!mpi_ || !mpi_running()) return;
+  int pending = 0;
+  MPI_Status status;
+  while (MPI_Iprobe(MPI_ANY_SOURCE, kAsk, g_roll_call, &pending, &status) == MPI_SUCCESS &&
+         pending != 0) {
+    int id = 0;
+    MPI_Recv(&id, 1, MPI_INT, status.MPI_SOURCE, kAsk, g_roll_call, MPI_STATUS_IGNORE);
+    MPI_Send(&id, 1, MPI_INT, status.MPI_SOURCE, kHere, g_roll_call);  // small: sent eagerly
+  }
+}
+
+std::vector<int> World::silent_ranks(std::chrono::milliseconds grace) {
+  if (!mpi_ || !mpi_running()) return {};
+  static std::atomic<int> calls{0};
+  const int id = ++calls;
+  for (int q = 0; q < size_; ++q) {
+    if (q != rank_) MPI_Send(&id, 1, MPI_INT, q, kAsk, g_roll_call);
+  }
+  std::vector<bool> heard(static_cast<size_t>(size_), false);
+  heard[static_cast<size_t>(rank_)] = true;
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < deadline &&
+         std::find(heard.begin(), heard.end(), false) != heard.end()) {
+    answer_roll_calls();  // the others may be calling the roll too
+    int pending = 0;
+    MPI_Status status;
+    while (MPI_Iprobe(MPI_ANY_SOURCE, kHere, g_roll_call, &pending, &status) == MPI_SUCCESS &&
+           pending != 0) {
+      int answer = 0;
+      MPI_Recv(&answer, 1, MPI_INT, status.MPI_SOURCE, kHere, g_roll_call, MPI_STATUS_IGNORE);
+      if (answer == id) heard[static_cast<size_t>(status.MPI_SOURCE)] = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::vector<int> silent;
+  for (int q = 0; q < size_; ++q) {
+    if (!heard[static_cast<size_t>(q)]) silent.push_back(q);
+  }
+  return silent;
 }
 
 // Rank 0's control messages on their way: one send per other rank each, completed oldest first

@@ -10,6 +10,7 @@
 // (spawn_workers: the Python LLM with tensor_parallel_size > 1).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -63,6 +64,13 @@ class World {
   std::vector<uint8_t> receive_from_root();
   // The least of every rank's `value` (every rank calls it).
   int64_t min_over_ranks(int64_t value);
+  // ---- roll call: which ranks still answer (for the step watchdog, from a thread of its own) --
+  // Answers the roll calls other ranks have sent this one; call it every so often.
+  void answer_roll_calls();
+  // Calls the roll: the ranks that did not answer within `grace` (this rank answers the others'
+  // calls meanwhile). A stopped or gone process does not answer; one whose threads run does,
+  // even while its step waits in a collective or on its device.
+  std::vector<int> silent_ranks(std::chrono::milliseconds grace);
   // Ends every process of the job with `code` (MPI_Abort); a job of one process just exits.
   [[noreturn]] void abort(int code);
   // Rank 0, once it has told the other ranks to stop: they are gone, the job cannot run another

@@ -497,6 +497,14 @@ TEST(TensorParallelEngine, CancelledInFlightAndShutDownMidFlight) {
   }
 }
 
+// The memory plan of a parallel job takes the smallest free memory of any rank (and the largest
+// KV block): World::min_over_ranks gives every rank the least value of all.
+TEST(WorldControlMessages, MinOverRanksGivesEveryRankTheLeastValue) {
+  const int64_t mine = (int64_t{1} << 40) - 1000 * world().rank();
+  EXPECT_EQ(world().min_over_ranks(mine), (int64_t{1} << 40) - 1000 * (world().size() - 1));
+  EXPECT_EQ(-world().min_over_ranks(-mine), int64_t{1} << 40);
+}
+
 // Control messages reach the ranks while rank 0 makes no MPI call (as while it waits on its
 // device for a step whose other stages need a later step's message): rank 0 posts messages of
 // 8 MiB, larger than any eager limit, then only watches the file system for the ranks' receipts.
