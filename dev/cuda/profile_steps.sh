@@ -6,7 +6,9 @@
 # and decode_256 (decode steps at batch 256). On the GPU machine, repository root, the staging
 # directory carried:   bash dev/cuda/profile_steps.sh
 # Environment: STEPS (default "prefill_128 prefill_4096 decode_256"), ARCH (llama-3.1-8b),
-# MAX_MODEL_LEN (4096), QUANT and KV_DTYPE (--quantization, --kv-cache-dtype), STAGE_DIR.
+# MAX_MODEL_LEN (4096), QUANT and KV_DTYPE (--quantization, --kv-cache-dtype), STAGE_DIR,
+# DECODE_INPUT_LEN (decode_256's prompt length, default 128; 1 makes its prefill a 256-token step
+# too, so that every step profiled has 256 tokens).
 # Reports in $OUT/run.tar.gz; the condensed per-kernel lines are printed.
 set -u -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -36,6 +38,6 @@ profile() {
 profile decode_1 --batch-size 1 --input-len 128 --output-len 9
 profile prefill_128 --batch-size 1 --input-len 128 --output-len 1
 profile prefill_4096 --batch-size 2 --input-len 2048 --output-len 1 --max-num-batched-tokens 8192
-profile decode_256 --batch-size 256 --input-len 128 --output-len 3 --max-num-seqs 256 \
+profile decode_256 --batch-size 256 --input-len "${DECODE_INPUT_LEN:-128}" --output-len 3 --max-num-seqs 256 \
   --max-num-batched-tokens 8192
 finish_run "profile"
