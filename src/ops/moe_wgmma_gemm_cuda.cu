@@ -152,10 +152,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const float* block_scales =
       kFp8 && g.scales.cols_per > 0 ? weight_scales_of_row(g.scales, t.w_row0 + t.n0) : nullptr;
   const int wg = tid / 128;  // this warpgroup's 64 rows: 64 wg..
-  // A warpgroup whose rows are all past the group's (a tile of <= 64 rows: decode steps, ~64
-  // rows per expert at 256 tokens of Mixtral) copies but computes nothing: the tensor cores
-  // then serve the other one alone.
-  const bool computes = wg * 64 < t.rows;
   constexpr uint32_t kDescHi = at::wgmma_desc_hi(1024);
   float total[S::kAccum], part[kFp8 ? S::kAccum : 1];
 #pragma unroll
@@ -176,7 +172,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (kb + kStages - 1 < k_blocks) copy(kb + kStages - 1);
     at::cp_async_commit();
 
-    if (!computes) continue;
     const uint32_t a_lo = at::wgmma_desc_lo(slot(kb) + wg * 64 * kBlockK, 0);
     const uint32_t w_lo = at::wgmma_desc_lo(slot(kb) + kATileBytes, 0);
     at::wgmma_fence();
