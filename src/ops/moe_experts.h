@@ -49,6 +49,16 @@ struct MoeWeightScales {
   int64_t stride = 0;
 };
 
+// The align step's tile table, as the grouped GEMMs read it: tile t holds the sorted pair rows
+// tile_start[t].. of expert tile_expert[t], as many as the GEMM's tile rows up to the expert's
+// end (expert_offsets[e + 1]); *num_tiles tiles.
+struct MoeTileTable {
+  const int32_t* tile_expert = nullptr;
+  const int32_t* tile_start = nullptr;
+  const int32_t* num_tiles = nullptr;
+  const int32_t* expert_offsets = nullptr;
+};
+
 struct MoeExpertsParams {
   const void* x = nullptr;          // [tokens, hidden]
   const int32_t* ids = nullptr;     // [tokens, k]
@@ -81,6 +91,7 @@ struct MoeExpertsParams {
   bool fp8_weights = false;   // gate_up_w and down_w e4m3, with their scales
 
   int64_t pairs() const { return tokens * k; }
+  MoeTileTable tile_table() const { return {tile_expert, tile_start, num_tiles, expert_offsets}; }
 };
 
 // Validates x [T, hidden] (float), ids [T, k] i32 and weights [T, k] f32, gate_up.weight

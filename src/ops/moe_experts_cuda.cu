@@ -136,31 +136,26 @@ struct GroupedGemm {
   const void* w = nullptr;  // [E, n, k]: bf16, or e4m3 (kFp8) with `scales`
   MoeWeightScales scales;
   bf16* y = nullptr;  // [pairs, n]
-  const int32_t* tile_expert = nullptr;
-  const int32_t* tile_start = nullptr;
-  const int32_t* num_tiles = nullptr;
-  const int32_t* expert_offsets = nullptr;
+  MoeTileTable tiles;
   int64_t n = 0;
   int64_t k = 0;
 };
 
 constexpr int kTileM = static_cast<int>(kMoeTileRows);  // 32
 
-// The rows of `tile` (kRows of them) that hold pairs (-1 past the group's end) as rows of a,
-// into a_row.
+// Tile `tile` (kRows rows), and its rows that hold pairs (-1 past the group's end) as rows of
+// a, into a_row.
 template <int kRows = kTileM>
-__device__ __forceinline__ int32_t tile_rows(const GroupedGemm& g, int32_t tile, int64_t* a_row) {
-  const int32_t e = g.tile_expert[tile];
-  const int32_t row0 = g.tile_start[tile];
-  const int32_t rows = min(kRows, g.expert_offsets[e + 1] - row0);
+__device__ __forceinline__ MoeTile tile_rows(const GroupedGemm& g, int32_t tile, int64_t* a_row) {
+  const MoeTile t = moe_tile<kRows>(g.tiles, tile);
   if (threadIdx.x < kRows) {
-    const int32_t r = row0 + static_cast<int32_t>(threadIdx.x);
-    a_row[threadIdx.x] = static_cast<int32_t>(threadIdx.x) >= rows ? -1
-                         : g.a_rows != nullptr                     ? g.a_rows[r] / g.a_div
-                                                                   : r;
+    const int32_t r = t.row0 + static_cast<int32_t>(threadIdx.x);
+    a_row[threadIdx.x] = static_cast<int32_t>(threadIdx.x) >= t.rows ? -1
+                         : g.a_rows != nullptr                       ? g.a_rows[r] / g.a_div
+                                                                     : r;
   }
   __syncthreads();
-  return rows;
+  return t;
 }
 
 // ---- tensor cores (k % 8 == 0, a and w 16-byte aligned) ---------------------------------------
@@ -193,13 +188,13 @@ __global__ void __launch_bounds__(kTcThreads<kRows>) moe_grouped_gemm_tc_kernel(
   namespace at = inflight::attention;
   constexpr int kThreads = kTcThreads<kRows>;
   const auto tile = static_cast<int32_t>(blockIdx.x);
-  if (tile >= *g.num_tiles) return;
+  if (tile >= *g.tiles.num_tiles) return;
   __shared__ int64_t a_row[kRows];
-  const int32_t rows = tile_rows<kRows>(g, tile, a_row);
-  const int32_t row0 = g.tile_start[tile];
+  const MoeTile tl = tile_rows<kRows>(g, tile, a_row);
+  const int32_t rows = tl.rows, row0 = tl.row0;
   const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kTcN;
   // The expert's first weight row in the stack [E n, k].
-  const int64_t w_row0 = static_cast<int64_t>(g.tile_expert[tile]) * g.n;
+  const int64_t w_row0 = static_cast<int64_t>(tl.expert) * g.n;
 
   __shared__ alignas(16) bf16 a_s[kTcStages][kRows][kTcStride];
   __shared__ alignas(16) bf16 w_s[kFp8 ? 1 : kTcStages][kTcN][kTcStride];
@@ -328,12 +323,12 @@ static_assert(kTileM == 32, "the thread layout covers 32 rows");
 template <bool kFp8>
 __global__ void __launch_bounds__(kCoreThreads) moe_grouped_gemm_kernel(GroupedGemm g) {
   const auto tile = static_cast<int32_t>(blockIdx.x);
-  if (tile >= *g.num_tiles) return;
+  if (tile >= *g.tiles.num_tiles) return;
   __shared__ int64_t a_row[kTileM];
-  const int32_t rows = tile_rows(g, tile, a_row);
-  const int32_t row0 = g.tile_start[tile];
+  const MoeTile tl = tile_rows(g, tile, a_row);
+  const int32_t rows = tl.rows, row0 = tl.row0;
   const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kCoreN;
-  const int64_t w_row0 = static_cast<int64_t>(g.tile_expert[tile]) * g.n;
+  const int64_t w_row0 = static_cast<int64_t>(tl.expert) * g.n;
   // Weight (row, col) of the expert, as bf16 widened to f32.
   const auto weight = [&](int64_t row, int64_t col) {
     const int64_t i = (w_row0 + row) * g.k + col;
@@ -625,10 +620,7 @@ bool run_experts_wgmma(const MoeExpertsParams& p, cudaStream_t stream) {
   gate_up.w = p.gate_up_w;
   gate_up.scales = p.gate_up_scales;
   gate_up.y = static_cast<bf16*>(p.gate_up);
-  gate_up.tile_expert = p.tile_expert;
-  gate_up.tile_start = p.tile_start;
-  gate_up.num_tiles = p.num_tiles;
-  gate_up.expert_offsets = p.expert_offsets;
+  gate_up.tiles = p.tile_table();
   gate_up.n = 2 * p.inter;
   gate_up.k = p.hidden;
   MoeWgmmaGemm down = gate_up;  // act rows are in expert order already
@@ -681,10 +673,7 @@ void run_experts(const MoeExpertsParams& p, cudaStream_t stream, bool batch_inva
 
   const int64_t max_tiles = (p.pairs() + tile_rows - 1) / tile_rows + p.num_experts;
   GroupedGemm g;
-  g.tile_expert = p.tile_expert;
-  g.tile_start = p.tile_start;
-  g.num_tiles = p.num_tiles;
-  g.expert_offsets = p.expert_offsets;
+  g.tiles = p.tile_table();
   // gate/up: x rows gathered by sorted pair -> gate_up [pairs, 2 I].
   g.a = static_cast<const bf16*>(p.x);
   g.a_rows = p.sorted_pairs;

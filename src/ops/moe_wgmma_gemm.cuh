@@ -29,6 +29,19 @@ namespace inflight {
 // Rows of a tile: two warpgroups of 64.
 constexpr int32_t kMoeWgmmaTileRows = 128;
 
+// Tile `tile` of a table of tiles of kRows rows (either grouped GEMM's): its expert, its first
+// pair row and how many of its rows hold pairs.
+struct MoeTile {
+  int32_t expert;
+  int32_t row0;
+  int32_t rows;
+};
+template <int kRows>
+__device__ __forceinline__ MoeTile moe_tile(const MoeTileTable& t, int32_t tile) {
+  const int32_t expert = t.tile_expert[tile], row0 = t.tile_start[tile];
+  return {expert, row0, min(kRows, t.expert_offsets[expert + 1] - row0)};
+}
+
 struct MoeWgmmaGemm {
   const void* a = nullptr;          // [*, k]: bf16, or e4m3 (fp8)
   const float* a_scales = nullptr;  // fp8: one per row of a
@@ -37,11 +50,7 @@ struct MoeWgmmaGemm {
   const void* w = nullptr;  // [E, n, k]: bf16, or e4m3 (fp8) with `scales`
   MoeWeightScales scales;
   cuda::bf16* y = nullptr;  // [pairs, n]
-  // The tile table of moe_experts_cuda's align step, tiles of kMoeWgmmaTileRows rows.
-  const int32_t* tile_expert = nullptr;
-  const int32_t* tile_start = nullptr;
-  const int32_t* num_tiles = nullptr;
-  const int32_t* expert_offsets = nullptr;
+  MoeTileTable tiles;       // of the align step, tiles of kMoeWgmmaTileRows rows
   int64_t n = 0;
   int64_t k = 0;
   bool fp8 = false;  // a and w e4m3 (W8A8); else both bf16

@@ -67,12 +67,12 @@ __device__ __forceinline__ bool tile_of_block(const MoeWgmmaGemm& g, int64_t max
   const int64_t group_tiles = min(kGroupTiles, max_tiles - first_tile);
   const int64_t in_group = block % group_blocks;
   const auto tile = static_cast<int32_t>(first_tile + in_group % group_tiles);
-  if (tile >= *g.num_tiles) return false;
-  const int32_t expert = g.tile_expert[tile];
-  t.row0 = g.tile_start[tile];
-  t.rows = min(kRows, g.expert_offsets[expert + 1] - t.row0);
+  if (tile >= *g.tiles.num_tiles) return false;
+  const MoeTile m = moe_tile<kRows>(g.tiles, tile);
+  t.row0 = m.row0;
+  t.rows = m.rows;
   t.n0 = in_group / group_tiles * kCols;
-  t.w_row0 = static_cast<int64_t>(expert) * g.n;
+  t.w_row0 = static_cast<int64_t>(m.expert) * g.n;
   return true;
 }
 

@@ -17,6 +17,7 @@
 #include "cuda_test_util.h"
 #include "model/linear_loader.h"
 #include "ops/ops_cuda.cuh"
+#include "ops/quantize_fp8.h"
 
 namespace inflight::test {
 namespace {
@@ -279,14 +280,21 @@ float round_bf16(float v) {
   return bf16_to_f32(f32_to_bf16(v));
 }
 
-// A row quantized as ops/fp8_rows.cuh does it: the e4m3 values (as f32) and the row's scale.
+// A row quantized by the CPU reference of the kernels' rule (ops/quantize_fp8.h, dynamic per
+// row): the e4m3 values (as f32) and the row's scale.
 float quantize_row(const float* v, int64_t n, std::vector<float>& q) {
-  float amax = 0.0f;
-  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(v[i]));
-  const float scale = amax > 0.0f ? amax / kE4M3Max : 1.0f;
-  const float inv = 1.0f / scale;
-  q.resize(n);
-  for (int64_t i = 0; i < n; ++i) q[i] = e4m3_to_f32(f32_to_e4m3(v[i] * inv));
+  std::vector<uint8_t> values(static_cast<size_t>(n));
+  float scale = 0.0f;
+  QuantizeFp8Params p;
+  p.x = v;
+  p.values = values.data();
+  p.scales = &scale;
+  p.m = 1;
+  p.k = n;
+  p.dtype = DType::kF32;
+  quantize_fp8_cpu(p);
+  q.resize(values.size());
+  for (size_t i = 0; i < values.size(); ++i) q[i] = e4m3_to_f32(values[i]);
   return scale;
 }
 
