@@ -108,6 +108,20 @@ void spawn(const SpawnRequest& request) {
   MPI_Comm_free(&inter);
 }
 
+// Receives every message of `tag` (one int each) already waiting on the roll-call
+// communicator, calling f(source, value) for each.
+template <typename F>
+void take_roll_call_messages(int tag, F&& f) {
+  int pending = 0;
+  MPI_Status status;
+  while (MPI_Iprobe(MPI_ANY_SOURCE, tag, g_roll_call, &pending, &status) == MPI_SUCCESS &&
+         pending != 0) {
+    int value = 0;
+    MPI_Recv(&value, 1, MPI_INT, status.MPI_SOURCE, tag, g_roll_call, MPI_STATUS_IGNORE);
+    f(status.MPI_SOURCE, value);
+  }
+}
+
 // Whether MPI still runs (the job may have ended while a watchdog thread wakes).
 bool mpi_running() {
   int finalized = 0;
@@ -199,14 +213,9 @@ World::World(bool use_mpi) {
 
 void World::answer_roll_calls() {
   if (!mpi_ || !mpi_running()) return;
-  int pending = 0;
-  MPI_Status status;
-  while (MPI_Iprobe(MPI_ANY_SOURCE, kAsk, g_roll_call, &pending, &status) == MPI_SUCCESS &&
-         pending != 0) {
-    int id = 0;
-    MPI_Recv(&id, 1, MPI_INT, status.MPI_SOURCE, kAsk, g_roll_call, MPI_STATUS_IGNORE);
-    MPI_Send(&id, 1, MPI_INT, status.MPI_SOURCE, kHere, g_roll_call);  // small: sent eagerly
-  }
+  take_roll_call_messages(kAsk, [](int source, int id) {
+    MPI_Send(&id, 1, MPI_INT, source, kHere, g_roll_call);  // small: sent eagerly
+  });
 }
 
 std::vector<int> World::silent_ranks(std::chrono::milliseconds grace) {
@@ -222,14 +231,9 @@ std::vector<int> World::silent_ranks(std::chrono::milliseconds grace) {
   while (std::chrono::steady_clock::now() < deadline &&
          std::find(heard.begin(), heard.end(), false) != heard.end()) {
     answer_roll_calls();  // the others may be calling the roll too
-    int pending = 0;
-    MPI_Status status;
-    while (MPI_Iprobe(MPI_ANY_SOURCE, kHere, g_roll_call, &pending, &status) == MPI_SUCCESS &&
-           pending != 0) {
-      int answer = 0;
-      MPI_Recv(&answer, 1, MPI_INT, status.MPI_SOURCE, kHere, g_roll_call, MPI_STATUS_IGNORE);
-      if (answer == id) heard[static_cast<size_t>(status.MPI_SOURCE)] = true;
-    }
+    take_roll_call_messages(kHere, [&](int source, int answer) {
+      if (answer == id) heard[static_cast<size_t>(source)] = true;  // not an earlier call's
+    });
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::vector<int> silent;

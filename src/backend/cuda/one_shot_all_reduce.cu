@@ -16,14 +16,19 @@ namespace {
 constexpr int kThreads = 512;
 constexpr int64_t kFlagBytes = 4096;  // flags [kMaxBlocks][kMaxRanks] u32, padded
 
-struct Args {
-  char* peers[OneShotAllReduce::kMaxRanks];  // each rank's allocation
-  uint32_t* counters;                        // this rank's, [kMaxBlocks]
-  uint4* t;                                  // [n] 16-byte units, in place
+// What both kernels take: every rank's buffers of the kernel, mapped here, and this rank's
+// tensor.
+struct Ranks {
+  char* peers[OneShotAllReduce::kMaxRanks];
+  uint4* t;  // [n] 16-byte units, in place
   int64_t n;
-  int64_t capacity;
   int rank;
   int size;
+};
+
+struct Args : Ranks {
+  uint32_t* counters;  // this rank's, [kMaxBlocks]
+  int64_t capacity;
 };
 
 __device__ __forceinline__ void store_release(uint32_t* p, uint32_t v) {
@@ -121,14 +126,9 @@ __global__ void __launch_bounds__(kThreads) one_shot_kernel(Args a) {
 // Each receive buffer holds `size` slots of `push_capacity` bytes, slot q written by rank q.
 constexpr uint32_t kEmpty = 0x80008000u;  // two bf16 -0.0
 
-struct PushArgs {
-  char* peers[OneShotAllReduce::kMaxRanks];  // each rank's push buffers
-  OneShotAllReduce::PushBlock* state;        // this rank's, [kMaxBlocks]
-  uint4* t;                                  // [n] 16-byte units, in place
-  int64_t n;
-  int64_t slot;  // bytes of one slot (push_capacity)
-  int rank;
-  int size;
+struct PushArgs : Ranks {
+  OneShotAllReduce::PushBlock* state;  // this rank's, [kMaxBlocks]
+  int64_t slot;                        // bytes of one slot (push_capacity)
 };
 
 __device__ __forceinline__ void store_volatile(uint4* p, uint4 v) {
@@ -322,30 +322,26 @@ bool OneShotAllReduce::takes(const Tensor& t) const {
 }
 
 void OneShotAllReduce::run(const Tensor& t, cudaStream_t stream) {
-  if (t.dtype() == DType::kBF16 && static_cast<int64_t>(t.nbytes()) <= push_capacity_) {
-    PushArgs a{};
+  const auto bytes = static_cast<int64_t>(t.nbytes());
+  if (bytes == 0) return;
+  // The kernel's buffers start `offset` bytes into each rank's allocation.
+  const auto ranks = [&](int64_t offset) {
+    Ranks r{};
     for (int q = 0; q < size_; ++q) {
-      a.peers[q] = static_cast<char*>(peers_[static_cast<size_t>(q)]) + kFlagBytes + 2 * capacity_;
+      r.peers[q] = static_cast<char*>(peers_[static_cast<size_t>(q)]) + offset;
     }
-    a.state = push_state_;
-    a.t = static_cast<uint4*>(t.raw());
-    a.n = static_cast<int64_t>(t.nbytes()) / 16;
-    a.slot = push_capacity_;
-    a.rank = rank_;
-    a.size = size_;
-    if (a.n == 0) return;
+    r.t = static_cast<uint4*>(t.raw());
+    r.n = bytes / 16;
+    r.rank = rank_;
+    r.size = size_;
+    return r;
+  };
+  if (t.dtype() == DType::kBF16 && bytes <= push_capacity_) {
+    const PushArgs a{ranks(kFlagBytes + 2 * capacity_), push_state_, push_capacity_};
     cuda::launch_pdl(push_kernel, kMaxBlocks, kThreads, 0, stream, a);
     return;
   }
-  Args a{};
-  for (int q = 0; q < size_; ++q) a.peers[q] = static_cast<char*>(peers_[static_cast<size_t>(q)]);
-  a.counters = counters_;
-  a.t = static_cast<uint4*>(t.raw());
-  a.n = static_cast<int64_t>(t.nbytes()) / 16;
-  a.capacity = capacity_;
-  a.rank = rank_;
-  a.size = size_;
-  if (a.n == 0) return;
+  const Args a{ranks(0), counters_, capacity_};
   // Always kMaxBlocks blocks: every block's epoch then advances with every all-reduce, so all
   // blocks of one all-reduce use the same data half.
   if (t.dtype() == DType::kBF16) {
