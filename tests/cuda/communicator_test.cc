@@ -1,15 +1,25 @@
 // The CUDA backend's communicator (NCCL) with one rank: every collective runs, and runs inside a
-// captured graph, as a decode step's all-reduces do under tensor parallelism. The collectives
-// between several GPUs are tested by the multi-GPU runs (dev/cuda/device_run.sh parallel).
+// captured graph, as a decode step's all-reduces do under tensor parallelism; a model given it
+// runs its decode steps as captured graphs with the all-reduces inside, and gives the logits of
+// the model without one bit for bit. The collectives between several GPUs are tested by the
+// multi-GPU runs (dev/cuda/device_run.sh parallel).
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
+#include <vector>
 
+#include "backend/tiny_llama.h"
 #include "cuda_test_util.h"
+#include "model/registry.h"
 #include "runtime/communicator.h"
 
 namespace inflight::test {
 namespace {
+
+using testing::make_step;
+using testing::RandomBlocks;
+using testing::SeqState;
 
 TEST(CudaServingTest, NcclWithOneRankRunsInsideACapturedGraph) {
   INFLIGHT_REQUIRE_CUDA();
@@ -40,6 +50,65 @@ TEST(CudaServingTest, NcclWithOneRankRunsInsideACapturedGraph) {
   const Tensor rounded = to_host(*gpu, gpu->upload(host, DType::kBF16));
   EXPECT_EQ(std::memcmp(to_host(*gpu, x).raw(), rounded.raw(), rounded.nbytes()), 0)
       << "a sum over one rank is the value itself";
+}
+
+// A tiny Llama over an NCCL communicator of one rank (the all-reduces after o and down, through
+// NCCL, inside the captured decode graphs) against the same model without a communicator:
+// the same logits, bit for bit, prefill and decode steps of several batch sizes.
+TEST(CudaServingTest, NcclWithOneRankRunsInsideCapturedDecodeGraphs) {
+  INFLIGHT_REQUIRE_CUDA();
+  ModelConfig c = testing::tiny_config("llama");
+  c.vocab_size = 512;
+  c.hidden_size = 256;
+  c.intermediate_size = 512;
+  c.num_layers = 2;
+  c.num_heads = 8;
+  c.num_kv_heads = 2;
+  c.head_dim = 32;
+  const auto weights = testing::random_weights(c, 11);
+  const WeightSource source = weights_of(weights);
+  const std::shared_ptr<Backend> gpu = make_cuda_backend(0);
+  std::shared_ptr<Communicator> comm = gpu->make_communicator(0, 1, gpu->communicator_id());
+  auto alone = make_runner(gpu, c, &source, 0, {GraphMode::kCapture});
+  auto with_comm = make_runner(gpu, c, &source, 0, {GraphMode::kCapture}, comm);
+  constexpr int32_t kBlock = 16;
+  for (DeviceRunner* r : {alone.get(), with_comm.get()}) {
+    r->reserve_workspace(256, 16);
+    r->init_kv_cache(64, kBlock);
+  }
+  std::vector<SeqState> seqs(5);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    seqs[i].tokens = testing::random_tokens(4 + 7 * static_cast<int64_t>(i), c.vocab_size,
+                                            static_cast<uint32_t>(i));
+  }
+  RandomBlocks pool(64, 3);
+  // The step through both runners: whole rows and the best candidate; every logit identical.
+  const auto step = [&](const std::vector<std::pair<SeqState*, int32_t>>& work) {
+    const ForwardBatch b = make_step(work, kBlock, pool);
+    LogitsRequest request;
+    request.top_k = 1;
+    for (int32_t r = 0; r < static_cast<int32_t>(b.logits_indices.size()); ++r) {
+      request.full_rows.push_back(r);
+    }
+    alone->begin_step(b, request);
+    const StepLogits& want = alone->end_step();  // host rows, kept until its next step
+    with_comm->begin_step(b, request);
+    const StepLogits& got = with_comm->end_step();
+    ASSERT_EQ(got.full.nbytes(), want.full.nbytes());
+    EXPECT_EQ(std::memcmp(got.full.raw(), want.full.raw(), want.full.nbytes()), 0);
+    for (int32_t r = 0; r < got.num_rows; ++r) {
+      seqs[static_cast<size_t>(r)].tokens.push_back(got.top_ids.data<int32_t>()[r]);
+    }
+  };
+  std::vector<std::pair<SeqState*, int32_t>> prefill;
+  for (SeqState& s : seqs) prefill.emplace_back(&s, static_cast<int32_t>(s.tokens.size()));
+  step(prefill);
+  for (const int batch : {5, 3, 1, 5, 2, 4}) {
+    std::vector<std::pair<SeqState*, int32_t>> work;
+    for (int i = 0; i < batch; ++i) work.emplace_back(&seqs[static_cast<size_t>(i)], 1);
+    step(work);
+  }
+  EXPECT_GE(with_comm->graphs().size(), 3u) << "decode steps of 1, 2, 4 and 8 rows were captured";
 }
 
 }  // namespace
