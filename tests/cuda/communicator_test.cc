@@ -5,6 +5,7 @@
 // multi-GPU runs (dev/cuda/device_run.sh parallel).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -82,22 +83,27 @@ TEST(CudaServingTest, NcclWithOneRankRunsInsideCapturedDecodeGraphs) {
                                             static_cast<uint32_t>(i));
   }
   RandomBlocks pool(64, 3);
-  // The step through both runners: whole rows and the best candidate; every logit identical.
+  // The step through both runners, every row whole: identical logits; each sequence goes on
+  // with the best token of its last row.
   const auto step = [&](const std::vector<std::pair<SeqState*, int32_t>>& work) {
     const ForwardBatch b = make_step(work, kBlock, pool);
+    const auto rows = static_cast<int32_t>(b.logits_indices.size());
     LogitsRequest request;
-    request.top_k = 1;
-    for (int32_t r = 0; r < static_cast<int32_t>(b.logits_indices.size()); ++r) {
-      request.full_rows.push_back(r);
-    }
-    alone->begin_step(b, request);
-    const StepLogits& want = alone->end_step();  // host rows, kept until its next step
-    with_comm->begin_step(b, request);
-    const StepLogits& got = with_comm->end_step();
-    ASSERT_EQ(got.full.nbytes(), want.full.nbytes());
-    EXPECT_EQ(std::memcmp(got.full.raw(), want.full.raw(), want.full.nbytes()), 0);
-    for (int32_t r = 0; r < got.num_rows; ++r) {
-      seqs[static_cast<size_t>(r)].tokens.push_back(got.top_ids.data<int32_t>()[r]);
+    for (int32_t r = 0; r < rows; ++r) request.full_rows.push_back(r);
+    const auto logits = [&](DeviceRunner& runner) {
+      runner.begin_step(b, request);
+      const StepLogits& out = runner.end_step();
+      EXPECT_EQ(out.full.numel(), int64_t{rows} * c.vocab_size);
+      const float* v = out.full.data<float>();
+      return std::vector<float>(v, v + out.full.numel());
+    };
+    const std::vector<float> want = logits(*alone), got = logits(*with_comm);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+    for (size_t i = 0; i < work.size(); ++i) {  // a row per token: the sequence's last
+      const auto row = want.begin() + int64_t{b.query_start[i + 1] - 1} * c.vocab_size;
+      const auto best = std::max_element(row, row + c.vocab_size) - row;
+      work[i].first->tokens.push_back(static_cast<int32_t>(best));
     }
   };
   std::vector<std::pair<SeqState*, int32_t>> prefill;
