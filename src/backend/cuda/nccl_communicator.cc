@@ -108,10 +108,10 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(int device, std::function<cudaStream_t()> stream, int rank, int size,
                    ncclComm_t comm)
       : stream_(std::move(stream)), rank_(rank), size_(size), comm_(comm) {
-    const int64_t max_bytes = one_shot_max_bytes(size);
+    const int64_t max_bytes = one_shot_max_bytes(size) / 16 * 16;
     if (size_ > 1 && max_bytes >= 16) {
       one_shot_ = OneShotAllReduce::create(
-          device, rank, size, max_bytes / 16 * 16, push_max_bytes(max_bytes / 16 * 16),
+          device, rank, size, max_bytes, push_max_bytes(max_bytes),
           [this](const std::vector<uint8_t>& bytes) { return all_gather_host(bytes); });
     }
   }

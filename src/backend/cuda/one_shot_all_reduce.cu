@@ -126,6 +126,11 @@ __global__ void __launch_bounds__(kThreads) one_shot_kernel(Args a) {
 // Each receive buffer holds `size` slots of `push_capacity` bytes, slot q written by rank q.
 constexpr uint32_t kEmpty = 0x80008000u;  // two bf16 -0.0
 
+// Where the push buffers start in a rank's allocation: after the flags and the two data halves.
+int64_t push_offset(int64_t capacity) {
+  return kFlagBytes + 2 * capacity;
+}
+
 struct PushArgs : Ranks {
   OneShotAllReduce::PushBlock* state;  // this rank's, [kMaxBlocks]
   int64_t slot;                        // bytes of one slot (push_capacity)
@@ -259,7 +264,7 @@ std::unique_ptr<OneShotAllReduce> OneShotAllReduce::create(
   if (mine.ok) {
     const int64_t push_bytes = 3 * size * push_capacity;
     INFLIGHT_CUDA_CHECK(
-        cudaMalloc(&r->local_, static_cast<size_t>(kFlagBytes + 2 * capacity + push_bytes)));
+        cudaMalloc(&r->local_, static_cast<size_t>(push_offset(capacity) + push_bytes)));
     INFLIGHT_CUDA_CHECK(cudaMemset(r->local_, 0, kFlagBytes));
     INFLIGHT_CUDA_CHECK(cudaMalloc(&r->counters_, kMaxBlocks * sizeof(uint32_t)));
     INFLIGHT_CUDA_CHECK(cudaMemset(r->counters_, 0, kMaxBlocks * sizeof(uint32_t)));
@@ -267,7 +272,7 @@ std::unique_ptr<OneShotAllReduce> OneShotAllReduce::create(
     INFLIGHT_CUDA_CHECK(cudaMemset(r->push_state_, 0, kMaxBlocks * sizeof(PushBlock)));
     if (push_bytes > 0) {
       fill_empty_kernel<<<256, 256>>>(
-          reinterpret_cast<uint32_t*>(static_cast<char*>(r->local_) + kFlagBytes + 2 * capacity),
+          reinterpret_cast<uint32_t*>(static_cast<char*>(r->local_) + push_offset(capacity)),
           push_bytes / 4);
       INFLIGHT_CUDA_CHECK_LAUNCH();
     }
@@ -337,7 +342,7 @@ void OneShotAllReduce::run(const Tensor& t, cudaStream_t stream) {
     return r;
   };
   if (t.dtype() == DType::kBF16 && bytes <= push_capacity_) {
-    const PushArgs a{ranks(kFlagBytes + 2 * capacity_), push_state_, push_capacity_};
+    const PushArgs a{ranks(push_offset(capacity_)), push_state_, push_capacity_};
     cuda::launch_pdl(push_kernel, kMaxBlocks, kThreads, 0, stream, a);
     return;
   }
