@@ -101,6 +101,7 @@ std::optional<int> launch_ranks(int ranks) {
 
 int exit_code(int rc) {
   if (rc == 0 || !World::launched_by_mpi() || World::environment_size() == 1) return rc;
+  if (World::get().ended()) return rc;  // no rank waits for this one any more
   std::fprintf(stderr, "error: rank %d of %d failed (exit code %d): stopping every rank\n",
                World::environment_rank(), World::environment_size(), rc);
   World::get().abort(rc);

@@ -44,7 +44,8 @@ std::optional<int> start_parallel_job(const ModelSource& source);
 
 // The exit code of this process: a rank of a parallel job that fails (`rc` != 0) ends the whole
 // job instead (MPI_Abort, mpirun then exits non-zero): the other ranks may be waiting for it in
-// a collective, and MPI_Finalize waits for every rank.
+// a collective, and MPI_Finalize waits for every rank. Not once the job is over for every rank
+// (World::ended: a rank failed to load, and every rank knows it): each exits with its code.
 int exit_code(int rc);
 
 }  // namespace inflight::tools

@@ -5,6 +5,7 @@
 joins its spawner's job, loads its shard and runs the steps rank 0 sends until rank 0's engine
 shuts down."""
 
+import os
 import sys
 
 from ._parallel import run_worker, source_from_json
@@ -19,7 +20,10 @@ def main() -> int:
         run_worker(source_from_json(sys.argv[1]))
     except Exception as e:  # noqa: BLE001 - reported, then the exit code says it
         print(f"error: inflight worker: {e}", file=sys.stderr, flush=True)
-        return 1
+        # Every rank knows the job failed (rank 0 raises it). Ending without MPI_Finalize: a
+        # spawned worker that finalizes after a failed load leaves its spawner's own
+        # MPI_Finalize spinning at exit (Open MPI), while one that just ends does not.
+        os._exit(1)
     return 0
 
 

@@ -2,6 +2,9 @@
 // the bindings build an engine from a path or dummy shapes: backend by device name, model by
 // architecture (model/registry.h), tokenizer and chat template from the model's files.
 #include <chrono>
+#include <exception>
+#include <optional>
+#include <string>
 
 #include "backend/backend_factory.h"
 #include "core/check.h"
@@ -68,33 +71,13 @@ struct LoadedShard {
   std::string chat_template;
 };
 
-LoadedShard load_shard(const ModelSource& source, bool with_tokenizer) {
+// This rank's shard of the model over `backend` (rank `rank` of `ranks`), with the tokenizer
+// and chat template when asked.
+LoadedShard load_model(const ModelSource& source, bool with_tokenizer,
+                       std::shared_ptr<Backend> backend, const World::Groups& groups, int rank,
+                       int ranks) {
   const auto begin = std::chrono::steady_clock::now();
   const bool dummy = !source.dummy_arch.empty() || !source.dummy_config.empty();
-  INFLIGHT_CHECK_CODE(dummy != !source.path.empty(), ErrorCode::kInvalidArgument,
-                      "give either a model path or dummy weights (an architecture or a "
-                      "config.json)");
-  INFLIGHT_CHECK_CODE(source.tensor_parallel_size >= 1 && source.pipeline_parallel_size >= 1,
-                      ErrorCode::kInvalidArgument,
-                      "tensor_parallel_size {} and pipeline_parallel_size {} must be at least 1",
-                      source.tensor_parallel_size, source.pipeline_parallel_size);
-  const int ranks = source.tensor_parallel_size * source.pipeline_parallel_size;
-  World& world = ranks > 1 ? World::get() : World::single();
-  INFLIGHT_CHECK_CODE(ranks > 1 || World::environment_size() <= 1, ErrorCode::kInvalidArgument,
-                      "launched as {} processes by mpirun, but the model is not split (give "
-                      "--tensor-parallel-size and --pipeline-parallel-size whose product is {})",
-                      World::environment_size(), World::environment_size());
-  INFLIGHT_CHECK_CODE(world.size() == ranks, ErrorCode::kInvalidArgument,
-                      "tensor parallel size {} x pipeline parallel size {} needs {} processes, one "
-                      "per rank, and this job has {} (launch them with `mpirun -np {} inflight "
-                      "...`, or let `inflight serve` start them)",
-                      source.tensor_parallel_size, source.pipeline_parallel_size, ranks,
-                      world.size(), ranks);
-  INFLIGHT_CHECK_CODE(!world.ended(), ErrorCode::kInvalidArgument,
-                      "this process's parallel job has ended (its other ranks stopped with the "
-                      "engine before this one): one parallel job per process");
-  std::shared_ptr<Backend> backend = make_backend(rank_device(source, world));
-  const World::Groups groups = world.make_groups(*backend, source.tensor_parallel_size);
   const ModelParallelism parallel{groups.tp.get(), groups.pp.get()};
   LoadedShard out;
   std::unique_ptr<Model> model;
@@ -124,13 +107,82 @@ LoadedShard load_shard(const ModelSource& source, bool with_tokenizer) {
     INFLIGHT_LOG_INFO(
         "loaded {}{}: files and tokenizer {:.2f} s, weights {:.2f} GiB in {:.2f} s "
         "({:.1f} GiB/s, converted from their stored format on {})",
-        source.path, ranks > 1 ? fmt::format(" (rank {} of {})", world.rank(), ranks) : "", opened,
+        source.path, ranks > 1 ? fmt::format(" (rank {} of {})", rank, ranks) : "", opened,
         static_cast<double>(model->weight_bytes()) / (1 << 30), loaded,
         static_cast<double>(model->weight_bytes()) / (1 << 30) / std::max(loaded, 1e-9),
         backend->name());
   }
   out.runner = std::make_unique<DeviceRunner>(std::move(backend), std::move(model), RunnerOptions{},
                                               groups.tp, groups.pp);
+  return out;
+}
+
+// Runs `load` (a part of loading this rank's shard), then agrees with every other rank on how it
+// went: each rank's error (empty when it loaded) goes to every rank. When one failed, every rank
+// throws, the failed ones their own error and the others one naming the failed ranks and their
+// causes, and the job is over for all (World::end). Without it a rank that fails alone would
+// leave the others waiting for it in their next collective.
+template <typename F>
+void on_every_rank(World& world, F&& load) {
+  if (world.size() == 1) return load();
+  std::exception_ptr failure;
+  std::string mine;  // "<ErrorCode>:<message>", empty when this rank loaded
+  try {
+    load();
+  } catch (const std::exception& e) {
+    failure = std::current_exception();
+    const auto* err = dynamic_cast<const Error*>(&e);
+    const ErrorCode code = err != nullptr ? err->code() : ErrorCode::kInternal;
+    mine = fmt::format("{}:{}", static_cast<int>(code), err != nullptr ? err->message() : e.what());
+  }
+  const std::vector<std::string> all = world.all_gather(mine);
+  std::string failed;
+  std::optional<ErrorCode> code;
+  for (int r = 0; r < world.size(); ++r) {
+    const std::string& e = all[static_cast<size_t>(r)];
+    if (e.empty()) continue;
+    const size_t colon = e.find(':');
+    if (!code) code = static_cast<ErrorCode>(std::stoi(e.substr(0, colon)));
+    failed += fmt::format("{}rank {} of {} failed to load: {}", failed.empty() ? "" : "; ", r,
+                          world.size(), e.substr(colon + 1));
+  }
+  if (!code) return;
+  world.end();
+  if (failure) std::rethrow_exception(failure);
+  INFLIGHT_THROW(*code, "{}", failed);
+}
+
+LoadedShard load_shard(const ModelSource& source, bool with_tokenizer) {
+  const bool dummy = !source.dummy_arch.empty() || !source.dummy_config.empty();
+  INFLIGHT_CHECK_CODE(dummy != !source.path.empty(), ErrorCode::kInvalidArgument,
+                      "give either a model path or dummy weights (an architecture or a "
+                      "config.json)");
+  INFLIGHT_CHECK_CODE(source.tensor_parallel_size >= 1 && source.pipeline_parallel_size >= 1,
+                      ErrorCode::kInvalidArgument,
+                      "tensor_parallel_size {} and pipeline_parallel_size {} must be at least 1",
+                      source.tensor_parallel_size, source.pipeline_parallel_size);
+  const int ranks = source.tensor_parallel_size * source.pipeline_parallel_size;
+  World& world = ranks > 1 ? World::get() : World::single();
+  INFLIGHT_CHECK_CODE(ranks > 1 || World::environment_size() <= 1, ErrorCode::kInvalidArgument,
+                      "launched as {} processes by mpirun, but the model is not split (give "
+                      "--tensor-parallel-size and --pipeline-parallel-size whose product is {})",
+                      World::environment_size(), World::environment_size());
+  INFLIGHT_CHECK_CODE(world.size() == ranks, ErrorCode::kInvalidArgument,
+                      "tensor parallel size {} x pipeline parallel size {} needs {} processes, one "
+                      "per rank, and this job has {} (launch them with `mpirun -np {} inflight "
+                      "...`, or let `inflight serve` start them)",
+                      source.tensor_parallel_size, source.pipeline_parallel_size, ranks,
+                      world.size(), ranks);
+  INFLIGHT_CHECK_CODE(!world.ended(), ErrorCode::kInvalidArgument,
+                      "this process's parallel job has ended (its engine stopped, or a rank "
+                      "failed to load): one parallel job per process");
+  std::shared_ptr<Backend> backend;
+  on_every_rank(world, [&] { backend = make_backend(rank_device(source, world)); });
+  const World::Groups groups = world.make_groups(*backend, source.tensor_parallel_size);
+  LoadedShard out;
+  on_every_rank(world, [&] {
+    out = load_model(source, with_tokenizer, std::move(backend), groups, world.rank(), ranks);
+  });
   return out;
 }
 

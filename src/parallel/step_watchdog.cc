@@ -59,6 +59,12 @@ void StepWatchdog::watch() {
                      what == nullptr ? now + kAnswerEvery : std::min(deadline, now + kAnswerEvery));
       lock.unlock();
       world_.answer_roll_calls();
+      if (const std::vector<int> gone = world_.gone_ranks(); !gone.empty()) {
+        INFLIGHT_LOG_ERROR("rank {} of {}: the process of {} {} has ended; stopping every rank",
+                           world_.rank(), world_.size(), gone.size() == 1 ? "rank" : "ranks",
+                           fmt::join(gone, ", "));
+        world_.abort(1);
+      }
       lock.lock();
       continue;
     }

@@ -5,7 +5,8 @@
 // the work rank 0 asked of it; past the limit (INFLIGHT_STEP_TIMEOUT_S, default 300 s, 0: none)
 // it calls the roll (World::silent_ranks), logs which rank gave up on what and which ranks do
 // not answer (the hung ones), and ends every rank (World::abort). Armed or not, its thread
-// answers the other ranks' roll calls every 200 ms.
+// answers the other ranks' roll calls every 200 ms, and ends every rank as soon as the process of
+// another rank on this machine has ended (World::gone_ranks).
 #pragma once
 
 #include <chrono>

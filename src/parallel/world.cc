@@ -2,7 +2,10 @@
 
 #include <mpi.h>
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <atomic>
@@ -122,6 +125,18 @@ void take_roll_call_messages(int tag, F&& f) {
   }
 }
 
+// This machine and the process ids this process sees: the host name and the pid namespace
+// ("vm pid:[4026531836]"); empty when either is unknown. Two ranks that give the same string can
+// tell whether the other's process still runs.
+std::string machine() {
+  char host[256] = {};
+  char ns[64] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) return {};
+  const ssize_t n = ::readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+  if (n <= 0) return {};
+  return fmt::format("{} {}", host, std::string(ns, static_cast<size_t>(n)));
+}
+
 // Whether MPI still runs (the job may have ended while a watchdog thread wakes).
 bool mpi_running() {
   int finalized = 0;
@@ -209,6 +224,22 @@ World::World(bool use_mpi) {
   // could act on with the other ranks waiting.
   MPI_Comm_set_errhandler(g_job, MPI_ERRORS_ARE_FATAL);
   check_mpi(MPI_Comm_dup(g_job, &g_roll_call), "MPI_Comm_dup");
+  const std::string here = machine();
+  const std::vector<std::string> all = all_gather(fmt::format("{} {}", ::getpid(), here));
+  for (const std::string& peer : all) {
+    const size_t space = peer.find(' ');
+    const bool local = !here.empty() && peer.substr(space + 1) == here;
+    local_pids_.push_back(local ? std::stoi(peer.substr(0, space)) : 0);
+  }
+}
+
+std::vector<int> World::gone_ranks() const {
+  std::vector<int> gone;
+  for (int r = 0; r < static_cast<int>(local_pids_.size()); ++r) {
+    const int pid = local_pids_[static_cast<size_t>(r)];
+    if (r != rank_ && pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) gone.push_back(r);
+  }
+  return gone;
 }
 
 void World::answer_roll_calls() {
@@ -345,6 +376,28 @@ int64_t World::min_over_ranks(int64_t value) {
   if (!mpi_) return value;
   int64_t out = value;
   check_mpi(MPI_Allreduce(&value, &out, 1, MPI_INT64_T, MPI_MIN, g_job), "MPI_Allreduce");
+  return out;
+}
+
+std::vector<std::string> World::all_gather(const std::string& text) {
+  if (!mpi_) return {text};
+  const int length = static_cast<int>(text.size());
+  std::vector<int> lengths(static_cast<size_t>(size_)), offsets(static_cast<size_t>(size_));
+  check_mpi(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, g_job), "MPI_Allgather");
+  int total = 0;
+  for (int r = 0; r < size_; ++r) {
+    offsets[static_cast<size_t>(r)] = total;
+    total += lengths[static_cast<size_t>(r)];
+  }
+  std::string all(static_cast<size_t>(total), '\0');
+  check_mpi(MPI_Allgatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(),
+                           offsets.data(), MPI_CHAR, g_job),
+            "MPI_Allgatherv");
+  std::vector<std::string> out;
+  for (int r = 0; r < size_; ++r) {
+    out.push_back(all.substr(static_cast<size_t>(offsets[static_cast<size_t>(r)]),
+                             static_cast<size_t>(lengths[static_cast<size_t>(r)])));
+  }
   return out;
 }
 

@@ -64,6 +64,8 @@ class World {
   std::vector<uint8_t> receive_from_root();
   // The least of every rank's `value` (every rank calls it).
   int64_t min_over_ranks(int64_t value);
+  // Every rank's `text`, in rank order (every rank calls it).
+  std::vector<std::string> all_gather(const std::string& text);
   // ---- roll call: which ranks still answer (for the step watchdog, from a thread of its own) --
   // Answers the roll calls other ranks have sent this one; call it every so often.
   void answer_roll_calls();
@@ -71,10 +73,15 @@ class World {
   // calls meanwhile). A stopped or gone process does not answer; one whose threads run does,
   // even while its step waits in a collective or on its device.
   std::vector<int> silent_ranks(std::chrono::milliseconds grace);
+  // The other ranks whose process ran on this machine and has ended (killed, crashed): noticed at
+  // once, where MPI may notice only when a message to it fails, or never (a worker of
+  // spawn_workers that dies leaves its spawner waiting). Ranks on other machines: the roll call.
+  std::vector<int> gone_ranks() const;
   // Ends every process of the job with `code` (MPI_Abort); a job of one process just exits.
   [[noreturn]] void abort(int code);
-  // Rank 0, once it has told the other ranks to stop: they are gone, the job cannot run another
-  // engine (one parallel job per process).
+  // Once the job is over for every rank (rank 0 has told the others to stop, or every rank
+  // knows that one failed to load): no rank waits for another any more, and this process cannot
+  // run another engine (one parallel job per process).
   void end() { ended_ = true; }
   bool ended() const { return ended_; }
 
@@ -98,6 +105,9 @@ class World {
   int local_rank_ = 0;
   bool mpi_ = false;
   bool ended_ = false;
+  // Per rank: its process id, when it runs on this machine (in this process's view of process
+  // ids), else 0.
+  std::vector<int> local_pids_;
   // Rank 0: the messages posted and not yet taken by every rank, and the thread that sees them
   // through (world.cc: this header keeps MPI's types out of its includers).
   struct Courier;

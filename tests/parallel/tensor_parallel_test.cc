@@ -505,6 +505,17 @@ TEST(WorldControlMessages, MinOverRanksGivesEveryRankTheLeastValue) {
   EXPECT_EQ(-world().min_over_ranks(-mine), int64_t{1} << 40);
 }
 
+TEST(WorldControlMessages, AllGatherGivesEveryRankEveryTextInRankOrder) {
+  const int r = world().rank();
+  std::vector<std::string> expected;  // of every length, the empty one included
+  for (int q = 0; q < world().size(); ++q) expected.push_back(std::string(q * 3, 'a' + q));
+  EXPECT_EQ(world().all_gather(expected[static_cast<size_t>(r)]), expected);
+}
+
+TEST(WorldControlMessages, NoRankOfARunningJobIsGone) {
+  EXPECT_TRUE(world().gone_ranks().empty());  // every process of this job runs this test
+}
+
 // Control messages reach the ranks while rank 0 makes no MPI call (as while it waits on its
 // device for a step whose other stages need a later step's message): rank 0 posts messages of
 // 8 MiB, larger than any eager limit, then only watches the file system for the ranks' receipts.

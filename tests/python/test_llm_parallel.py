@@ -4,13 +4,17 @@ and its ranks are gone when the script ends. Under `mpirun -np N python script.p
 script runs as N ranks. CPU ranks; SmolLM2's 9 heads split 3 ways."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
 
-from package_env import LIMITS, MODEL, need_model
+from package_env import LIMITS, MODEL, ROOT, need_model
+
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from fp8_checkpoint import write_fp8_llama  # noqa: E402
 
 PROMPTS = ["The capital of France is", "def fib(n):", "Tensor parallelism splits each layer"]
 
@@ -101,4 +105,61 @@ except ValueError as e:
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120, env=mpi_env())
     assert "VALUE_ERROR" in proc.stdout and "num_attention_heads" in proc.stdout, proc.stderr
+    assert not workers_left()
+
+
+@pytest.mark.parametrize("failing", [0, 1])
+def test_a_rank_that_fails_to_load_is_an_error_naming_it_and_leaves_no_rank(tmp_path, failing):
+    """Each rank loads only its slice of each weight: a NaN among the scales of one rank's rows
+    fails that rank alone. Every rank learns it before any collective: LLM(...) raises on rank 0
+    naming the rank, the tensor slice and the value, and no worker is left."""
+    need_mpi()
+    need_model()
+    model = tmp_path / "fp8-llama"
+    write_fp8_llama(model, nan_at=10 + 64 * failing)  # gate_proj rows 0..63: rank 0's, 64..: 1's
+    script = f"""
+import inflight
+try:
+    inflight.LLM({str(model)!r}, tokenizer={str(MODEL)!r}, device='cpu', tensor_parallel_size=2,
+                 **{LIMITS!r})
+except ValueError as e:
+    print('VALUE_ERROR', e, flush=True)
+print('RANK0 done', flush=True)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env=mpi_env())
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "RANK0 done" in proc.stdout, log[-3000:]
+    error = next(line for line in proc.stdout.splitlines() if line.startswith("VALUE_ERROR"))
+    if failing == 1:
+        assert "rank 1 of 2 failed to load" in error, error
+    assert f"gate_proj.weight_scale[rows {64 * failing}:" in error, error
+    assert "holds nan" in error, error
+    assert not workers_left()
+
+
+def test_a_worker_that_dies_ends_the_job_naming_it():
+    """A spawned worker killed mid-generation: rank 0 would wait for it in the step's collective
+    forever (MPI does not tell a spawner its workers died); it notices the process has ended and
+    stops the job within a second, naming the rank."""
+    need_mpi()
+    need_model()
+    script = f"""
+import inflight
+llm = inflight.LLM({str(MODEL)!r}, device='cpu', tensor_parallel_size=3, **{LIMITS!r})
+print('LOADED', flush=True)
+while True:
+    llm.generate(['Hi'] * 4, inflight.SamplingParams(max_tokens=200, ignore_eos=True),
+                 use_tqdm=False)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=mpi_env())
+    try:
+        assert proc.stdout.readline().strip() == "LOADED", proc.stderr.read()[-3000:]
+        os.kill(int(workers_left()[-1]), 9)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode != 0, err[-3000:]
+    assert re.search(r"the process of rank [12] has ended; stopping every rank", err), err[-3000:]
     assert not workers_left()
