@@ -42,6 +42,14 @@ __device__ __forceinline__ MoeTile moe_tile(const MoeTileTable& t, int32_t tile)
   return {expert, row0, min(kRows, t.expert_offsets[expert + 1] - row0)};
 }
 
+// The tiles `pairs` rows routed to `experts` experts most likely fill: each expert's rows / 128
+// and on average half a tile more, one at least for each expert used.
+inline int64_t moe_expected_tiles(int64_t pairs, int64_t experts) {
+  const int64_t half_more =
+      (pairs + experts * kMoeWgmmaTileRows / 2 + kMoeWgmmaTileRows - 1) / kMoeWgmmaTileRows;
+  return pairs < experts ? pairs : half_more > experts ? half_more : experts;
+}
+
 struct MoeWgmmaGemm {
   const void* a = nullptr;          // [*, k]: bf16, or e4m3 (fp8)
   const float* a_scales = nullptr;  // fp8: one per row of a
@@ -51,6 +59,10 @@ struct MoeWgmmaGemm {
   MoeWeightScales scales;
   cuda::bf16* y = nullptr;  // [pairs, n]
   MoeTileTable tiles;       // of the align step, tiles of kMoeWgmmaTileRows rows
+  // What the routing most likely gives (0: unknown), for the choice of tile width: the rows
+  // (pairs) of all tiles, and the tiles they fill.
+  int64_t expected_rows = 0;
+  int64_t expected_tiles = 0;
   int64_t n = 0;
   int64_t k = 0;
   bool fp8 = false;  // a and w e4m3 (W8A8); else both bf16

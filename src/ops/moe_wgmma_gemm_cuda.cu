@@ -16,6 +16,17 @@
 // chunk measured. So e4m3 tiles are 192 columns (40 KB for 6.3 MFLOP; part and total take 192
 // registers a thread), 128 where the weight scales are 128 x 128 blocks (one block scale per
 // tile and K block); bf16 tiles, without `part`, are 256 columns.
+//
+// At decode the bound is another one: a few tiles (one per expert), each block streaming its
+// tiles' bytes once, one block per SM. There 192 columns can leave the last wave of blocks mostly
+// idle (Mixtral's down at 256 sequences: 8 tiles x 22 column blocks on 132 SMs, two waves for
+// 1.3 waves of work; 255 us, against 206 in tiles of 128 columns, H100), so fp8_tile_cols
+// weighs both widths by waves x bytes a block reads per K block (a's filled rows and the
+// weight's columns), and takes 128 columns only where that is 10% less
+// (INFLIGHT_MOE_FP8_TILE_COLS=128 or 192 forces one, for comparisons).
+#include <algorithm>
+#include <cstdlib>
+
 #include "ops/attention_mma.cuh"
 #include "ops/moe_wgmma_gemm.cuh"
 
@@ -238,6 +249,25 @@ void launch(const MoeWgmmaGemm& g, int64_t max_tiles, cudaStream_t stream) {
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
+// Tile columns of an e4m3 product with a scale per weight row: 192 (more FLOP per byte from L2,
+// what prefill is bound by), unless blocks of 128 columns take 10% less by the count above.
+int fp8_tile_cols(const MoeWgmmaGemm& g, int64_t max_tiles) {
+  static const int forced = [] {
+    const char* v = std::getenv("INFLIGHT_MOE_FP8_TILE_COLS");
+    return v != nullptr ? std::atoi(v) : 0;
+  }();
+  if (forced == 128 || forced == 192) return forced;
+  const int64_t tiles = g.expected_tiles > 0 ? g.expected_tiles : max_tiles;
+  const int64_t rows =
+      g.expected_rows > 0 ? std::min<int64_t>(kRows, g.expected_rows / tiles) : kRows;
+  const int64_t sms = cuda::num_sms();
+  const auto cost = [&](int64_t cols) {
+    const int64_t blocks = tiles * ((g.n + cols - 1) / cols);
+    return static_cast<double>((blocks + sms - 1) / sms * (rows + cols));
+  };
+  return cost(128) <= 0.9 * cost(192) ? 128 : 192;
+}
+
 }  // namespace
 
 bool moe_wgmma_gemm_fits(const MoeWgmmaGemm& g) {
@@ -252,7 +282,7 @@ void moe_wgmma_gemm_cuda(const MoeWgmmaGemm& g, int64_t max_tiles, cudaStream_t 
   if (max_tiles == 0) return;
   if (!g.fp8) {
     launch<false, 256>(g, max_tiles, stream);
-  } else if (g.scales.cols_per > 0) {
+  } else if (g.scales.cols_per > 0 || fp8_tile_cols(g, max_tiles) == 128) {
     launch<true, 128>(g, max_tiles, stream);
   } else {
     launch<true, 192>(g, max_tiles, stream);

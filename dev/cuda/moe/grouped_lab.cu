@@ -179,10 +179,9 @@ void run_case(const Case& c, int iterations) {
   g.w = p.gate_up_w;
   g.scales = p.gate_up_scales;
   g.y = static_cast<cuda::bf16*>(p.gate_up);
-  g.tile_expert = p.tile_expert;
-  g.tile_start = p.tile_start;
-  g.num_tiles = p.num_tiles;
-  g.expert_offsets = p.expert_offsets;
+  g.tiles = p.tile_table();
+  g.expected_rows = pairs;
+  g.expected_tiles = moe_expected_tiles(pairs, c.experts);
   g.n = 2 * c.inter;
   g.k = c.hidden;
   MoeWgmmaGemm d = g;
@@ -205,8 +204,19 @@ void run_case(const Case& c, int iterations) {
   const auto tflops = [&](const MoeWgmmaGemm& m, float ms) {
     return 2.0 * static_cast<double>(pairs) * m.n * m.k / (ms * 1e-3) / 1e12;
   };
-  std::printf("%-28s op %8.3f ms | gate/up %8.3f ms %6.0f TFLOP/s | down %8.3f ms %6.0f TFLOP/s\n",
-              c.name, op_ms, gu_ms, tflops(g, gu_ms), dn_ms, tflops(d, dn_ms));
+  // Every expert's weights once (each has rows at these sizes): the DRAM floor of a product.
+  const auto weight_tbs = [&](const MoeWgmmaGemm& m, float ms) {
+    return static_cast<double>(c.experts) * m.n * m.k * (c.fp8 ? 1 : 2) / (ms * 1e-3) / 1e12;
+  };
+  int32_t tiles = 0;
+  CHECK(cudaMemcpy(&tiles, p.num_tiles, sizeof(tiles), cudaMemcpyDeviceToHost));
+  std::printf("%-28s tiles %d (expected %lld)\n", c.name, tiles,
+              static_cast<long long>(g.expected_tiles));
+  std::printf(
+      "%-28s op %8.3f ms | gate/up %8.3f ms %6.0f TFLOP/s %4.2f TB/s | down %8.3f ms %6.0f "
+      "TFLOP/s %4.2f TB/s\n",
+      c.name, op_ms, gu_ms, tflops(g, gu_ms), weight_tbs(g, gu_ms), dn_ms, tflops(d, dn_ms),
+      weight_tbs(d, dn_ms));
   for (void* b : buffers) CHECK(cudaFree(b));
   for (void* b : owned) CHECK(cudaFree(b));
   for (const void* b : {p.x, p.gate_up_w, p.down_w, static_cast<const void*>(p.out)}) {
@@ -226,7 +236,9 @@ int main(int argc, char** argv) {
   const Case cases[] = {
       {"mixtral fp8 prefill 8192", 8192, 8, 2, 4096, 14336, true},
       {"mixtral fp8 decode 1024", 1024, 8, 2, 4096, 14336, true},
+      {"mixtral fp8 decode 512", 512, 8, 2, 4096, 14336, true},
       {"mixtral fp8 decode 256", 256, 8, 2, 4096, 14336, true},
+      {"mixtral fp8 decode 64", 64, 8, 2, 4096, 14336, true},
       {"mixtral bf16 prefill 8192", 8192, 8, 2, 4096, 14336, false},
       {"mixtral bf16 decode 1024", 1024, 8, 2, 4096, 14336, false},
       {"qwen3-moe fp8 prefill 8192", 8192, 128, 8, 2048, 768, true},
