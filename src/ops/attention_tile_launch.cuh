@@ -46,12 +46,12 @@ void launch_prefill(const TileParams& tp, cudaStream_t stream) {
 // no device memory is read.
 //   kPrefillRows    64 or 128 rows per prefill tile; 0: 128 when the longest possible prefill
 //                   alone fills two CTAs per SM with them, else 64
-//   kPrefillStages, kDecodeStages   K/V stages in flight
+//   kPrefillStages, kDecodeStages   K/V stages in flight (e4m3 decode grids resident at once
+//                   take one more)
 //   kWgmma          prefill by wgmma where the binary has sm_90a code
 template <int D, int kPrefillRows, int kPrefillStages, int kDecodeStages, bool kWgmma,
           bool kFp8 = false>
 void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
-  using Decode = TileShape<D, 1, 4, kDecodeStages, kFp8>;
   TileParams tp;
   tp.p = p;
   tp.group = p.num_heads / p.kv.num_kv_heads;
@@ -90,10 +90,26 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
         }
       }
     }
-    constexpr auto kKernel = paged_attention_tile_kernel<D, 1, 4, kDecodeStages, false, kFp8>;
-    cuda::allow_dynamic_smem<kKernel, Decode::kSmemBytes>();
     const dim3 grid(tp.max_parts, static_cast<unsigned>(seqs), static_cast<unsigned>(kv_heads));
-    cuda::launch_pdl(kKernel, grid, Decode::kThreads, Decode::kSmemBytes, stream, tp);
+    const auto launch_decode = [&]<int kStages>() {
+      using Shape = TileShape<D, 1, 4, kStages, kFp8>;
+      constexpr auto kKernel = paged_attention_tile_kernel<D, 1, 4, kStages, false, kFp8>;
+      cuda::allow_dynamic_smem<kKernel, Shape::kSmemBytes>();
+      cuda::launch_pdl(kKernel, grid, Shape::kThreads, Shape::kSmemBytes, stream, tp);
+    };
+    // An e4m3 cache's decode grid that is resident at once even at 2 CTAs per SM streams more
+    // bytes per CTA with a stage more (Llama-3.1-8B shapes, 32 sequences x 2,048 keys: 95 -> 77
+    // us on H100, dev/cuda/attention/NOTES.md); larger grids keep the stages that let 3 CTAs
+    // share an SM (256 x 2,048 keys: 523 us, against 600 with a stage more).
+    if constexpr (kFp8) {
+      if (static_cast<int64_t>(tp.max_parts) * seqs * kv_heads <= 2 * sms) {
+        launch_decode.template operator()<kDecodeStages + 1>();
+      } else {
+        launch_decode.template operator()<kDecodeStages>();
+      }
+    } else {
+      launch_decode.template operator()<kDecodeStages>();
+    }
   }
 
   // Every sequence has at least one new token, so the longest has at most T - S + 1.

@@ -30,6 +30,7 @@
 
 #include "dev/cuda/attention/v4_tile.cuh"
 #include "ops/attention_simple.cuh"
+#include "ops/fp8_rows.cuh"
 #include "ops/attention_tile_launch.cuh"
 #include "ops/ops_cuda.cuh"
 
@@ -52,6 +53,24 @@ __global__ void fill_random(bf16* x, int64_t n, uint32_t seed, float amp) {
     h *= 0x846ca68bU;
     h ^= h >> 16;
     x[i] = __float2bfloat16_rn(amp * (static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f));
+  }
+}
+
+// e4m3 bytes of values in [-amp, amp) (never NaN), and a constant for the scales.
+__global__ void fill_random_e4m3(uint8_t* x, int64_t n, uint32_t seed, float amp) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32);
+    h ^= h >> 16;
+    h *= 0x7feb352dU;
+    h ^= h >> 15;
+    x[i] = cuda::to_e4m3(amp * (static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f));
+  }
+}
+__global__ void fill_const(float* x, int64_t n, float value) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    x[i] = value;
   }
 }
 
@@ -130,6 +149,8 @@ struct Row {
 // filter: run only the cases whose name contains it; profile: check each once, time nothing
 // (for ncu).
 int run(double peak_tflops, const std::string& filter, bool profile) {
+  const char* lab_kv = std::getenv("LAB_KV");
+  const bool kv_fp8 = lab_kv != nullptr && std::string(lab_kv) == "fp8";
   int device = 0;
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, device));
@@ -203,24 +224,38 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
     }
     const int blocks_per_seq = (max_ctx + kBlockSize - 1) / kBlockSize;
     const int64_t need = static_cast<int64_t>(num_seqs) * blocks_per_seq;
-    const int64_t block_bytes = int64_t{kBlockSize} * kKvHeads * kHeadDim * 2;
-    const double kv_bytes = ctx_tokens * kKvHeads * kHeadDim * 4.0;
+    // LAB_KV=fp8: an e4m3 cache with a scale per (token, kv head), as --kv-cache-dtype fp8.
+    const int eb = kv_fp8 ? 1 : 2;
+    const int64_t block_bytes = int64_t{kBlockSize} * kKvHeads * (kHeadDim * eb + (kv_fp8 ? 4 : 0));
+    const double kv_bytes = ctx_tokens * kKvHeads * (kHeadDim * 2.0 * eb + (kv_fp8 ? 8 : 0));
     const double io_bytes = 2.0 * tokens * kHeads * kHeadDim * 2.0;
     const int copies = static_cast<int>(
         std::clamp<int64_t>((int64_t{256} << 20) / (need * block_bytes * 2) + 1, 1, 128));
     const int64_t num_blocks = need * copies;
     const int64_t cache_elems = num_blocks * kBlockSize * kKvHeads * kHeadDim;
 
-    bf16 *k = nullptr, *v = nullptr, *q = nullptr, *out_v1 = nullptr, *out_v2 = nullptr;
+    void *k = nullptr, *v = nullptr;
+    float *k_scales = nullptr, *v_scales = nullptr;
+    bf16 *q = nullptr, *out_v1 = nullptr, *out_v2 = nullptr;
     int32_t *d_tables = nullptr, *d_qs = nullptr, *d_ctx = nullptr;
     const int64_t q_elems = int64_t{tokens} * kHeads * kHeadDim;
-    CK(cudaMalloc(&k, cache_elems * 2));
-    CK(cudaMalloc(&v, cache_elems * 2));
+    CK(cudaMalloc(&k, cache_elems * eb));
+    CK(cudaMalloc(&v, cache_elems * eb));
     CK(cudaMalloc(&q, q_elems * 2));
     CK(cudaMalloc(&out_v1, q_elems * 2));
     CK(cudaMalloc(&out_v2, q_elems * 2));
-    fill_random<<<1024, 256>>>(k, cache_elems, 1, 1.0f);
-    fill_random<<<1024, 256>>>(v, cache_elems, 2, 1.0f);
+    if (kv_fp8) {
+      const int64_t scales = num_blocks * kBlockSize * kKvHeads;
+      CK(cudaMalloc(&k_scales, scales * 4));
+      CK(cudaMalloc(&v_scales, scales * 4));
+      fill_random_e4m3<<<1024, 256>>>(static_cast<uint8_t*>(k), cache_elems, 1, 448.0f);
+      fill_random_e4m3<<<1024, 256>>>(static_cast<uint8_t*>(v), cache_elems, 2, 448.0f);
+      fill_const<<<256, 256>>>(k_scales, scales, 1.0f / 448.0f);
+      fill_const<<<256, 256>>>(v_scales, scales, 1.0f / 448.0f);
+    } else {
+      fill_random<<<1024, 256>>>(static_cast<bf16*>(k), cache_elems, 1, 1.0f);
+      fill_random<<<1024, 256>>>(static_cast<bf16*>(v), cache_elems, 2, 1.0f);
+    }
     fill_random<<<1024, 256>>>(q, q_elems, 3, 2.0f);
     CK(cudaMemset(out_v1, 0xff, q_elems * 2));
     CK(cudaMemset(out_v2, 0xff, q_elems * 2));
@@ -244,6 +279,11 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
       p.out = out;
       p.kv.k = k;
       p.kv.v = v;
+      if (kv_fp8) {
+        p.kv.dtype = DType::kF8E4M3;
+        p.kv.k_scales = k_scales;
+        p.kv.v_scales = v_scales;
+      }
       p.kv.block_tables = d_tables + copy * need;
       p.kv.num_blocks = num_blocks;
       p.kv.max_blocks_per_seq = blocks_per_seq;
@@ -285,7 +325,7 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
     if (profile) {
       std::printf("%-22s err %.2e nan %ld (profile run: no timing)\n", c.name.c_str(), err, nan);
       for (void* ptr :
-           {static_cast<void*>(k), static_cast<void*>(v), static_cast<void*>(q),
+           {k, v, static_cast<void*>(k_scales), static_cast<void*>(v_scales), static_cast<void*>(q),
             static_cast<void*>(out_v1), static_cast<void*>(out_v2), static_cast<void*>(d_tables),
             static_cast<void*>(d_qs), static_cast<void*>(d_ctx)}) {
         CK(cudaFree(ptr));
@@ -308,12 +348,12 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
     auto v4 = [&](int copy) {
       v4::launch_tiles<128, 0, 2, 2, true>(params(copy, out_v2), nullptr);
     };
-    const double v4_once = time_us(v4, copies, 1, 1);
-    const double v4_us = time_us(v4, copies, reps_for(v4_once), 5);
+    // (version 4 reads bf16 caches only)
+    const double v4_us = kv_fp8 ? 0.0 : time_us(v4, copies, reps_for(time_us(v4, copies, 1, 1)), 5);
     // Lab variants: version 4 with the current grid order (kv head fastest); prefill tiles of
     // 64 or 128 rows.
     std::vector<std::pair<std::string, std::function<void(int)>>> variants;
-    if (!c.decode) {
+    if (!c.decode && !kv_fp8) {
       variants.push_back({"v4+kh-fastest", [&](int copy) {
                             v4::launch_tiles<128, 0, 2, 2, true>(params(copy, out_v2), nullptr,
                                                                  true);
@@ -361,7 +401,7 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
                 c.name.c_str(), copies, err, nan, v1_us, v4_us, v2_us, var_name.c_str());
     std::fflush(stdout);
     for (void* ptr :
-         {static_cast<void*>(k), static_cast<void*>(v), static_cast<void*>(q),
+         {k, v, static_cast<void*>(k_scales), static_cast<void*>(v_scales), static_cast<void*>(q),
           static_cast<void*>(out_v1), static_cast<void*>(out_v2), static_cast<void*>(d_tables),
           static_cast<void*>(d_qs), static_cast<void*>(d_ctx)}) {
       CK(cudaFree(ptr));
@@ -369,9 +409,9 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
   }
 
   std::printf(
-      "\n== paged attention, H=32 KH=8 D=128 pages of 16 (%s; read %.0f GB/s, matrix "
+      "\n== paged attention, H=32 KH=8 D=128 pages of 16, %s cache (%s; read %.0f GB/s, matrix "
       "%.0f TFLOP/s) ==\n",
-      prop.name, read_gbs, peak_tflops);
+      kv_fp8 ? "e4m3" : "bf16", prop.name, read_gbs, peak_tflops);
   std::printf("%-22s %8s %7s %8s %9s %8s %8s %6s %7s %7s %6s %8s\n", "case", "MB", "GFLOP",
               "floor us", "v1 us", "v4 us", "tile us", "v4/now", "GB/s", "TF/s", "floor", "err");
   for (const Row& r : rows) {
