@@ -46,8 +46,8 @@ void launch_prefill(const TileParams& tp, cudaStream_t stream) {
 // no device memory is read.
 //   kPrefillRows    64 or 128 rows per prefill tile; 0: 128 when the longest possible prefill
 //                   alone fills two CTAs per SM with them, else 64
-//   kPrefillStages, kDecodeStages   K/V stages in flight (e4m3 decode grids resident at once
-//                   take one more)
+//   kPrefillStages, kDecodeStages   K/V stages in flight (decode grids resident at once take
+//                   one more)
 //   kWgmma          prefill by wgmma where the binary has sm_90a code
 template <int D, int kPrefillRows, int kPrefillStages, int kDecodeStages, bool kWgmma,
           bool kFp8 = false>
@@ -97,16 +97,12 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
       cuda::allow_dynamic_smem<kKernel, Shape::kSmemBytes>();
       cuda::launch_pdl(kKernel, grid, Shape::kThreads, Shape::kSmemBytes, stream, tp);
     };
-    // An e4m3 cache's decode grid that is resident at once even at 2 CTAs per SM streams more
-    // bytes per CTA with a stage more (Llama-3.1-8B shapes, 32 sequences x 2,048 keys: 95 -> 77
-    // us on H100, dev/cuda/attention/NOTES.md); larger grids keep the stages that let 3 CTAs
-    // share an SM (256 x 2,048 keys: 523 us, against 600 with a stage more).
-    if constexpr (kFp8) {
-      if (static_cast<int64_t>(tp.max_parts) * seqs * kv_heads <= 2 * sms) {
-        launch_decode.template operator()<kDecodeStages + 1>();
-      } else {
-        launch_decode.template operator()<kDecodeStages>();
-      }
+    // A decode grid that is resident at once even at 2 CTAs per SM streams more bytes per CTA
+    // with a stage more (Llama-3.1-8B shapes, 32 sequences x 2,048 keys, H100: e4m3 cache 95 ->
+    // 77 us, bf16 107 -> 93; dev/cuda/attention/NOTES.md); larger grids keep the stages that let
+    // 3 CTAs share an SM (e4m3, 256 x 2,048 keys: 523 us, against 600 with a stage more).
+    if (static_cast<int64_t>(tp.max_parts) * seqs * kv_heads <= 2 * sms) {
+      launch_decode.template operator()<kDecodeStages + 1>();
     } else {
       launch_decode.template operator()<kDecodeStages>();
     }
