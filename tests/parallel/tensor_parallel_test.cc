@@ -295,18 +295,23 @@ TEST(TensorParallelEngine, ContinuationsMatchOneRank) {
       config.max_num_micro_batches = k.micro_batches;
       const std::vector<Request> requests = make_requests(k.seeded);
       on_ranks(c, source, layout, [&](std::unique_ptr<ModelRunner> parallel) {
-        auto generate = [&](std::unique_ptr<ModelRunner> runner) {
+        // With micro-batches in flight which sequences share the cache at once depends on when
+        // each step ends, so whether 4 blocks must preempt is known for one step at a time only.
+        auto generate = [&](std::unique_ptr<ModelRunner> runner, bool steps_in_flight) {
           std::unique_ptr<Engine> engine = testing::make_engine(config, std::move(runner));
           auto out =
               k.alone ? testing::run_alone(*engine, requests) : testing::run_all(*engine, requests);
-          EXPECT_EQ(engine->stats().num_preemptions > 0, k.kv_blocks < 7) << what;
+          if (!steps_in_flight) {
+            EXPECT_EQ(engine->stats().num_preemptions > 0, k.kv_blocks < 7) << what;
+          }
           return out;
         };
         config.max_num_micro_batches = 0;  // one rank: one step at a time
-        const auto want = generate(make_runner(make_backend("cpu"), c, &source));
+        const auto want = generate(make_runner(make_backend("cpu"), c, &source), false);
         config.max_num_micro_batches = k.micro_batches;
         int32_t peak = 0;
-        const auto got = generate(std::make_unique<PeakInFlight>(std::move(parallel), peak));
+        const auto got = generate(std::make_unique<PeakInFlight>(std::move(parallel), peak),
+                                  layout.pp > 1 && k.micro_batches != 1);
         for (size_t i = 0; i < requests.size(); ++i) {
           ASSERT_EQ(want[i].tokens[0].size(), 24u) << what;
           EXPECT_EQ(got[i].tokens[0], want[i].tokens[0]) << what << " request " << i;
