@@ -186,6 +186,9 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
   }
 
   std::vector<Case> cases;
+  for (const int ctx : {130, 200, 256, 300, 400}) {  // short contexts: split-KV or not
+    cases.push_back({"decode b1 ctx" + std::to_string(ctx), {{ctx, 1}}, true});
+  }
   for (const int batch : {1, 32, 256}) {
     for (const int ctx : {512, 2048, 8192}) {
       cases.push_back({"decode b" + std::to_string(batch) + " ctx" + std::to_string(ctx),
