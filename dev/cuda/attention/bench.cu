@@ -4,13 +4,16 @@
 // inputs), on
 // Llama-3.1-8B attention shapes: 32 query heads, 8 kv heads, head_dim 128, pages of 16.
 //
-//   decode  batch 1/32/256 x context 512/2048/8192 (one new token per sequence)
+//   decode  batch 1/32/256 x context 512/2048/8192 (one new token per sequence), and batch 1 at
+//           130-400 tokens (where split-KV parts are few and short)
 //   prefill one sequence of 512, 2048 or 8192 new tokens; mixed: a 512-token chunk at context
 //   2048 + 63 decodes at 2048, and two 2,048-token prompts + 256 decodes at 2,112.
 //
 // Floors: bytes = K and V of every context token once (+ q and out), over the measured read
 // bandwidth; FLOPs = 4 * D * H * (keys each query row attends), over the measured (cuBLASLt via
 // PyTorch, run by the device script) bf16 matrix rate, passed as argv[1] in TFLOP/s.
+// LAB_KV=fp8 runs every case over an e4m3 cache with a scale per (token, kv head), as
+// `--kv-cache-dtype fp8` stores it (version 4 reads bf16 caches only: its column is 0 then).
 // Each case checks the tile path against version 1 (rel. L2 of the bf16 outputs, NaN count)
 // before timing. Timing: a spin kernel lets the host queue ahead, then events around R calls
 // rotating over enough copies of the KV cache (distinct blocks) to defeat the 50 MB L2; the
