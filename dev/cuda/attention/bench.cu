@@ -33,8 +33,8 @@
 
 #include "dev/cuda/attention/v4_tile.cuh"
 #include "ops/attention_simple.cuh"
-#include "ops/fp8_rows.cuh"
 #include "ops/attention_tile_launch.cuh"
+#include "ops/fp8_rows.cuh"
 #include "ops/ops_cuda.cuh"
 
 namespace inflight::lab {
