@@ -215,7 +215,8 @@ Status Engine::run_worker(const ModelSource& source) {
     INFLIGHT_CHECK_CODE(world.rank() != 0, ErrorCode::kInvalidArgument,
                         "rank 0 runs the engine (Engine::load), not a worker");
     LoadedShard shard = load_shard(source, /*with_tokenizer=*/false);
-    serve_steps(*shard.runner, world);
+    serve_steps(*shard.runner, world);  // until rank 0 stops this rank
+    world.leave();
     return Status();
   } catch (const std::exception& e) {
     return status_from(e);

@@ -38,6 +38,8 @@ ParallelRunner::~ParallelRunner() {
   }
   world_.send_to_all(encode(RunnerCommand::kStop));
   world_.end();
+  watchdog_.stop();
+  world_.leave();
 }
 
 void ParallelRunner::reserve_workspace(int32_t max_num_batched_tokens, int32_t max_num_seqs) {

@@ -28,6 +28,10 @@ StepWatchdog::StepWatchdog(World& world) : world_(world), limit_(step_timeout())
 }
 
 StepWatchdog::~StepWatchdog() {
+  stop();
+}
+
+void StepWatchdog::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -59,7 +63,9 @@ void StepWatchdog::watch() {
                      what == nullptr ? now + kAnswerEvery : std::min(deadline, now + kAnswerEvery));
       lock.unlock();
       world_.answer_roll_calls();
-      if (const std::vector<int> gone = world_.gone_ranks(); !gone.empty()) {
+      // Once the job has ended the other ranks' processes end as they should.
+      if (const std::vector<int> gone = world_.ended() ? std::vector<int>{} : world_.gone_ranks();
+          !gone.empty()) {
         INFLIGHT_LOG_ERROR("rank {} of {}: the process of {} {} has ended; stopping every rank",
                            world_.rank(), world_.size(), gone.size() == 1 ? "rank" : "ranks",
                            fmt::join(gone, ", "));

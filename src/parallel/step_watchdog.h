@@ -29,6 +29,8 @@ class StepWatchdog {
   // `what` ("a step") has started / finished on this rank.
   void arm(const char* what);
   void disarm();
+  // Ends the watchdog's thread (the destructor does too): no MPI call from it after this.
+  void stop();
 
  private:
   void watch();

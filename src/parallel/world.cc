@@ -32,6 +32,7 @@ constexpr int kControlTag = 7001;
 // started, the spawning process (rank 0) and its workers merged into one.
 MPI_Comm g_job = MPI_COMM_WORLD;
 MPI_Comm g_roll_call = MPI_COMM_NULL;  // a copy of g_job for the roll calls alone
+bool g_spawned_job = false;            // g_job joins a spawner and its workers
 constexpr int kAsk = 1;                // a roll call: int id
 constexpr int kHere = 2;               // its answer: the id back
 
@@ -109,6 +110,7 @@ void spawn(const SpawnRequest& request) {
                       workers, request.command[0], mpi_error(failed));
   check_mpi(MPI_Intercomm_merge(inter, /*high=*/0, &g_job), "MPI_Intercomm_merge");
   MPI_Comm_free(&inter);
+  g_spawned_job = true;
 }
 
 // Receives every message of `tag` (one int each) already waiting on the roll-call
@@ -211,6 +213,7 @@ World::World(bool use_mpi) {
     MPI_Comm_get_parent(&parent);
     if (parent != MPI_COMM_NULL) {
       check_mpi(MPI_Intercomm_merge(parent, /*high=*/1, &g_job), "MPI_Intercomm_merge");
+      g_spawned_job = true;
     }
   }
   mpi_ = true;
@@ -401,8 +404,27 @@ std::vector<std::string> World::all_gather(const std::string& text) {
   return out;
 }
 
+void World::leave() {
+  if (!mpi_ || !g_spawned_job || !mpi_running()) return;
+  MPI_Request barrier;
+  check_mpi(MPI_Ibarrier(g_job, &barrier), "MPI_Ibarrier");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int done = 0;
+  while (MPI_Test(&barrier, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done == 0) {
+    if (!gone_ranks().empty() || std::chrono::steady_clock::now() > deadline) {
+      INFLIGHT_LOG_WARN(
+          "rank {} of {}: not every rank reached the end of the job; leaving MPI "
+          "to the exit",
+          rank_, size_);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  finalize_mpi();
+}
+
 void World::abort(int code) {
-  if (mpi_) MPI_Abort(g_job, code);
+  if (mpi_ && mpi_running()) MPI_Abort(g_job, code);
   std::_Exit(code);
 }
 

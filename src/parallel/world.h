@@ -10,6 +10,7 @@
 // (spawn_workers: the Python LLM with tensor_parallel_size > 1).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -83,7 +84,16 @@ class World {
   // knows that one failed to load): no rank waits for another any more, and this process cannot
   // run another engine (one parallel job per process).
   void end() { ended_ = true; }
-  bool ended() const { return ended_; }
+  bool ended() const { return ended_.load(); }
+  // Every process of a job that spawn_workers started calls this once the job has ended (rank
+  // 0 after telling the others to stop, the others once stopped): they meet in a barrier and
+  // finalize MPI together, as MPI_Finalize makes the ranks of an mpirun job do. Spawned workers
+  // are an MPI job of their own, whose MPI_Finalize would not wait for the spawner's; workers
+  // that finalize (closing their connections) while the spawner's MPI runs on can leave the
+  // spawner's own MPI_Finalize spinning at exit (Open MPI). No MPI call may follow, from any
+  // thread. A no-op for other jobs; gives up the barrier (MPI left to exit) when a rank's
+  // process has ended or after 30 s.
+  void leave();
 
   // This rank's groups in a job of tensor_parallel_size x (size() / tensor_parallel_size)
   // pipeline stages: rank g is tensor-parallel rank g % T of stage P - 1 - g / T (so rank 0,
@@ -104,7 +114,7 @@ class World {
   int size_ = 1;
   int local_rank_ = 0;
   bool mpi_ = false;
-  bool ended_ = false;
+  std::atomic<bool> ended_ = false;  // read by the step watchdog's thread
   // Per rank: its process id, when it runs on this machine (in this process's view of process
   // ids), else 0.
   std::vector<int> local_pids_;
