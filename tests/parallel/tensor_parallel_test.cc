@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -236,6 +238,32 @@ class PeakInFlight final : public testing::ForwardingRunner {
   int32_t in_flight_ = 0;
 };
 
+// Holds the engine's first step until open(): requests enqueued meanwhile all run while the
+// first one still does, however the threads are scheduled (the first cannot finish alone).
+class HeldFirstStep final : public testing::ForwardingRunner {
+ public:
+  explicit HeldFirstStep(std::unique_ptr<ModelRunner> real) : ForwardingRunner(std::move(real)) {}
+  void open() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      open_ = true;
+    }
+    opened_.notify_all();
+  }
+  void begin_step(const ForwardBatch& batch, const LogitsRequest& request) override {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      opened_.wait(lock, [&] { return open_; });
+    }
+    ForwardingRunner::begin_step(batch, request);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
+};
+
 // Runs `generate` on rank 0 over a ParallelRunner of this job (rank 0's shard; the other ranks
 // serve its steps until it is destroyed). Every rank calls it.
 template <typename F>
@@ -298,9 +326,19 @@ TEST(TensorParallelEngine, ContinuationsMatchOneRank) {
         // With micro-batches in flight which sequences share the cache at once depends on when
         // each step ends, so whether 4 blocks must preempt is known for one step at a time only.
         auto generate = [&](std::unique_ptr<ModelRunner> runner, bool steps_in_flight) {
-          std::unique_ptr<Engine> engine = testing::make_engine(config, std::move(runner));
-          auto out =
-              k.alone ? testing::run_alone(*engine, requests) : testing::run_all(*engine, requests);
+          auto held = std::make_unique<HeldFirstStep>(std::move(runner));
+          HeldFirstStep& gate = *held;
+          std::unique_ptr<Engine> engine = testing::make_engine(config, std::move(held));
+          std::vector<testing::Completion> out;
+          if (k.alone) {
+            gate.open();
+            out = testing::run_alone(*engine, requests);
+          } else {
+            std::vector<RequestHandle> handles;
+            for (const Request& r : requests) handles.push_back(engine->enqueue(r).value());
+            gate.open();
+            for (const RequestHandle& h : handles) out.push_back(testing::collect(h, 1));
+          }
           if (!steps_in_flight) {
             EXPECT_EQ(engine->stats().num_preemptions > 0, k.kv_blocks < 7) << what;
           }
@@ -536,9 +574,11 @@ TEST(WorldControlMessages, ReachTheRanksWhileRankZeroMakesNoMpiCall) {
     const std::vector<uint8_t> dir = world().receive_from_root();
     int good = 0;
     for (int m = 0; m < kMessages; ++m) good += world().receive_from_root() == contents(m);
-    std::ofstream(fs::path(std::string(dir.begin(), dir.end())) /
-                  ("rank" + std::to_string(world().rank())))
-        << good;
+    // Written aside, then renamed: rank 0 counts the receipts as they appear, whole.
+    const fs::path receipt =
+        fs::path(std::string(dir.begin(), dir.end())) / ("rank" + std::to_string(world().rank()));
+    std::ofstream(receipt.string() + ".part") << good;
+    fs::rename(receipt.string() + ".part", receipt);
     world().min_over_ranks(0);
     return;
   }
@@ -554,7 +594,10 @@ TEST(WorldControlMessages, ReachTheRanksWhileRankZeroMakesNoMpiCall) {
   int receipts = 0;
   while (receipts < world().size() - 1 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    receipts = static_cast<int>(std::distance(fs::directory_iterator(dir), {}));
+    receipts = 0;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+      receipts += e.path().extension() != ".part";
+    }
   }
   ASSERT_EQ(receipts, world().size() - 1)
       << "the ranks did not receive the messages while rank 0 made no MPI call";
