@@ -623,6 +623,8 @@ bool run_experts_wgmma(const MoeExpertsParams& p, cudaStream_t stream) {
   gate_up.tiles = p.tile_table();
   gate_up.n = 2 * p.inter;
   gate_up.k = p.hidden;
+  gate_up.expected_rows = p.pairs();
+  gate_up.expected_tiles = moe_expected_tiles(p.pairs(), p.num_experts);
   MoeWgmmaGemm down = gate_up;  // act rows are in expert order already
   down.a = kFp8 ? static_cast<const void*>(p.act_q) : p.act;
   down.a_rows = nullptr;
@@ -637,8 +639,6 @@ bool run_experts_wgmma(const MoeExpertsParams& p, cudaStream_t stream) {
   moe_align_kernel<<<1, kAlignThreads, 0, stream>>>(p, kMoeWgmmaTileRows);
   INFLIGHT_CUDA_CHECK_LAUNCH();
   const int64_t max_tiles = (p.pairs() + kMoeWgmmaTileRows - 1) / kMoeWgmmaTileRows + p.num_experts;
-  gate_up.expected_rows = down.expected_rows = p.pairs();
-  gate_up.expected_tiles = down.expected_tiles = moe_expected_tiles(p.pairs(), p.num_experts);
   if constexpr (kFp8) {
     QuantizeFp8Params qx;
     qx.x = p.x;

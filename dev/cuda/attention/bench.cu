@@ -46,7 +46,9 @@ using cuda::bf16;
 
 constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128, kBlockSize = 16;
 
-__global__ void fill_random(bf16* x, int64_t n, uint32_t seed, float amp) {
+// amp x uniform in [-1, 1), from a hash of (i, seed): bf16 values, or e4m3 bytes (never NaN).
+template <typename T>
+__global__ void fill_random(T* x, int64_t n, uint32_t seed, float amp) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32);
@@ -55,21 +57,16 @@ __global__ void fill_random(bf16* x, int64_t n, uint32_t seed, float amp) {
     h ^= h >> 15;
     h *= 0x846ca68bU;
     h ^= h >> 16;
-    x[i] = __float2bfloat16_rn(amp * (static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f));
+    const float v = amp * (static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f);
+    if constexpr (sizeof(T) == 1) {
+      x[i] = cuda::to_e4m3(v);
+    } else {
+      x[i] = __float2bfloat16_rn(v);
+    }
   }
 }
 
-// e4m3 bytes of values in [-amp, amp) (never NaN), and a constant for the scales.
-__global__ void fill_random_e4m3(uint8_t* x, int64_t n, uint32_t seed, float amp) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32);
-    h ^= h >> 16;
-    h *= 0x7feb352dU;
-    h ^= h >> 15;
-    x[i] = cuda::to_e4m3(amp * (static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f));
-  }
-}
+// A constant (the e4m3 cache's scales).
 __global__ void fill_const(float* x, int64_t n, float value) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -254,8 +251,8 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
       const int64_t scales = num_blocks * kBlockSize * kKvHeads;
       CK(cudaMalloc(&k_scales, scales * 4));
       CK(cudaMalloc(&v_scales, scales * 4));
-      fill_random_e4m3<<<1024, 256>>>(static_cast<uint8_t*>(k), cache_elems, 1, 448.0f);
-      fill_random_e4m3<<<1024, 256>>>(static_cast<uint8_t*>(v), cache_elems, 2, 448.0f);
+      fill_random<<<1024, 256>>>(static_cast<uint8_t*>(k), cache_elems, 1, 448.0f);
+      fill_random<<<1024, 256>>>(static_cast<uint8_t*>(v), cache_elems, 2, 448.0f);
       fill_const<<<256, 256>>>(k_scales, scales, 1.0f / 448.0f);
       fill_const<<<256, 256>>>(v_scales, scales, 1.0f / 448.0f);
     } else {
