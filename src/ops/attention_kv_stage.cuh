@@ -1,7 +1,8 @@
 // The K/V stage of an attention tile (attention_tile.cuh): each stage's K and V rows gathered
 // through the block table with 16-byte cp.async copies into 128-byte-swizzled shared memory (the
-// layout ldmatrix and wgmma read), or, for an e4m3 cache, its rows and their scales staged and
-// then widened into the bf16 tile (value * scale).
+// layout ldmatrix and wgmma read), or, for an e4m3 cache, its rows and their scales staged, then
+// widened into the bf16 tile (value * scale: prefill tiles) or read by the MMAs as they are
+// (decode tiles, attention_e4m3_mma.cuh).
 #pragma once
 
 #include <cuda_fp8.h>
@@ -20,6 +21,17 @@ namespace inflight::attention {
 template <int kTileRows>
 __device__ __forceinline__ uint32_t tile_offset(int r, int c) {
   return static_cast<uint32_t>((c >> 3) * (kTileRows * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+}
+
+// Byte offset of 16-byte chunk c of row r in an e4m3 stage of D-byte rows: chunk c lands at
+// c ^ swizzle(r), so that 8 consecutive rows of one chunk (an ldmatrix matrix) fall in 8
+// different bank groups: r % 8 for 128-byte rows, (r / 2) % 4 for 64-byte rows (two rows per
+// 128 bytes).
+template <int D>
+__device__ __forceinline__ uint32_t e4m3_offset(int r, int c) {
+  static_assert(D == 64 || D == 128, "e4m3 stages hold rows of 64 or 128 bytes");
+  const int swizzle = D == 128 ? r & 7 : (r >> 1) & 3;
+  return static_cast<uint32_t>(r * D + ((c ^ swizzle) << 4));
 }
 
 // K/V stage copies: 8 neighbouring threads share a key row and read 128 contiguous bytes per
@@ -109,8 +121,9 @@ __device__ __forceinline__ void load_kv_stage(const KvGather<bf16>& gk, int32_t 
 }
 
 // The e4m3 form of load_kv_stage: keys [kb, kb + kKeys) as rows of D bytes at s8 (K, then V
-// kFp8StageBytes later; D / 8 bytes per thread of a row) and their scales at s8 + 2
-// kFp8StageBytes (K, then V kKeys floats later). Keys past hi are zero-filled, scales too.
+// kFp8StageBytes later; D / 8 bytes per thread of a row, chunks placed by e4m3_offset) and their
+// scales at s8 + 2 kFp8StageBytes (K, then V kKeys floats later). Keys past hi are zero-filled,
+// scales too.
 template <class Shape>
 __device__ __forceinline__ void load_kv_stage_fp8(const KvGather<uint8_t>& gk, int32_t kb,
                                                   int32_t hi, uint32_t s8) {
@@ -131,7 +144,7 @@ __device__ __forceinline__ void load_kv_stage_fp8(const KvGather<uint8_t>& gk, i
       slot =
           static_cast<int64_t>(__ldg(gk.table + page)) * gk.page_size + (key - page * gk.page_size);
     }
-    const uint32_t dst = r * D + c0 * kBytes;
+    const uint32_t dst = e4m3_offset<D>(r, c0 * kBytes / 16) + c0 * kBytes % 16;
     if constexpr (kBytes == 16) {
       cp_async_16(s8 + dst, gk.k + slot * gk.slot_elems, valid);
       cp_async_16(sv + dst, gk.v + slot * gk.slot_elems, valid);
@@ -160,7 +173,7 @@ __device__ __forceinline__ void widen_kv_stage(const unsigned char* src, unsigne
     unsigned char* dst = kv == 0 ? dst_k : dst_v;
     for (int i = threadIdx.x; i < kUnits; i += Shape::kThreads) {
       const int r = i / (D / 16), u = i % (D / 16);
-      const uint4 raw = *reinterpret_cast<const uint4*>(rows + r * D + u * 16);
+      const uint4 raw = *reinterpret_cast<const uint4*>(rows + e4m3_offset<D>(r, u));
       const float scale = scales[kv * Shape::kKeys + r];
       const auto* pairs = reinterpret_cast<const __nv_fp8x2_storage_t*>(&raw);
       uint32_t w[8];

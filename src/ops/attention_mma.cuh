@@ -1,6 +1,6 @@
 // Tensor-core and async-copy primitives of the attention kernels, as inline PTX: cp.async
 // (16-byte global -> shared copies, zero-filling), ldmatrix (8x8 b16 tiles from shared memory
-// into mma fragments), mma.sync m16n8k16 (bf16 in, f32 accumulate), and on sm_90a the
+// into mma fragments), mma.sync m16n8k16 (bf16 or f16 in, f32 accumulate), and on sm_90a the
 // warpgroup wgmma with its fences.
 //
 // All but wgmma exist from sm_80 on, so the kernels built on them run on Ampere and Hopper
@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -116,6 +117,20 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
 #endif
 }
 
+// c += a @ b for one m16n8k16 tile of f16 operands.
+__device__ __forceinline__ void mma_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                        uint32_t b1) {
+#if INFLIGHT_ATTN_SM80
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  __trap();
+#endif
+}
+
 // 2^x by the special-function unit alone (ex2.approx.ftz: about 2 ulp, subnormal results flush
 // to 0, 2^-inf = 0); exp2f adds a range check and two multiplies around the same instruction.
 __device__ __forceinline__ float exp2_approx(float x) {
@@ -128,6 +143,20 @@ __device__ __forceinline__ float exp2_approx(float x) {
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// Two floats as an f16 pair (lo in the low half), round to nearest, saturated to +-65504.
+__device__ __forceinline__ uint32_t pack_f16x2_sat(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.satfinite.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// The two e4m3 bytes of x (bits 0-15) as an f16 pair, exactly (every e4m3 value is an f16).
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t x) {
+  const __half2_raw h =
+      __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(x & 0xffffu), __NV_E4M3);
+  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
 }
 
 // ---- wgmma (sm_90a only) ----------------------------------------------------------------------

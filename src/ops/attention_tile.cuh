@@ -19,15 +19,17 @@
 //    of a tile to finish (a per-tile counter) merges the parts and resets the counter.
 // Per stage, K and V rows of the tile's keys are gathered through the block table with 16-byte
 // cp.async copies (any page size) into 128-byte-swizzled shared memory, kStages deep. An e4m3
-// cache (kFp8) is staged as e4m3 rows and their scales instead, kStages deep, and each block's
-// stage is widened into one bf16 K/V tile (value * scale, rounded to bf16) before its MMAs:
-// half the bytes from memory, the same tensor-core path after. Scores,
-// the online softmax (log2 domain) and the output accumulators are fp32 in registers; P goes
-// back into the tensor cores as bf16 straight from the score registers.
+// cache (kFp8) is staged as e4m3 rows and their scales instead, kStages deep: prefill tiles widen
+// each block's stage into one bf16 K/V tile (value * scale, rounded to bf16) before their MMAs;
+// decode tiles multiply the e4m3 rows as f16 straight from the stage, the scales applied to the
+// scores and to P (attention_e4m3_mma.cuh). Scores, the online softmax (log2 domain) and the
+// output accumulators are fp32 in registers; P goes back into the tensor cores as bf16 (f16
+// over e4m3 in decode tiles) straight from the score registers.
 #pragma once
 
 #include <cstdint>
 
+#include "ops/attention_e4m3_mma.cuh"
 #include "ops/attention_kv_stage.cuh"
 #include "ops/attention_tile_params.cuh"
 
@@ -130,9 +132,11 @@ __device__ __forceinline__ float (&quad(float (&a)[N], int i))[4] {
 }
 
 // CTAs per SM that shared memory allows and registers must not prevent: two 8-warp wgmma
-// prefill CTAs (<= 128 registers a thread), three 2-stage decode CTAs (<= 168).
-template <int kWarpsM, int kStages, bool kWgmma>
+// prefill CTAs (<= 128 registers a thread), three 2-stage decode CTAs (<= 168), four over an
+// e4m3 cache (no bf16 tile: ~40 KB of shared memory; <= 128 registers), three with 3 stages.
+template <int kWarpsM, int kStages, bool kWgmma, bool kFp8>
 constexpr int tile_min_blocks() {
+  if (kWarpsM == 1 && kFp8) return kStages == 2 ? 4 : 3;
   if (kWarpsM == 1) return kStages == 2 ? 3 : 1;
   return kWgmma && kHasWgmma && kWarpsM == 8 && kStages == 2 ? 2 : 1;
 }
@@ -146,13 +150,14 @@ constexpr int tile_min_blocks() {
 // everything else is shared.
 template <int D, int kWarpsM, int kWarpsN, int kStages, bool kWgmma, bool kFp8 = false>
 __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>::kThreads,
-                                  tile_min_blocks<kWarpsM, kStages, kWgmma>())
+                                  tile_min_blocks<kWarpsM, kStages, kWgmma, kFp8>())
     paged_attention_tile_kernel(TileParams tp) {
   cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
   cuda::pdl_wait();
   using Shape = TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>;
   constexpr bool kDecode = Shape::kDecode;
   constexpr bool kUseWgmma = kWgmma && !kDecode && kHasWgmma;
+  constexpr bool kE4m3Mma = kFp8 && kDecode;  // MMAs on the e4m3 stage (no bf16 tile)
   static_assert(!kWgmma || kWarpsM % 4 == 0, "wgmma tiles are whole warpgroups");
   constexpr int kKeys = Shape::kKeys, kWarpKeys = Shape::kWarpKeys, kNt = kWarpKeys / 8;
   extern __shared__ unsigned char smem_raw[];
@@ -196,8 +201,14 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>:
   const uint32_t sq_addr = smem_addr(smem);
   const uint32_t sk_addr = sq_addr + Shape::kQBytes;
   const uint32_t sv_addr = sk_addr + Shape::kTileStages * Shape::kStageBytes;
-  const uint32_t s8_off = Shape::kQBytes + 2 * Shape::kTileStages * Shape::kStageBytes;  // e4m3
-  constexpr uint32_t kFp8Stride = 2 * (Shape::kFp8StageBytes + kKeys * 4);
+  // e4m3: the byte offset of block b's stage (K rows, V rows, K scales, V scales), its scales.
+  auto fp8_stage = [&](int32_t b) {
+    return Shape::kQBytes + 2 * Shape::kTileStages * Shape::kStageBytes +
+           (b % kStages) * 2 * (Shape::kFp8StageBytes + kKeys * 4);
+  };
+  auto fp8_scales = [&](int32_t b) {
+    return reinterpret_cast<const float*>(smem + fp8_stage(b) + 2 * Shape::kFp8StageBytes);
+  };
   const int32_t num_heads = p.num_heads;
   // Global element offset of row r of the tile in q / out ([T, H, D]).
   auto row_offset = [&](int r) {
@@ -209,7 +220,7 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>:
   auto load_block = [&](int32_t b) {
     const int32_t kb = keys.lo + b * kKeys;
     if constexpr (kFp8) {
-      load_kv_stage_fp8<Shape>(gk, kb, keys.hi, sq_addr + s8_off + (b % kStages) * kFp8Stride);
+      load_kv_stage_fp8<Shape>(gk, kb, keys.hi, sq_addr + fp8_stage(b));
     } else {
       const uint32_t off = (b % kStages) * Shape::kStageBytes;
       load_kv_stage<Shape>(gk, kb, keys.hi, sk_addr + off, sv_addr + off);
@@ -271,17 +282,29 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>:
   // One block of kKeys keys; kMasked: apply the row ranges to the scores.
   auto block = [&](int32_t j, auto masked) {
     constexpr bool kMasked = decltype(masked)::value;
-    const int stage = j % Shape::kTileStages;
+    [[maybe_unused]] const int stage = j % (kE4m3Mma ? 1 : Shape::kTileStages);  // bf16 tiles
     const int kw0 = warp_n * kWarpKeys;  // this warp's first key row in the stage
     const int32_t kb = keys.lo + j * kKeys + kw0;
-    const uint32_t wv = sv_addr + stage * Shape::kStageBytes;
 
     // S = Q K^T over this warp's kWarpKeys keys: [16 rows, kWarpKeys] as kNt n8 tiles,
     // s[4 nt + e] (raw scores).
     float s[kNt * 4];
 #pragma unroll
     for (int i = 0; i < kNt * 4; ++i) s[i] = 0.0f;
-    if constexpr (kUseWgmma) {
+    if constexpr (kE4m3Mma) {
+      static_assert(kNt == 2, "e4m3 decode warps take 16 keys");
+      if (j == 0) e4m3_q_fragments<D, Shape::kRows>(qf, sq, warp_m * 16);
+      e4m3_scores<D>(s, qf, sq_addr + fp8_stage(j), kw0);
+      const float* ks_row = fp8_scales(j) + kw0 + 2 * (lane % 4);
+#pragma unroll
+      for (int nt = 0; nt < kNt; ++nt) {
+        const float2 ks = *reinterpret_cast<const float2*>(ks_row + nt * 8);
+        s[4 * nt + 0] *= ks.x;
+        s[4 * nt + 1] *= ks.y;
+        s[4 * nt + 2] *= ks.x;
+        s[4 * nt + 3] *= ks.y;
+      }
+    } else if constexpr (kUseWgmma) {
       const uint32_t kd = k_desc + ((stage * Shape::kStageBytes) >> 4);
       fence_registers(s);
       wgmma_fence();
@@ -379,41 +402,53 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>:
     }
 
     // O += P V, P from the score registers (two n8 C tiles = one k16 A fragment).
-    uint32_t a[kNt / 2][4];
-#pragma unroll
-    for (int kk = 0; kk < kNt / 2; ++kk) {
-      a[kk][0] = pack_bf16x2(s[8 * kk + 0], s[8 * kk + 1]);
-      a[kk][1] = pack_bf16x2(s[8 * kk + 2], s[8 * kk + 3]);
-      a[kk][2] = pack_bf16x2(s[8 * kk + 4], s[8 * kk + 5]);
-      a[kk][3] = pack_bf16x2(s[8 * kk + 6], s[8 * kk + 7]);
-    }
-    if constexpr (kUseWgmma) {
-      fence_registers(o);
-      fence_registers(a);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kNt / 2; ++kk) {
-        const uint64_t vd = wgmma_desc(wv + kk * 16 * 128, kKeys * 128, 1024);
-        if constexpr (D == 128) {
-          wgmma_m64n128k16_rs(o, a[kk], vd);
-        } else {
-          wgmma_m64n64k16_rs(o, a[kk], vd);
-        }
-      }
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_registers(o);
+    if constexpr (kE4m3Mma) {
+      const float* vs = fp8_scales(j) + kKeys + kw0 + 2 * (lane % 4);
+      const float2 v0 = *reinterpret_cast<const float2*>(vs);
+      const float2 v1 = *reinterpret_cast<const float2*>(vs + 8);
+      const float w[4] = {v0.x * kPScale, v0.y * kPScale, v1.x * kPScale, v1.y * kPScale};
+      const uint32_t a[4] = {
+          pack_f16x2_sat(s[0] * w[0], s[1] * w[1]), pack_f16x2_sat(s[2] * w[0], s[3] * w[1]),
+          pack_f16x2_sat(s[4] * w[2], s[5] * w[3]), pack_f16x2_sat(s[6] * w[2], s[7] * w[3])};
+      e4m3_pv<D>(o, a, sq_addr + fp8_stage(j) + Shape::kFp8StageBytes, kw0);
     } else {
+      const uint32_t wv = sv_addr + stage * Shape::kStageBytes;
+      uint32_t a[kNt / 2][4];
 #pragma unroll
       for (int kk = 0; kk < kNt / 2; ++kk) {
+        a[kk][0] = pack_bf16x2(s[8 * kk + 0], s[8 * kk + 1]);
+        a[kk][1] = pack_bf16x2(s[8 * kk + 2], s[8 * kk + 3]);
+        a[kk][2] = pack_bf16x2(s[8 * kk + 4], s[8 * kk + 5]);
+        a[kk][3] = pack_bf16x2(s[8 * kk + 6], s[8 * kk + 7]);
+      }
+      if constexpr (kUseWgmma) {
+        fence_registers(o);
+        fence_registers(a);
+        wgmma_fence();
 #pragma unroll
-        for (int dp = 0; dp < D / 16; ++dp) {
-          uint32_t b[4];
-          ldmatrix_x4_trans(b,
-                            wv + tile_offset<kKeys>(kw0 + kk * 16 + ((lane / 8) % 2) * 8 + lane % 8,
-                                                    dp * 2 + lane / 16));
-          mma_bf16(quad(o, 2 * dp), a[kk], b[0], b[1]);
-          mma_bf16(quad(o, 2 * dp + 1), a[kk], b[2], b[3]);
+        for (int kk = 0; kk < kNt / 2; ++kk) {
+          const uint64_t vd = wgmma_desc(wv + kk * 16 * 128, kKeys * 128, 1024);
+          if constexpr (D == 128) {
+            wgmma_m64n128k16_rs(o, a[kk], vd);
+          } else {
+            wgmma_m64n64k16_rs(o, a[kk], vd);
+          }
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_registers(o);
+      } else {
+#pragma unroll
+        for (int kk = 0; kk < kNt / 2; ++kk) {
+#pragma unroll
+          for (int dp = 0; dp < D / 16; ++dp) {
+            uint32_t b[4];
+            ldmatrix_x4_trans(
+                b, wv + tile_offset<kKeys>(kw0 + kk * 16 + ((lane / 8) % 2) * 8 + lane % 8,
+                                           dp * 2 + lane / 16));
+            mma_bf16(quad(o, 2 * dp), a[kk], b[0], b[1]);
+            mma_bf16(quad(o, 2 * dp + 1), a[kk], b[2], b[3]);
+          }
         }
       }
     }
@@ -438,10 +473,10 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>:
       if (next < num_blocks) load_block(next);
       cp_async_commit();
     }
-    if constexpr (kFp8) {
+    if constexpr (kFp8 && !kDecode) {
       // The barrier above: block j's stage has landed and every warp is done with the bf16
       // tile (block j - 1). Widen, then make the stores visible (to wgmma's async proxy too).
-      widen_kv_stage<Shape>(smem + s8_off + (j % kStages) * kFp8Stride, smem + Shape::kQBytes,
+      widen_kv_stage<Shape>(smem + fp8_stage(j), smem + Shape::kQBytes,
                             smem + Shape::kQBytes + Shape::kStageBytes);
       if constexpr (kUseWgmma) fence_proxy_async();
       __syncthreads();
@@ -489,13 +524,31 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>:
     constexpr int kStride = Shape::kOStride;
     float* red_o = reinterpret_cast<float*>(smem + Shape::kQBytes);  // [kWarpsN, 16, kStride]
     auto* red_ml = reinterpret_cast<float2*>(red_o + kWarpsN * 16 * kStride);  // [kWarpsN, 16]
+    if constexpr (kE4m3Mma) {
 #pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt) {
+      for (int q = 0; q < D / 16; ++q) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = lane / 4 + 8 * h;
-        *reinterpret_cast<float2*>(red_o + (warp_n * 16 + r) * kStride + dt * 8 + 2 * (lane % 4)) =
-            make_float2(o[4 * dt + 2 * h], o[4 * dt + 2 * h + 1]);
+        for (int h = 0; h < 2; ++h) {
+          const int r = lane / 4 + 8 * h;
+          float4 v = e4m3_o_dims<D>(o, q, h);
+          v.x *= 1.0f / kPScale;
+          v.y *= 1.0f / kPScale;
+          v.z *= 1.0f / kPScale;
+          v.w *= 1.0f / kPScale;
+          *reinterpret_cast<float4*>(red_o + (warp_n * 16 + r) * kStride + q * 16 +
+                                     4 * (lane % 4)) = v;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = lane / 4 + 8 * h;
+          *reinterpret_cast<float2*>(red_o + (warp_n * 16 + r) * kStride + dt * 8 +
+                                     2 * (lane % 4)) =
+              make_float2(o[4 * dt + 2 * h], o[4 * dt + 2 * h + 1]);
+        }
       }
     }
     if (lane % 4 == 0) {

@@ -81,9 +81,10 @@ struct TileShape {
   static constexpr int kStageBytes = kKeys * kRowBytes;  // K (or V) of one stage
   static constexpr int kStages = kStages_;
   static constexpr bool kFp8 = kFp8_;
-  // bf16 K/V tiles: one per stage, or with an e4m3 cache one, widened from the e4m3 stages
-  // ([kStages][K, V] rows of D bytes, then [kStages][K, V] row scales) that follow them.
-  static constexpr int kTileStages = kFp8 ? 1 : kStages;
+  // bf16 K/V tiles: one per stage, or with an e4m3 cache one (prefill tiles) or none (decode
+  // tiles), widened from the e4m3 stages ([kStages][K, V] rows of D bytes, then [kStages][K, V]
+  // row scales) that follow them.
+  static constexpr int kTileStages = kFp8 ? (kDecode ? 0 : 1) : kStages;
   static constexpr int kFp8StageBytes = kKeys * D;  // e4m3 K (or V) of one stage
   static constexpr int kFp8Bytes = kFp8 ? kStages * 2 * (kFp8StageBytes + kKeys * 4) : 0;
   static constexpr int kKvBytes = 2 * kTileStages * kStageBytes + kFp8Bytes;

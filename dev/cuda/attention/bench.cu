@@ -370,6 +370,14 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
                                                                           nullptr);
                           }});
     }
+    if (c.decode && kv_fp8) {
+      // One K/V stage more than paged_attention_cuda's (which takes 2, or 3 for grids resident
+      // at once).
+      variants.push_back({"stage more", [&](int copy) {
+                            attention::launch_tiles<128, 0, 2, 3, true, true>(params(copy, out_v2),
+                                                                              nullptr);
+                          }});
+    }
     std::string var_name;
     double var_us = 0.0;
     for (const auto& [name, fn] : variants) {
