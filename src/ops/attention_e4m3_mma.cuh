@@ -27,31 +27,44 @@ namespace inflight::attention {
 
 constexpr float kPScale = 256.0f;  // P * v_scale * kPScale as f16 (see above)
 
-// Q's A fragments in f16 for dims taken as e4m3_scores takes them: rows r0 + g, r0 + g + 8 of
-// the bf16 Q tile at sq (tile_offset layout), k16 step kk = dims 16 kk .. 16 kk + 15.
-template <int D, int kRows>
-__device__ __forceinline__ void e4m3_q_fragments(uint32_t (&qf)[D / 16][4], const unsigned char* sq,
-                                                 int r0) {
-  const int lane = threadIdx.x % 32, t = lane % 4;
+// Rewrites the bf16 Q tile at sq (tile_offset layout, kRows >= 16 rows, the first 16 used) in
+// place as Q's f16 A fragments for dims taken as e4m3_scores takes them: uint4 [D / 16][32]
+// (k16 step kk = dims 16 kk .. 16 kk + 15, lane), read back by each warp per block instead of
+// held in 32 registers. Every thread of the block calls it (two barriers).
+template <int D, int kRows, int kThreads>
+__device__ __forceinline__ void e4m3_q_fragments(unsigned char* sq) {
+  constexpr int kWarps = kThreads / 32, kSteps = (D / 16 + kWarps - 1) / kWarps;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, t = lane % 4;
+  uint32_t f[kSteps][4];
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
+  for (int i = 0; i < kSteps; ++i) {
+    const int kk = warp + i * kWarps;
+    if (kk >= D / 16) break;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      // Dims 16 kk + 4t .. 4t + 3: 8 bytes of chunk 2 kk + t / 2.
+      // Dims 16 kk + 4t .. 4t + 3 of rows g, g + 8: 8 bytes of chunk 2 kk + t / 2.
       const uint2 raw = *reinterpret_cast<const uint2*>(
-          sq + tile_offset<kRows>(r0 + lane / 4 + 8 * h, 2 * kk + t / 2) + (t % 2) * 8);
-      qf[kk][h] =
-          pack_f16x2_sat(__uint_as_float(raw.x << 16), __uint_as_float(raw.x & 0xffff0000u));
-      qf[kk][2 + h] =
+          sq + tile_offset<kRows>(lane / 4 + 8 * h, 2 * kk + t / 2) + (t % 2) * 8);
+      f[i][h] = pack_f16x2_sat(__uint_as_float(raw.x << 16), __uint_as_float(raw.x & 0xffff0000u));
+      f[i][2 + h] =
           pack_f16x2_sat(__uint_as_float(raw.y << 16), __uint_as_float(raw.y & 0xffff0000u));
     }
   }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < kSteps; ++i) {
+    const int kk = warp + i * kWarps;
+    if (kk >= D / 16) break;
+    *reinterpret_cast<uint4*>(sq + (kk * 32 + lane) * 16) =
+        make_uint4(f[i][0], f[i][1], f[i][2], f[i][3]);
+  }
+  __syncthreads();
 }
 
-// s += Q K8^T over keys kw0 .. kw0 + 15 of the e4m3 K rows at sk8 (shared address): s[4 nt + e]
-// as mma_bf16's C tiles (keys kw0 + 8 nt + 2t + e % 2), unscaled.
+// s += Q K8^T over keys kw0 .. kw0 + 15 of the e4m3 K rows at sk8 (shared address), Q from
+// e4m3_q_fragments: s[4 nt + e] as mma_bf16's C tiles (keys kw0 + 8 nt + 2t + e % 2), unscaled.
 template <int D>
-__device__ __forceinline__ void e4m3_scores(float (&s)[8], const uint32_t (&qf)[D / 16][4],
+__device__ __forceinline__ void e4m3_scores(float (&s)[8], const unsigned char* q_fragments,
                                             uint32_t sk8, int kw0) {
   const int lane = threadIdx.x % 32, m = lane / 8;
   // Matrix m of each x4: keys kw0 + 8 (m % 2) + 0..7, chunk 2 kp + m / 2.
@@ -62,10 +75,13 @@ __device__ __forceinline__ void e4m3_scores(float (&s)[8], const uint32_t (&qf)[
     ldmatrix_x4(b, sk8 + e4m3_offset<D>(key, 2 * kp + m / 2));
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
+      const uint4 q =
+          *reinterpret_cast<const uint4*>(q_fragments + ((2 * kp + i) * 32 + lane) * 16);
+      const uint32_t a[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
         const uint32_t x = b[2 * i + nt];
-        mma_f16(*reinterpret_cast<float(*)[4]>(&s[4 * nt]), qf[2 * kp + i], e4m3x2_to_f16x2(x),
+        mma_f16(*reinterpret_cast<float(*)[4]>(&s[4 * nt]), a, e4m3x2_to_f16x2(x),
                 e4m3x2_to_f16x2(x >> 16));
       }
     }

@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>:
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-  uint32_t qf[kUseWgmma ? 1 : D / 16][4];  // Q A fragments (mma.sync only)
+  uint32_t qf[kUseWgmma || kE4m3Mma ? 1 : D / 16][4];  // Q A fragments (bf16 mma.sync only)
   // wgmma descriptors: this warpgroup's 64 rows of Q, and stage 0 of K (K-major, 128-byte
   // swizzle, 8-row groups 1024 B apart). The warpgroup index goes through a shuffle so that the
   // compiler sees it warp-uniform and keeps the descriptors in uniform registers.
@@ -293,8 +293,7 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>:
     for (int i = 0; i < kNt * 4; ++i) s[i] = 0.0f;
     if constexpr (kE4m3Mma) {
       static_assert(kNt == 2, "e4m3 decode warps take 16 keys");
-      if (j == 0) e4m3_q_fragments<D, Shape::kRows>(qf, sq, warp_m * 16);
-      e4m3_scores<D>(s, qf, sq_addr + fp8_stage(j), kw0);
+      e4m3_scores<D>(s, sq, sq_addr + fp8_stage(j), kw0);
       const float* ks_row = fp8_scales(j) + kw0 + 2 * (lane % 4);
 #pragma unroll
       for (int nt = 0; nt < kNt; ++nt) {
@@ -472,6 +471,9 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>:
     if constexpr (!kDecode) {
       if (next < num_blocks) load_block(next);
       cp_async_commit();
+    }
+    if constexpr (kE4m3Mma) {
+      if (j == 0) e4m3_q_fragments<D, Shape::kRows, Shape::kThreads>(sq);  // Q has landed
     }
     if constexpr (kFp8 && !kDecode) {
       // The barrier above: block j's stage has landed and every warp is done with the bf16

@@ -9,7 +9,8 @@
 #       $STAGE carried: attention tests, the bench, memcheck and racecheck on the attention
 #       tests, a SASS census of the tile kernels; logs to $OUT, tables printed last.
 #       PROFILE=1 adds Nsight Compute reports of the prefill (2048 tokens) and decode (batch 32,
-#       context 2048) tile kernels. SANITIZE=0 skips memcheck and racecheck; SANITIZE_FILTER
+#       context 2048) tile kernels, or of PROFILE_CASES ("case|mangled-name regex;..."). SANITIZE=0
+#       skips memcheck and racecheck; SANITIZE_FILTER
 #       (gtest filter, default all paged-attention tests) narrows them; STEP_LIMIT (seconds,
 #       default 150) bounds each step.
 #
@@ -57,7 +58,9 @@ print(round(2 * 8192**3 * 10 / (s.elapsed_time(e) / 1e3) / 1e12))' 2>/dev/null |
   fi
   if [[ "${PROFILE:-0}" == 1 && -n "$NCU" ]]; then
     local kernel name
-    for kernel in "prefill 2048|ILi128ELi8ELi1ELi2ELb1E" "decode b32 ctx2048|ILi128ELi1ELi4ELi2ELb0E"; do
+    local -a kernels=("prefill 2048|ILi128ELi8ELi1ELi2ELb1E" "decode b32 ctx2048|ILi128ELi1ELi4ELi2ELb0E")
+    [[ -n "${PROFILE_CASES:-}" ]] && IFS=';' read -r -a kernels <<< "$PROFILE_CASES"
+    for kernel in "${kernels[@]}"; do
       name="ncu_${kernel%%|*}"
       name="${name// /_}"
       step "$name" 120 "$NCU" --clock-control none --kernel-name-base mangled \
