@@ -122,12 +122,15 @@ class Scheduler {
   std::vector<Sequence*> finishing_;     // finished in flight: blocks kept until the step ends
   int32_t num_seats_ = 0;                // sum of num_choices over running_
   int32_t prompt_rows_ = 0;              // prompt logprob rows taken in the step being built
-  // Admission's expected share of remaining max_tokens (scheduler.cc): after a preemption, at
-  // least, now, and the decrease per step.
+  // Admission's expected share of remaining max_tokens (scheduler.cc): at first and after a
+  // preemption, at least, now, and the decrease per step.
   const double max_growth_ratio_;
   const double min_growth_ratio_;
   double growth_ratio_;
   const double growth_ratio_decay_;
+  // Share of their (clipped) max_tokens that requests generated, over those that finished while
+  // running (a moving average; < 0 before the first): the estimate does not decay below it.
+  double used_share_ = -1.0;
   uint64_t num_preemptions_ = 0;
   uint64_t num_prefix_queries_ = 0;
   uint64_t num_prefix_hits_ = 0;

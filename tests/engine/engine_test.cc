@@ -67,6 +67,7 @@ TEST_P(TinyEngine, PreemptionUnderATinyCacheLosesNothing) {
     c.block_size = 3;
     c.num_kv_blocks = 20;  // 60 tokens for 64 requests of up to 55 tokens each
     c.enable_prefix_caching = prefix;
+    c.schedule_conservativeness = 0;  // optimistic admission: requests run out of blocks
     auto engine = make_engine(c, runner());
     expect_same_tokens(run_all(*engine, mixed_requests(7)), alone(),
                        prefix ? "preemption + prefix cache" : "preemption");
