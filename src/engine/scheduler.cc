@@ -353,12 +353,13 @@ void Scheduler::fork(Sequence& parent, std::span<Sequence* const> children) {
 }
 
 void Scheduler::finish(Sequence& seq) {
-  if (const int32_t room = growth_room(seq, seq.num_prompt_tokens);
-      seq.status == SequenceStatus::kRunning && room > 0) {
-    const double share = std::min(1.0, static_cast<double>(seq.num_output_tokens()) / room);
-    used_share_ = used_share_ < 0 ? share : used_share_ + (share - used_share_) / kUsedShareWindow;
-  }
   if (seq.status == SequenceStatus::kRunning) {
+    // The share of its growth room it used, for admission's estimate.
+    if (const int32_t room = growth_room(seq, seq.num_prompt_tokens); room > 0) {
+      const double share = std::min(1.0, static_cast<double>(seq.num_output_tokens()) / room);
+      used_share_ =
+          used_share_ < 0 ? share : used_share_ + (share - used_share_) / kUsedShareWindow;
+    }
     auto it = std::find(running_.begin(), running_.end(), &seq);
     INFLIGHT_CHECK(it != running_.end(), "running sequence {} missing from the queue", seq.id);
     running_.erase(it);
