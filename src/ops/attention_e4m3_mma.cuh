@@ -103,13 +103,14 @@ __device__ __forceinline__ void e4m3_pv(float (&o)[D / 2], const uint32_t (&a)[4
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int q = 2 * qp + i;
-      // Bytes (key 2t: dim 2g, 2g+1; key 2t+1: dim 2g, 2g+1) -> (2t, 2t+1 at 2g; at 2g + 1).
-      const uint32_t lo = __byte_perm(b[2 * i], 0, 0x3120);
-      const uint32_t hi = __byte_perm(b[2 * i + 1], 0, 0x3120);
-      mma_f16(*reinterpret_cast<float(*)[4]>(&o[8 * q]), a, e4m3x2_to_f16x2(lo),
-              e4m3x2_to_f16x2(hi));
-      mma_f16(*reinterpret_cast<float(*)[4]>(&o[8 * q + 4]), a, e4m3x2_to_f16x2(lo >> 16),
-              e4m3x2_to_f16x2(hi >> 16));
+      // Bytes (key 2t: dim 2g, 2g+1; key 2t+1: dim 2g, 2g+1) -> (2t, 2t+1 at 2g; at 2g + 1),
+      // of keys 0..7 (b0) and 8..15 (b1).
+      const uint32_t k0 = __byte_perm(b[2 * i], 0, 0x3120);
+      const uint32_t k8 = __byte_perm(b[2 * i + 1], 0, 0x3120);
+      mma_f16(*reinterpret_cast<float(*)[4]>(&o[8 * q]), a, e4m3x2_to_f16x2(k0),
+              e4m3x2_to_f16x2(k8));
+      mma_f16(*reinterpret_cast<float(*)[4]>(&o[8 * q + 4]), a, e4m3x2_to_f16x2(k0 >> 16),
+              e4m3x2_to_f16x2(k8 >> 16));
     }
   }
 }
