@@ -171,10 +171,10 @@ SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
   prompt_rows_ = 0;
   // Before any request finished there is no measured share: the estimate holds.
-  const double floor = used_share_ < 0 ? growth_ratio_
+  const double least = used_share_ < 0 ? growth_ratio_
                                        : std::clamp(used_share_ * config_.schedule_conservativeness,
                                                     min_growth_ratio_, max_growth_ratio_);
-  growth_ratio_ = std::max(floor, growth_ratio_ - growth_ratio_decay_);
+  growth_ratio_ = std::max(least, growth_ratio_ - growth_ratio_decay_);
   int32_t budget = config_.max_num_batched_tokens;
   const size_t max_seqs = max_seqs_per_step();
   const bool waits_for_victim = schedule_running(out, budget, max_seqs);

@@ -100,7 +100,8 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
     // A decode grid that is resident at once even at 2 CTAs per SM streams more bytes per CTA
     // with a stage more (Llama-3.1-8B shapes, 32 sequences x 2,048 keys, H100: e4m3 cache 95 ->
     // 77 us, bf16 107 -> 93; dev/cuda/attention/NOTES.md); larger grids keep the stages that let
-    // 3 CTAs share an SM (e4m3, 256 x 2,048 keys: 523 us, against 600 with a stage more).
+    // 3 (bf16) or 4 (e4m3) CTAs share an SM (e4m3, 256 x 2,048 keys: 450 us, against 484 with a
+    // stage more).
     if (static_cast<int64_t>(tp.max_parts) * seqs * kv_heads <= 2 * sms) {
       launch_decode.template operator()<kDecodeStages + 1>();
     } else {
