@@ -86,10 +86,11 @@ __device__ bool find_prefill_tile(const TileParams& tp, int32_t item, int32_t& s
 // Split-KV merge of one decode tile, run by the last of its CTAs to finish: for each row,
 // out = sum_p 2^(m_p - M) o_p / sum_p 2^(m_p - M) l_p with M = max_p m_p (finite: the part that
 // holds the row's own position saw that key). Partials come through L2 (other CTAs of this
-// launch wrote them). item: the tile's first partial row; weight: shared [16, kMaxParts].
+// launch wrote them). item: the tile's first partial row; row_norm: shared [16] (M, 1 / sum),
+// each part's weight is recomputed from its m_p where it is applied.
 template <int D, int kThreads, class RowOffset>
 __device__ void merge_parts(const TileParams& tp, int64_t item, int32_t num_parts, int32_t rows,
-                            float* weight, RowOffset row_offset) {
+                            float2* row_norm, RowOffset row_offset) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int r = warp; r < rows; r += kThreads / 32) {
     float mx = -INFINITY;
@@ -100,20 +101,19 @@ __device__ void merge_parts(const TileParams& tp, int64_t item, int32_t num_part
     float sum = 0.0f;
     for (int i = lane; i < num_parts; i += 32) {
       const float2 ml = __ldcg(tp.partial_ml + item + i * kDecodeRows + r);
-      const float w = exp2f(ml.x - mx);
-      weight[r * kMaxParts + i] = w;
-      sum += ml.y * w;
+      sum += ml.y * exp2f(ml.x - mx);
     }
-    const float inv = 1.0f / cuda::warp_sum(sum);
-    for (int i = lane; i < num_parts; i += 32) weight[r * kMaxParts + i] *= inv;
+    sum = cuda::warp_sum(sum);
+    if (lane == 0) row_norm[r] = make_float2(mx, 1.0f / sum);
   }
   __syncthreads();
   auto* out = static_cast<bf16*>(tp.p.out);
   for (int i = threadIdx.x; i < rows * (D / 4); i += kThreads) {
     const int r = i / (D / 4), c4 = (i % (D / 4)) * 4;
+    const float2 norm = row_norm[r];
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int pi = 0; pi < num_parts; ++pi) {
-      const float w = weight[r * kMaxParts + pi];
+      const float w = exp2f(__ldcg(tp.partial_ml + item + pi * kDecodeRows + r).x - norm.x);
       const float4 v = __ldcg(
           reinterpret_cast<const float4*>(tp.partial_o + (item + pi * kDecodeRows + r) * D + c4));
       acc.x += w * v.x;
@@ -121,8 +121,8 @@ __device__ void merge_parts(const TileParams& tp, int64_t item, int32_t num_part
       acc.z += w * v.z;
       acc.w += w * v.w;
     }
-    *reinterpret_cast<uint2*>(out + row_offset(r) + c4) =
-        make_uint2(pack_bf16x2(acc.x, acc.y), pack_bf16x2(acc.z, acc.w));
+    *reinterpret_cast<uint2*>(out + row_offset(r) + c4) = make_uint2(
+        pack_bf16x2(acc.x * norm.y, acc.y * norm.y), pack_bf16x2(acc.z * norm.y, acc.w * norm.y));
   }
 }
 
@@ -134,10 +134,10 @@ __device__ __forceinline__ float (&quad(float (&a)[N], int i))[4] {
 // CTAs per SM that shared memory allows and registers must not prevent: two 8-warp wgmma
 // prefill CTAs (<= 128 registers a thread), three 2-stage decode CTAs (<= 168), four over an
 // e4m3 cache (no bf16 tile: ~40 KB of shared memory; <= 128 registers), three with 3 stages.
-template <int kWarpsM, int kStages, bool kWgmma, bool kFp8>
+template <int kWarpsM, int kWarpsN, int kStages, bool kWgmma, bool kFp8>
 constexpr int tile_min_blocks() {
-  if (kWarpsM == 1 && kFp8) return kStages == 2 ? 4 : 3;
-  if (kWarpsM == 1) return kStages == 2 ? 3 : 1;
+  if (kWarpsM == 1 && kFp8) return (kStages == 2 ? 4 : 3) * 4 / kWarpsN;
+  if (kWarpsM == 1) return (kStages == 2 ? 3 : 1) * 4 / kWarpsN;
   return kWgmma && kHasWgmma && kWarpsM == 8 && kStages == 2 ? 2 : 1;
 }
 
@@ -150,7 +150,7 @@ constexpr int tile_min_blocks() {
 // everything else is shared.
 template <int D, int kWarpsM, int kWarpsN, int kStages, bool kWgmma, bool kFp8 = false>
 __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>::kThreads,
-                                  tile_min_blocks<kWarpsM, kStages, kWgmma, kFp8>())
+                                  tile_min_blocks<kWarpsM, kWarpsN, kStages, kWgmma, kFp8>())
     paged_attention_tile_kernel(TileParams tp) {
   cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
   cuda::pdl_wait();
@@ -603,7 +603,7 @@ __global__ void __launch_bounds__(TileShape<D, kWarpsM, kWarpsN, kStages, kFp8>:
         __threadfence();
         merge_parts<D, Shape::kThreads>(
             tp, first_item, num_parts, rows,
-            reinterpret_cast<float*>(smem + Shape::kQBytes + Shape::kStatesBytes), row_offset);
+            reinterpret_cast<float2*>(smem + Shape::kQBytes + Shape::kStatesBytes), row_offset);
         if (tid == 0) tp.counters[tile_index] = 0;
       }
     }

@@ -49,8 +49,9 @@ void launch_prefill(const TileParams& tp, cudaStream_t stream) {
 //   kPrefillStages, kDecodeStages   K/V stages in flight (decode grids resident at once take
 //                   one more)
 //   kWgmma          prefill by wgmma where the binary has sm_90a code
+//   kDecodeWarps    key warps of a decode tile (16 keys each a stage; 4, or 2 in the lab)
 template <int D, int kPrefillRows, int kPrefillStages, int kDecodeStages, bool kWgmma,
-          bool kFp8 = false>
+          bool kFp8 = false, int kDecodeWarps = 4>
 void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
   TileParams tp;
   tp.p = p;
@@ -92,8 +93,9 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
     }
     const dim3 grid(tp.max_parts, static_cast<unsigned>(seqs), static_cast<unsigned>(kv_heads));
     const auto launch_decode = [&]<int kStages>() {
-      using Shape = TileShape<D, 1, 4, kStages, kFp8>;
-      constexpr auto kKernel = paged_attention_tile_kernel<D, 1, 4, kStages, false, kFp8>;
+      using Shape = TileShape<D, 1, kDecodeWarps, kStages, kFp8>;
+      constexpr auto kKernel =
+          paged_attention_tile_kernel<D, 1, kDecodeWarps, kStages, false, kFp8>;
       cuda::allow_dynamic_smem<kKernel, Shape::kSmemBytes>();
       cuda::launch_pdl(kKernel, grid, Shape::kThreads, Shape::kSmemBytes, stream, tp);
     };

@@ -89,9 +89,9 @@ struct TileShape {
   static constexpr int kFp8Bytes = kFp8 ? kStages * 2 * (kFp8StageBytes + kKeys * 4) : 0;
   static constexpr int kKvBytes = 2 * kTileStages * kStageBytes + kFp8Bytes;
   static constexpr int kOStride = D + 4;  // floats per row of the cross-warp merge
-  // Decode epilogue, over the K/V stages: the warps' states, then the split-KV merge weights.
+  // Decode epilogue, over the K/V stages: the warps' states, then the split-KV merge's row norms.
   static constexpr int kStatesBytes = kWarpsN * 16 * (kOStride * 4 + 8);
-  static constexpr int kMergeBytes = kDecode ? kStatesBytes + kDecodeRows * kMaxParts * 4 : 0;
+  static constexpr int kMergeBytes = kDecode ? kStatesBytes + kDecodeRows * 8 : 0;
   // + 1024: the base is rounded up to the 1024-byte alignment of the swizzle pattern.
   static constexpr int kSmemBytes =
       kQBytes + (kKvBytes > kMergeBytes ? kKvBytes : kMergeBytes) + 1024;

@@ -195,6 +195,11 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
                        std::vector<Seq>(batch, Seq{ctx, 1}), true});
     }
   }
+  // Offline 128/128's decode steps: 1,024 sequences of 128-256 tokens.
+  for (const int ctx : {160, 240}) {
+    cases.push_back(
+        {"decode b1024 ctx" + std::to_string(ctx), std::vector<Seq>(1024, Seq{ctx, 1}), true});
+  }
   cases.push_back({"prefill 512", {{512, 512}}, false});
   cases.push_back({"prefill 2048", {{2048, 2048}}, false});
   cases.push_back({"prefill 8192", {{8192, 8192}}, false});
@@ -377,6 +382,25 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
                             attention::launch_tiles<128, 0, 2, 3, true, true>(params(copy, out_v2),
                                                                               nullptr);
                           }});
+    }
+    if (c.decode) {
+      // Decode tiles of 2 warps (32 keys a stage) and twice the CTAs per SM, 2 or 3 stages.
+      variants.push_back(
+          {"2 warps", [&](int copy) {
+             if (kv_fp8) {
+               attention::launch_tiles<128, 0, 2, 2, true, true, 2>(params(copy, out_v2), nullptr);
+             } else {
+               attention::launch_tiles<128, 0, 2, 2, true, false, 2>(params(copy, out_v2), nullptr);
+             }
+           }});
+      variants.push_back(
+          {"2 warps 3 stages", [&](int copy) {
+             if (kv_fp8) {
+               attention::launch_tiles<128, 0, 2, 3, true, true, 2>(params(copy, out_v2), nullptr);
+             } else {
+               attention::launch_tiles<128, 0, 2, 3, true, false, 2>(params(copy, out_v2), nullptr);
+             }
+           }});
     }
     std::string var_name;
     double var_us = 0.0;
