@@ -563,9 +563,10 @@ void launch_swiglu(const MoeExpertsParams& p, bool quantized, cudaStream_t strea
   s.rows = p.pairs();
   s.inter = p.inter;
   s.dtype = DType::kBF16;
-  if (quantized) {
+  if (quantized) {  // the down product reads act_q, not act
     s.q_values = p.act_q;
     s.q_scales = p.act_q_scales;
+    s.skip_out = true;
   }
   swiglu_cuda(s, stream);
 }

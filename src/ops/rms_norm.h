@@ -26,6 +26,9 @@ struct RmsNormParams {
   // quantize_fp8 (group 0) would quantize it, in the same pass.
   uint8_t* q_values = nullptr;  // [rows, dim]
   float* q_scales = nullptr;    // [rows]
+  // With q_values: the caller reads q only, so rows the kernel holds in registers need not be
+  // stored to out (its contents are then unspecified; residual is always written).
+  bool skip_out = false;
 };
 
 // Validates: residual [R, D] float; add (optional) and out [R, D], weight [D], all of residual's

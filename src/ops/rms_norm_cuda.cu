@@ -15,7 +15,7 @@
 // With q_values set the row is also quantized to e4m3 with a dynamic per-row scale, as
 // quantize_fp8 would quantize `out` (ops/fp8_rows.cuh): a block max over the stored bf16
 // values, then their e4m3 bytes, where the FP8 GEMM after the norm would otherwise need a pass
-// of its own.
+// of its own; rows held in registers skip the bf16 store when only q is read (skip_out).
 #include "ops/cuda_common.cuh"
 #include "ops/fp8_rows.cuh"
 #include "ops/norm_rows.cuh"
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kThreads) rms_norm_vec_kernel(RmsNormParams p)
       r2[i] = __halves2bfloat162(cuda::to_bf16(x[j][2 * i] * inv_rms * w[2 * i]),
                                  cuda::to_bf16(x[j][2 * i + 1] * inv_rms * w[2 * i + 1]));
     }
-    out[c] = result;
+    if (!kQuantize || !p.skip_out) out[c] = result;
     if constexpr (kQuantize) {
       cuda::unpack8(result, x[j]);  // the stored values: what quantize_fp8 would read
 #pragma unroll

@@ -21,6 +21,9 @@ struct SwigluParams {
   // quantize_fp8 (group 0) would quantize it, in the same pass (one block per row then).
   uint8_t* q_values = nullptr;  // [rows, inter]
   float* q_scales = nullptr;    // [rows]
+  // With q_values: the caller reads q only, so rows the kernel holds in registers need not be
+  // stored to out (its contents are then unspecified).
+  bool skip_out = false;
 };
 
 // Validates gate_up [R, 2I] (float) and out [R, I] of the same dtype and device.

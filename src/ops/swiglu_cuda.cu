@@ -7,8 +7,9 @@
 // per row would walk it in 56 dependent rounds.
 //
 // With q_values set (the FP8 down projection reads the output) one block owns each row: it
-// stores the row, takes the block max of the stored values and writes their e4m3 bytes and the
-// row's scale, as quantize_fp8 would (ops/fp8_rows.cuh); its loads go kUnroll chunks at a time.
+// computes the row (bf16), takes the block max of those values and writes their e4m3 bytes and
+// the row's scale, as quantize_fp8 would (ops/fp8_rows.cuh); rows that fit hold their values in
+// registers between the passes and store out only when the caller reads it (skip_out unset).
 #include "ops/cuda_common.cuh"
 #include "ops/fp8_rows.cuh"
 #include "ops/ops_cuda.cuh"
@@ -59,72 +60,73 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluParams p) {
   }
 }
 
-// One row per block, quantized as well (see the top). Each thread re-reads, for the e4m3 pass,
-// the chunks it stored itself.
-constexpr int kUnroll = 4;
-
-template <int kWidth>
+// One row per block, quantized as well (see the top), any row: each thread stores its columns
+// to out and re-reads them for the e4m3 pass.
 __global__ void __launch_bounds__(kThreads) swiglu_quantize_kernel(SwigluParams p) {
   cuda::pdl_launch_dependents();
   cuda::pdl_wait();
-  const int64_t row = blockIdx.x, per_row = p.inter / kWidth;
+  const int64_t row = blockIdx.x;
   const bf16* gate = static_cast<const bf16*>(p.gate_up) + row * 2 * p.inter;
   const bf16* up = gate + p.inter;
   bf16* out = static_cast<bf16*>(p.out) + row * p.inter;
   float amax = 0.0f;
-  for (int64_t base = threadIdx.x; base < per_row; base += kThreads * kUnroll) {
-    float g[kUnroll][kWidth], u[kUnroll][kWidth];
-#pragma unroll
-    for (int j = 0; j < kUnroll; ++j) {
-      const int64_t c = (base + j * kThreads) * kWidth;
-      if (c >= p.inter) continue;
-      if constexpr (kWidth == 8) {
-        const uint4 gv = *reinterpret_cast<const uint4*>(gate + c);
-        const uint4 uv = *reinterpret_cast<const uint4*>(up + c);
-        const auto* g2 = reinterpret_cast<const __nv_bfloat162*>(&gv);
-        const auto* u2 = reinterpret_cast<const __nv_bfloat162*>(&uv);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float2 gf = __bfloat1622float2(g2[i]), uf = __bfloat1622float2(u2[i]);
-          g[j][2 * i] = gf.x;
-          g[j][2 * i + 1] = gf.y;
-          u[j][2 * i] = uf.x;
-          u[j][2 * i + 1] = uf.y;
-        }
-      } else {
-        g[j][0] = cuda::to_f32(gate[c]);
-        u[j][0] = cuda::to_f32(up[c]);
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kUnroll; ++j) {
-      const int64_t c = (base + j * kThreads) * kWidth;
-      if (c >= p.inter) continue;
-      alignas(16) bf16 y[kWidth];
-#pragma unroll
-      for (int i = 0; i < kWidth; ++i) {
-        y[i] = cuda::to_bf16(silu_mul(g[j][i], u[j][i]));
-        amax = fmaxf(amax, fabsf(cuda::to_f32(y[i])));
-      }
-      if constexpr (kWidth == 8) {
-        *reinterpret_cast<uint4*>(out + c) = *reinterpret_cast<const uint4*>(y);
-      } else {
-        out[c] = y[0];
-      }
-    }
+  for (int64_t c = threadIdx.x; c < p.inter; c += kThreads) {
+    const bf16 y = cuda::to_bf16(silu_mul(cuda::to_f32(gate[c]), cuda::to_f32(up[c])));
+    out[c] = y;
+    amax = fmaxf(amax, fabsf(cuda::to_f32(y)));
   }
   const float scale = cuda::e4m3_row_scale(cuda::block_max(amax));
   const float inv = 1.0f / scale;
   uint8_t* q = p.q_values + row * p.inter;
-  for (int64_t v = threadIdx.x; v < per_row; v += kThreads) {
-    const int64_t c = v * kWidth;
-    if constexpr (kWidth == 8) {
-      float y[8];
-      cuda::unpack8(*reinterpret_cast<const uint4*>(out + c), y);
-      *reinterpret_cast<uint2*>(q + c) = cuda::to_e4m3x8(y, inv);
-    } else {
-      q[c] = cuda::to_e4m3(cuda::to_f32(out[c]) * inv);
+  for (int64_t c = threadIdx.x; c < p.inter; c += kThreads) {
+    q[c] = cuda::to_e4m3(cuda::to_f32(out[c]) * inv);
+  }
+  if (threadIdx.x == 0) p.q_scales[row] = scale;
+}
+
+// The same for rows of up to kThreads * 8 * kMaxChunks columns (inter % 8 == 0, 16-byte
+// aligned): a thread's chunks of 8 columns are loaded at once and their bf16 results held in
+// registers for the e4m3 pass, so out is stored only when the caller reads it.
+constexpr int kMaxChunks = 16;  // rows up to 32,768 columns
+
+__global__ void __launch_bounds__(kThreads) swiglu_quantize_vec_kernel(SwigluParams p) {
+  cuda::pdl_launch_dependents();
+  cuda::pdl_wait();
+  const int64_t row = blockIdx.x, chunks = p.inter / 8;
+  const auto* gate =
+      reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.gate_up) + row * 2 * p.inter);
+  const uint4* up = gate + chunks;
+  auto* out = reinterpret_cast<uint4*>(static_cast<bf16*>(p.out) + row * p.inter);
+  uint4 y[kMaxChunks];
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kMaxChunks; ++j) {
+    const int64_t c = threadIdx.x + j * kThreads;
+    if (c >= chunks) continue;
+    const uint4 gv = gate[c], uv = up[c];
+    const auto* g2 = reinterpret_cast<const __nv_bfloat162*>(&gv);
+    const auto* u2 = reinterpret_cast<const __nv_bfloat162*>(&uv);
+    auto* y2 = reinterpret_cast<__nv_bfloat162*>(&y[j]);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 g = __bfloat1622float2(g2[i]), u = __bfloat1622float2(u2[i]);
+      y2[i] =
+          __halves2bfloat162(cuda::to_bf16(silu_mul(g.x, u.x)), cuda::to_bf16(silu_mul(g.y, u.y)));
+      const float2 stored = __bfloat1622float2(y2[i]);
+      amax = fmaxf(amax, fmaxf(fabsf(stored.x), fabsf(stored.y)));
     }
+    if (!p.skip_out) out[c] = y[j];
+  }
+  const float scale = cuda::e4m3_row_scale(cuda::block_max(amax));
+  const float inv = 1.0f / scale;
+  auto* q = reinterpret_cast<uint2*>(p.q_values + row * p.inter);
+#pragma unroll
+  for (int j = 0; j < kMaxChunks; ++j) {
+    const int64_t c = threadIdx.x + j * kThreads;
+    if (c >= chunks) continue;
+    float v[8];
+    cuda::unpack8(y[j], v);
+    q[c] = cuda::to_e4m3x8(v, inv);
   }
   if (threadIdx.x == 0) p.q_scales[row] = scale;
 }
@@ -139,10 +141,10 @@ void swiglu_cuda(const SwigluParams& p, cudaStream_t stream) {
   if (p.q_values != nullptr) {
     INFLIGHT_CHECK(p.rows <= cuda::kMaxGridX, "swiglu_cuda: {} rows exceed the grid", p.rows);
     const auto rows = static_cast<unsigned>(p.rows);
-    if (vec && cuda::aligned(p.q_values, 8)) {
-      cuda::launch_pdl(swiglu_quantize_kernel<8>, rows, kThreads, 0, stream, p);
+    if (vec && cuda::aligned(p.q_values, 8) && p.inter <= int64_t{kThreads} * 8 * kMaxChunks) {
+      cuda::launch_pdl(swiglu_quantize_vec_kernel, rows, kThreads, 0, stream, p);
     } else {
-      cuda::launch_pdl(swiglu_quantize_kernel<1>, rows, kThreads, 0, stream, p);
+      cuda::launch_pdl(swiglu_quantize_kernel, rows, kThreads, 0, stream, p);
     }
     INFLIGHT_CUDA_CHECK_LAUNCH();
     return;

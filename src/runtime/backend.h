@@ -185,9 +185,10 @@ class Backend {
                                const Tensor& out) = 0;
   // out = silu(gate) * up for gate_up [R, 2I] = [gate | up], out [R, I].
   virtual void swiglu(const Tensor& gate_up, const Tensor& out) = 0;
-  // rms_norm, and swiglu, whose output also goes into `q` quantized for the FP8 layer `w` that
-  // reads it next (quantize_for below): in one pass where the backend fuses them (CUDA, for
-  // dynamic per-token scales), else the op and then quantize_fp8.
+  // rms_norm, and swiglu, whose output goes into `q` quantized for the FP8 layer `w` that reads
+  // it next (quantize_for below): in one pass where the backend fuses them (CUDA, for dynamic
+  // per-token scales), else the op into `out` and then quantize_fp8. `out` is scratch: a fused
+  // pass may leave it unwritten, so the caller reads q (and rms_norm's residual), never out.
   virtual void rms_norm_quantized(const Tensor* add, const Tensor& residual, const Tensor& weight,
                                   float eps, const Tensor& out, const Linear& w,
                                   const QuantizedActivations& q);

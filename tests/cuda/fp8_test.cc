@@ -206,11 +206,11 @@ TEST(CudaFp8Test, NormAndSwigluQuantizeAsQuantizeFp8) {
     w.activations = group == 0 ? ActivationScales::kDynamicToken : ActivationScales::kDynamicGroup;
     w.block_cols = group;
     for (const auto& [m, k] : {std::pair<int64_t, int64_t>{1, 4096},
-                              {3, 576},
-                              {130, 4096},
-                              {2, 100},
-                              {4, 8200},
-                              {1, 14336}}) {
+                               {3, 576},
+                               {130, 4096},
+                               {2, 100},
+                               {4, 8200},
+                               {1, 14336}}) {
       for (const bool with_add : {false, true}) {
         const std::string what =
             fmt::format("rms_norm m={} k={} group={} add={}", m, k, group, with_add);
@@ -223,14 +223,18 @@ TEST(CudaFp8Test, NormAndSwigluQuantizeAsQuantizeFp8) {
         gpu.rms_norm_quantized(with_add ? &add : nullptr, r1, weight, 1e-5f, out1, w, q1);
         gpu.rms_norm(with_add ? &add : nullptr, r2, weight, 1e-5f, out2);
         quantize_for(gpu, out2, w, q2);
-        same(r1, r2, what + ": residual");
-        same(out1, out2, what + ": out");
+        same(r1, r2, what + ": residual");  // out1 is scratch (Backend::rms_norm_quantized)
         same(q1.values, q2.values, what + ": e4m3 values");
         same(q1.scales, q2.scales, what + ": scales");
       }
     }
-    for (const auto [m, inter] :
-         {std::pair<int64_t, int64_t>{1, 14336}, {5, 768}, {129, 1536}, {3, 100}, {2, 20000}}) {
+    for (const auto [m, inter] : {std::pair<int64_t, int64_t>{1, 14336},
+                                  {5, 768},
+                                  {129, 1536},
+                                  {3, 100},
+                                  {2, 20000},
+                                  {1, 32768},
+                                  {2, 32776}}) {
       const std::string what = fmt::format("swiglu m={} inter={} group={}", m, inter, group);
       const Tensor gate_up = to_backend(gpu, random_host({m, 2 * inter}, rng, -4.0f, 4.0f));
       const Tensor out1 = gpu.alloc({m, inter}, DType::kBF16);
@@ -239,7 +243,6 @@ TEST(CudaFp8Test, NormAndSwigluQuantizeAsQuantizeFp8) {
       gpu.swiglu_quantized(gate_up, out1, w, q1);
       gpu.swiglu(gate_up, out2);
       quantize_for(gpu, out2, w, q2);
-      same(out1, out2, what + ": out");
       same(q1.values, q2.values, what + ": e4m3 values");
       same(q1.scales, q2.scales, what + ": scales");
     }

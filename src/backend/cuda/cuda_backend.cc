@@ -589,12 +589,13 @@ void CudaBackend::swiglu(const Tensor& gate_up, const Tensor& out) {
 namespace {
 
 // Points a fused kernel's quantized output (RmsNormParams, SwigluParams) at q, checked as
-// quantize_fp8's would be for `out`.
+// quantize_fp8's would be for `out`; out itself is scratch then (Backend::rms_norm_quantized).
 template <typename Params>
 void attach_quantized(Params& p, const Tensor& out, const QuantizedActivations& q) {
   const QuantizeFp8Params qp = make_quantize_fp8_params(out, nullptr, 0, q.values, q.scales);
   p.q_values = qp.values;
   p.q_scales = qp.scales;
+  p.skip_out = true;
 }
 
 }  // namespace
