@@ -12,12 +12,18 @@
 //  - scalar (any even D): blocks of (token, group of kHeadsPerBlock heads), heads counted over
 //    q, k and v (H + 2 KH); each block computes the cos/sin of its token, then its threads
 //    rotate (head, i) pairs of its query and key heads and copy its value heads.
-//  - fp8 (an e4m3 cache, any even D): blocks of (token, kFp8Warps heads), one warp per head;
-//    query heads rotated to q_out, key heads rotated and value heads copied through the warp's
-//    f32 row in shared memory, quantized with the scale of the row's largest magnitude (a warp
-//    max), as the CPU reference does.
+//  - fp8 token (an e4m3 cache, D = 64, 128 or 256, 8-byte aligned tensors): a block per token,
+//    each of its 8 warps takes heads warp, warp + 8, ..., up to 8 of them at once: their loads
+//    (kPer = D / 64 consecutive values of each half per lane) go out before the token's cos/sin
+//    are computed, once for the whole token. Query heads are rotated to q_out; key heads rotated
+//    and value heads taken as they are, then quantized from f32 in registers with the scale of
+//    the head's largest magnitude (a warp max), as the CPU reference does.
+//  - fp8 (an e4m3 cache, any even D): blocks of (token, kFp8Warps heads), one warp per head,
+//    the same through the warp's f32 row in shared memory.
 // A negative slot skips the cache writes.
 #include <cuda_fp8.h>
+
+#include <type_traits>
 
 #include "ops/cuda_common.cuh"
 #include "ops/ops_cuda.cuh"
@@ -211,6 +217,101 @@ __global__ void __launch_bounds__(32 * kFp8Warps) rope_kv_write_fp8_kernel(RopeK
   if (lane == 0) (is_key ? p.kv.k_scales : p.kv.v_scales)[p.kv.scale_offset(slot, kv_head)] = scale;
 }
 
+constexpr int kTokenWarps = 8;   // warps of a token block
+constexpr int kHeadsAtOnce = 8;  // heads a warp loads before it rotates or quantizes them
+
+template <int kPer>  // values of each half a lane takes: D = 64 kPer
+__global__ void __launch_bounds__(32 * kTokenWarps)
+    rope_kv_write_fp8_token_kernel(RopeKvWriteParams p) {
+  constexpr int kD = 64 * kPer, kHalf = kD / 2;
+  using Values = std::conditional_t<kPer == 1, uint16_t,
+                                    std::conditional_t<kPer == 2, uint32_t, uint2>>;  // kPer bf16
+  using Bytes = std::conditional_t<kPer == 1, uint8_t,
+                                   std::conditional_t<kPer == 2, uint16_t, uint32_t>>;  // kPer e4m3
+  cuda::pdl_launch_dependents();  // see ops_cuda.cuh: launched with PDL
+  cuda::pdl_wait();
+  __shared__ float cos_v[kHalf], sin_v[kHalf];
+  const int64_t t = blockIdx.x;
+  const int warp = threadIdx.x / 32, i0 = (threadIdx.x % 32) * kPer;
+  const int32_t num_heads = p.num_heads, num_kv_heads = p.kv.num_kv_heads;
+  const int64_t slot = p.slot_mapping[t];
+  const int32_t heads = num_heads + (slot >= 0 ? 2 * num_kv_heads : 0);
+  const bf16* src = static_cast<const bf16*>(p.qkv) +
+                    t * static_cast<int64_t>(num_heads + 2 * num_kv_heads) * kD + i0;
+  Values lo[kHeadsAtOnce], hi[kHeadsAtOnce];  // this lane's values of each half, per head
+  auto load = [&](int32_t first) {
+#pragma unroll
+    for (int u = 0; u < kHeadsAtOnce; ++u) {
+      const int32_t head = first + u * kTokenWarps;
+      if (head >= heads) break;
+      lo[u] = *reinterpret_cast<const Values*>(src + static_cast<int64_t>(head) * kD);
+      hi[u] = *reinterpret_cast<const Values*>(src + static_cast<int64_t>(head) * kD + kHalf);
+    }
+  };
+  load(warp);
+  const auto pos = static_cast<float>(p.positions[t]);
+  for (int32_t i = threadIdx.x; i < kHalf; i += blockDim.x) {
+    sincosf(pos * p.inv_freq[i], &sin_v[i], &cos_v[i]);
+  }
+  __syncthreads();
+  for (int32_t first = warp; first < heads; first += kTokenWarps * kHeadsAtOnce) {
+    if (first != warp) load(first);
+#pragma unroll
+    for (int u = 0; u < kHeadsAtOnce; ++u) {
+      const int32_t head = first + u * kTokenWarps;
+      if (head >= heads) break;
+      float a[kPer], b[kPer];  // values i0 + e and i0 + e + half
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) {
+        a[e] = cuda::to_f32(reinterpret_cast<const bf16*>(&lo[u])[e]);
+        b[e] = cuda::to_f32(reinterpret_cast<const bf16*>(&hi[u])[e]);
+      }
+      const bool rotated = head < num_heads + num_kv_heads;
+      if (rotated) {
+#pragma unroll
+        for (int e = 0; e < kPer; ++e) {
+          const float x1 = a[e], x2 = b[e], c = cos_v[i0 + e], s = sin_v[i0 + e];
+          a[e] = x1 * c - x2 * s;
+          b[e] = x2 * c + x1 * s;
+        }
+      }
+      if (head < num_heads) {
+        Values qa, qb;
+#pragma unroll
+        for (int e = 0; e < kPer; ++e) {
+          reinterpret_cast<bf16*>(&qa)[e] = cuda::to_bf16(a[e]);
+          reinterpret_cast<bf16*>(&qb)[e] = cuda::to_bf16(b[e]);
+        }
+        bf16* q = static_cast<bf16*>(p.q_out) + (t * num_heads + head) * kD + i0;
+        *reinterpret_cast<Values*>(q) = qa;
+        *reinterpret_cast<Values*>(q + kHalf) = qb;
+        continue;
+      }
+      float amax = 0.0f;
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) amax = fmaxf(amax, fmaxf(fabsf(a[e]), fabsf(b[e])));
+      const float scale = kv_fp8_scale(cuda::warp_max(amax));
+      const float inv = 1.0f / scale;
+      const int32_t kv_head = head - num_heads - (rotated ? 0 : num_kv_heads);
+      Bytes qa, qb;
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) {
+        reinterpret_cast<uint8_t*>(&qa)[e] =
+            static_cast<uint8_t>(__nv_cvt_float_to_fp8(a[e] * inv, __NV_SATFINITE, __NV_E4M3));
+        reinterpret_cast<uint8_t*>(&qb)[e] =
+            static_cast<uint8_t>(__nv_cvt_float_to_fp8(b[e] * inv, __NV_SATFINITE, __NV_E4M3));
+      }
+      auto* values =
+          static_cast<uint8_t*>(rotated ? p.kv.k : p.kv.v) + p.kv.offset(slot, kv_head) + i0;
+      *reinterpret_cast<Bytes*>(values) = qa;
+      *reinterpret_cast<Bytes*>(values + kHalf) = qb;
+      if (i0 == 0) {
+        (rotated ? p.kv.k_scales : p.kv.v_scales)[p.kv.scale_offset(slot, kv_head)] = scale;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void rope_kv_write_cuda(const RopeKvWriteParams& p, cudaStream_t stream) {
@@ -222,6 +323,26 @@ void rope_kv_write_cuda(const RopeKvWriteParams& p, cudaStream_t stream) {
   const size_t smem = static_cast<size_t>(p.kv.head_dim) * sizeof(float);
   INFLIGHT_CHECK_CODE((1 + kFp8Warps) * smem <= 48 * 1024, ErrorCode::kUnsupported,
                       "rope_kv_write_cuda: head_dim {} is too large", p.kv.head_dim);
+  if (p.kv.fp8() && cuda::aligned(p.qkv, 8) && cuda::aligned(p.q_out, 8) &&
+      cuda::aligned(p.kv.k, 4) && cuda::aligned(p.kv.v, 4)) {
+    const auto tokens = static_cast<unsigned>(p.num_tokens);
+    switch (p.kv.head_dim) {
+      case 64:
+        cuda::launch_pdl(rope_kv_write_fp8_token_kernel<1>, tokens, 32 * kTokenWarps, 0, stream, p);
+        INFLIGHT_CUDA_CHECK_LAUNCH();
+        return;
+      case 128:
+        cuda::launch_pdl(rope_kv_write_fp8_token_kernel<2>, tokens, 32 * kTokenWarps, 0, stream, p);
+        INFLIGHT_CUDA_CHECK_LAUNCH();
+        return;
+      case 256:
+        cuda::launch_pdl(rope_kv_write_fp8_token_kernel<4>, tokens, 32 * kTokenWarps, 0, stream, p);
+        INFLIGHT_CUDA_CHECK_LAUNCH();
+        return;
+      default:
+        break;
+    }
+  }
   if (p.kv.fp8()) {
     const int32_t heads = p.num_heads + 2 * p.kv.num_kv_heads;
     const dim3 grid(static_cast<unsigned>(p.num_tokens),

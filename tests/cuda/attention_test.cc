@@ -95,12 +95,13 @@ void rope_kv_write_cases(bool fp8) {
   Backend& gpu = cuda_backend();
   Backend& cpu = cpu_backend();
   std::mt19937 rng(fp8 ? 16 : 11);
-  const int64_t head_dims[] = {64, 128, 2, 80};
+  const int64_t head_dims[] = {64, 128, 2, 80, 256};
   int case_index = 0;
   for (const int64_t tokens : {1, 7, 91, 513}) {
-    for (const Gqa g : {Gqa{1, 1}, Gqa{3, 1}, Gqa{8, 1}, Gqa{9, 3}}) {
+    // 80 heads of 64 + 8 + 8: more than a token block's warps load at once (64).
+    for (const Gqa g : {Gqa{1, 1}, Gqa{3, 1}, Gqa{8, 1}, Gqa{9, 3}, Gqa{64, 8}}) {
       for (const int32_t block_size : {1, 3, 16}) {
-        const int64_t d = head_dims[case_index++ % 4];
+        const int64_t d = head_dims[case_index++ % 5];
         const int64_t num_blocks = (tokens + block_size - 1) / block_size + 2;
         // Distinct random slots, positions anywhere in a long context; one token has no slot.
         std::vector<int64_t> slots(static_cast<size_t>(num_blocks * block_size));
