@@ -50,10 +50,11 @@ struct EngineConfig {
   // 0 = no per-sequence cap.
   int32_t long_prefill_token_threshold = 0;
   // How much of the running sequences' remaining max_tokens admission keeps KV blocks free for
-  // (the rule in engine/scheduler.cc): 1 = the default estimate, which starts at 70%, decays
-  // towards 10% while nothing is preempted and returns to 100% after a preemption; scaled by
-  // this factor (as SGLang's --schedule-conservativeness). 0 = optimistic admission (vLLM's:
-  // admit while blocks are free, preempt and recompute when they run out). >= 0.
+  // (the rule in engine/scheduler.cc): 1 = the default estimate, which starts at 100%, decays
+  // while nothing is preempted towards the share of their max_tokens that finished requests
+  // used (at least 10%) and returns to 100% after a preemption; scaled by this factor (as
+  // SGLang's --schedule-conservativeness). 0 = optimistic admission (vLLM's: admit while
+  // blocks are free, preempt and recompute when they run out). >= 0.
   double schedule_conservativeness = 1.0;
   // Most steps in flight at once under pipeline parallelism, each over its own sequences
   // (micro-batches: stage s computes one while stage s + 1 computes the one before), so that no
