@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <span>
 #include <sstream>
 #include <string>
@@ -189,18 +190,13 @@ int main(int argc, char** argv) {
         continue;
       }
 
-      auto time_algo = [&](const cublasLtMatmulAlgo_t& algo) {
-        const float alpha = 1.0f, beta = 0.0f;
-        int copy = 0;
-        auto call = [&] {
-          return cublasLtMatmul(lt, op, &alpha, w + (copy++ % copies) * w_elems * eb, a, x, b,
-                                &beta, y, d, y, d, &algo, workspace, kWorkspaceBytes, stream);
-        };
-        if (call() != CUBLAS_STATUS_SUCCESS) return 1e30;
+      // us per call of `call` (weights rotated by its copy argument): median of 3 batches of 20.
+      auto time_calls = [&](const std::function<void(int)>& call) {
         std::vector<double> per_call;
+        int copy = 0;
         for (int batch = 0; batch < 3; ++batch) {
           CK(cudaEventRecord(e0, stream));
-          for (int r = 0; r < 20; ++r) LT(call());
+          for (int r = 0; r < 20; ++r) call(copy++ % copies);
           CK(cudaEventRecord(e1, stream));
           CK(cudaEventSynchronize(e1));
           float ms_total = 0;
@@ -209,6 +205,15 @@ int main(int argc, char** argv) {
         }
         std::sort(per_call.begin(), per_call.end());
         return per_call[1];
+      };
+      auto time_algo = [&](const cublasLtMatmulAlgo_t& algo) {
+        const float alpha = 1.0f, beta = 0.0f;
+        auto call = [&](int copy) {
+          return cublasLtMatmul(lt, op, &alpha, w + copy * w_elems * eb, a, x, b, &beta, y, d, y, d,
+                                &algo, workspace, kWorkspaceBytes, stream);
+        };
+        if (call(0) != CUBLAS_STATUS_SUCCESS) return 1e30;
+        return time_calls([&](int copy) { LT(call(copy)); });
       };
       double first = 0, best = 1e30;
       int best_rank = 0;
@@ -304,30 +309,14 @@ int main(int argc, char** argv) {
               got == 0) {
             std::printf(" batch/%d none;", splits);
           } else {
-            int copy = 0;
-            auto call = [&] {
-              LT(cublasLtMatmul(lt, op, &alpha, w + (copy++ % copies) * w_elems * eb, ab, x, bb,
-                                &beta, parts, db, parts, db, &r.algo, workspace, kWorkspaceBytes,
-                                stream));
+            auto call = [&](int copy) {
+              LT(cublasLtMatmul(lt, op, &alpha, w + copy * w_elems * eb, ab, x, bb, &beta, parts,
+                                db, parts, db, &r.algo, workspace, kWorkspaceBytes, stream));
               sum_splits<<<264, 256, 0, stream>>>(parts, m * s.n, splits, y2);
             };
-            copy = 0;
-            LT(cublasLtMatmul(lt, op, &alpha, w, ab, x, bb, &beta, parts, db, parts, db, &r.algo,
-                              workspace, kWorkspaceBytes, stream));
-            sum_splits<<<264, 256, 0, stream>>>(parts, m * s.n, splits, y2);
+            call(0);
             const float err = check(y2);
-            std::vector<double> per_call;
-            for (int batch = 0; batch < 3; ++batch) {
-              CK(cudaEventRecord(e0, stream));
-              for (int rep = 0; rep < 20; ++rep) call();
-              CK(cudaEventRecord(e1, stream));
-              CK(cudaEventSynchronize(e1));
-              float ms_total = 0;
-              CK(cudaEventElapsedTime(&ms_total, e0, e1));
-              per_call.push_back(1e3 * ms_total / 20);
-            }
-            std::sort(per_call.begin(), per_call.end());
-            std::printf(" batch/%d %.1f us (diff %.1e);", splits, per_call[1], err);
+            std::printf(" batch/%d %.1f us (diff %.1e);", splits, time_calls(call), err);
           }
           cublasLtMatrixLayoutDestroy(db);
           cublasLtMatrixLayoutDestroy(bb);
