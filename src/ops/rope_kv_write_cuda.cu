@@ -1,7 +1,7 @@
 // rope_kv_write on CUDA (bf16 in/out, fp32 math): NeoX rotate-half RoPE on the q and k heads of
 // one token, rotated q to q_out, rotated k and plain v into the paged cache at slot_mapping[t].
 //
-// Two kernels, picked on the host:
+// Four kernels, picked on the host (bf16 caches: vector or scalar; e4m3 caches: fp8 token or fp8):
 //  - vector (D % 16 == 0, 16-byte aligned tensors; every Llama, Mistral and Qwen2 head size):
 //    blocks of (token, 64 items), an item 16 bytes of output: 8 consecutive pairs (i, i + D/2)
 //    of one query or key head, rotated (two 16-byte loads, two 16-byte stores), or 8 values of
