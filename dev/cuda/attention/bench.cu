@@ -385,22 +385,17 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
     }
     if (c.decode) {
       // Decode tiles of 2 warps (32 keys a stage) and twice the CTAs per SM, 2 or 3 stages.
+      const auto two_warps = [&]<int kStages>(int copy) {
+        if (kv_fp8) {
+          attention::launch_tiles<128, 0, 2, kStages, true, true, 2>(params(copy, out_v2), nullptr);
+        } else {
+          attention::launch_tiles<128, 0, 2, kStages, true, false, 2>(params(copy, out_v2),
+                                                                      nullptr);
+        }
+      };
+      variants.push_back({"2 warps", [&](int copy) { two_warps.template operator()<2>(copy); }});
       variants.push_back(
-          {"2 warps", [&](int copy) {
-             if (kv_fp8) {
-               attention::launch_tiles<128, 0, 2, 2, true, true, 2>(params(copy, out_v2), nullptr);
-             } else {
-               attention::launch_tiles<128, 0, 2, 2, true, false, 2>(params(copy, out_v2), nullptr);
-             }
-           }});
-      variants.push_back(
-          {"2 warps 3 stages", [&](int copy) {
-             if (kv_fp8) {
-               attention::launch_tiles<128, 0, 2, 3, true, true, 2>(params(copy, out_v2), nullptr);
-             } else {
-               attention::launch_tiles<128, 0, 2, 3, true, false, 2>(params(copy, out_v2), nullptr);
-             }
-           }});
+          {"2 warps 3 stages", [&](int copy) { two_warps.template operator()<3>(copy); }});
     }
     std::string var_name;
     double var_us = 0.0;

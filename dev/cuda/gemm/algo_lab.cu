@@ -185,8 +185,21 @@ int main(int argc, char** argv) {
       cublasLtMatmulHeuristicResult_t results[16];
       int returned = 0;
       LT(cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, d, d, pref, 16, results, &returned));
+      auto release = [&] {
+        cublasLtMatmulPreferenceDestroy(pref);
+        cublasLtMatrixLayoutDestroy(d);
+        cublasLtMatrixLayoutDestroy(b);
+        cublasLtMatrixLayoutDestroy(a);
+        cublasLtMatmulDescDestroy(op);
+        CK(cudaFree(w));
+        CK(cudaFree(x));
+        CK(cudaFree(y));
+        CK(cudaFree(w_scales));
+        CK(cudaFree(x_scales));
+      };
       if (returned == 0) {
         std::printf("%-8s %6lld no algorithm\n", s.name, static_cast<long long>(m));
+        release();
         continue;
       }
 
@@ -327,16 +340,7 @@ int main(int argc, char** argv) {
         CK(cudaFree(parts));
         CK(cudaFree(diff));
       }
-      cublasLtMatmulPreferenceDestroy(pref);
-      cublasLtMatrixLayoutDestroy(d);
-      cublasLtMatrixLayoutDestroy(b);
-      cublasLtMatrixLayoutDestroy(a);
-      cublasLtMatmulDescDestroy(op);
-      CK(cudaFree(w));
-      CK(cudaFree(x));
-      CK(cudaFree(y));
-      CK(cudaFree(w_scales));
-      CK(cudaFree(x_scales));
+      release();
     }
     std::printf("%-8s %6lld %10.1f %10.1f       layer: %.1f%% faster with the best\n", "all",
                 static_cast<long long>(m), m_first, m_best, 100.0 * (m_first / m_best - 1.0));
