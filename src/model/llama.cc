@@ -7,6 +7,7 @@
 //   llama_mlp.cc            the SwiGLU, GELU and mixture-of-experts MLPs
 //   llama_norm.cc           RMSNorm / LayerNorm fused with the residual add; logit_scale
 //   llama_workspace.cc      the step's activation buffers, sized and reserved from one list
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -81,7 +82,10 @@ int64_t LlamaModel::weight_bytes() const {
 }
 
 QuantizedActivations LlamaModel::activations_for(const Tensor& x, const Linear& w) const {
-  const int64_t t = x.size(0), k = x.size(1);
+  return activations_for(x.size(0), x.size(1), w);
+}
+
+QuantizedActivations LlamaModel::activations_for(int64_t t, int64_t k, const Linear& w) const {
   const int64_t groups = w.block_cols > 0 ? (k + w.block_cols - 1) / w.block_cols : 1;
   const Tensor scales = ws_.xq_scales.rows(0, groups * t);
   return {ws_.xq.rows(0, t * k).reshape({t, k}),
@@ -95,7 +99,16 @@ void LlamaModel::project(const Tensor& x, const Linear& w, const Tensor& y, bool
   }
   const QuantizedActivations q = activations_for(x, w);
   if (!x_quantized) quantize_for(backend_, x, w, q);
-  backend_.gemm(q, w, y);
+  // x's quantized rows and y are views of rows [0, T) of this step's workspaces, whose rows
+  // past T are scratch: the product may run on more of them (Backend::gemm_padded_rows).
+  const int64_t t = x.size(0);
+  const int64_t rows = std::min(backend_.gemm_padded_rows(w, t), ws_.capacity);
+  if (rows == t) {
+    backend_.gemm(q, w, y);
+    return;
+  }
+  backend_.gemm(activations_for(rows, x.size(1), w), w,
+                Tensor::wrap(y.raw(), {rows, y.size(1)}, y.dtype(), y.device(), y.owner()));
 }
 
 Tensor LlamaModel::run(const StepInputs& in, KvCache& cache, const std::atomic<bool>* abandon) {

@@ -178,6 +178,7 @@ class LlamaModel final : public Model {
   void project(const Tensor& x, const Linear& w, const Tensor& y, bool x_quantized = false);
   // The workspace views that hold x [T, K] quantized for the FP8 layer w.
   QuantizedActivations activations_for(const Tensor& x, const Linear& w) const;
+  QuantizedActivations activations_for(int64_t t, int64_t k, const Linear& w) const;
   int64_t max_in_features() const;
   int64_t max_scale_groups() const;  // activation scales per token of any FP8 layer
 

@@ -69,10 +69,11 @@ std::vector<LlamaModel::Buffer> LlamaModel::logits_buffers(int64_t cap) const {
 
 namespace {
 
-// Capacities are rounded up so that a growing prompt does not reallocate every step; at least
-// one logits row, so that a step that samples nothing still has a [0, vocab] view.
+// Capacities are rounded up so that a growing prompt does not reallocate every step, tokens to
+// whole 128-row tiles (LlamaModel::project may run a product on them); at least one logits row,
+// so that a step that samples nothing still has a [0, vocab] view.
 int64_t token_capacity(int64_t tokens) {
-  return (std::max<int64_t>(tokens, 1) + 63) / 64 * 64;
+  return (std::max<int64_t>(tokens, 1) + 127) / 128 * 128;
 }
 int64_t logits_capacity(int64_t logits) {
   return (std::max<int64_t>(logits, 1) + 7) / 8 * 8;

@@ -228,6 +228,10 @@ class Backend {
   // y = the scaled product of e4m3 activations and an e4m3 weight (ops/scaled_gemm.h): y of the
   // compute dtype or f32, w.bias of y's dtype.
   virtual void gemm(const QuantizedActivations& x, const Linear& w, const Tensor& y);
+  // The rows that product of `rows` rows is best run on where the caller's buffers hold more
+  // rows past them as scratch (computed from whatever they hold, never read): `rows`, unless
+  // the backend's kernels pay for a partial tile as for a whole one or more.
+  virtual int64_t gemm_padded_rows(const Linear& w, int64_t rows) const;
   // t[i] = offset + scale * u(seed, j(i)), u uniform in [-1, 1): the same values (before
   // rounding to the tensor's dtype) on every backend (ops/fill_random.h). Dummy weights. j(i) = i,
   // or with a window the index in a larger tensor that t is a block of: a tensor-parallel rank
@@ -265,6 +269,9 @@ inline void Backend::set_stream(int32_t index) {
 inline void Backend::quantize_fp8(const Tensor&, const Tensor*, int64_t, const Tensor&,
                                   const Tensor&) {
   INFLIGHT_THROW(ErrorCode::kUnsupported, "{} backend: FP8 is not supported", name());
+}
+inline int64_t Backend::gemm_padded_rows(const Linear&, int64_t rows) const {
+  return rows;
 }
 inline void Backend::gemm(const QuantizedActivations&, const Linear&, const Tensor&) {
   INFLIGHT_THROW(ErrorCode::kUnsupported, "{} backend: FP8 GEMMs are not supported", name());

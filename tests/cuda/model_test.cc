@@ -490,9 +490,12 @@ class CoreGemmBackend final : public Backend {
 
 // quantization: applied to both models (online FP8: the same e4m3 weights and scales on both,
 // since the weights are bf16-exact; activations are quantized from f32 on the CPU and from
-// bf16 on the GPU, hence the looser bar).
+// bf16 on the GPU, hence the looser bar). long_prompt: a prompt of that many tokens more, in
+// the first step (steps of more than 128 tokens: the GPU's FP8 products then run on whole
+// 128-row tiles, Backend::gemm_padded_rows).
 void run_tiny_configs(Backend& gpu_backend, const std::string& suffix,
-                      const Quantization& quantization = {}, double tolerance = kBf16Tolerance) {
+                      const Quantization& quantization = {}, double tolerance = kBf16Tolerance,
+                      int long_prompt = 0) {
   for (TinyConfig tc : {tiny_llama(), tiny_qwen2(), tiny_qwen3(), tiny_mixtral_window(),
                         tiny_qwen3_moe(), tiny_mpt()}) {
     SCOPED_TRACE(tc.label);
@@ -504,13 +507,17 @@ void run_tiny_configs(Backend& gpu_backend, const std::string& suffix,
     const std::unique_ptr<Model> gpu_model =
         make_model(tc.config, weights_of(weights), gpu_backend);
     const int32_t block_size = 3;
-    KvCache cpu_cache = cpu_model->make_kv_cache(64, block_size);
-    KvCache gpu_cache = gpu_model->make_kv_cache(64, block_size);
-    const std::vector<Prompt> prompts = {
+    const int64_t blocks = 64 + (long_prompt + 20 + block_size) / block_size;
+    KvCache cpu_cache = cpu_model->make_kv_cache(blocks, block_size);
+    KvCache gpu_cache = gpu_model->make_kv_cache(blocks, block_size);
+    std::vector<Prompt> prompts = {
         {random_tokens(5, tc.config.vocab_size, rng), 0, 64},
         {random_tokens(17, tc.config.vocab_size, rng), 2, 4},  // chunked next to decodes
         {random_tokens(1, tc.config.vocab_size, rng), 3, 64},
     };
+    if (long_prompt > 0) {
+      prompts.push_back({random_tokens(long_prompt, tc.config.vocab_size, rng), 0, long_prompt});
+    }
     BackendRun cpu{cpu_model.get(), &cpu_cache, {}};
     BackendRun gpu{gpu_model.get(), &gpu_cache, {}};
     generate(cpu, gpu, prompts, /*num_generate=*/20, block_size, /*teacher_forced=*/true,
@@ -532,6 +539,9 @@ TEST(CudaModelTest, TinyRandomConfigsMatchCpuFp8) {
     run_tiny_configs(cuda_backend(), std::string(".") + name, Quantization::online(name),
                      kFp8Tolerance);
   }
+  // A first step of 155 tokens: per-token activations run on 256 rows of the workspaces.
+  run_tiny_configs(cuda_backend(), ".fp8-channel.long", Quantization::online("fp8-channel"),
+                   kFp8Tolerance, 150);
 }
 
 // bf16 weights over an e4m3 KV cache (a scale per token and kv head): k and v quantized from
