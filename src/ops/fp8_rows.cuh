@@ -41,4 +41,17 @@ __device__ __forceinline__ uint2 to_e4m3x8(const float (&v)[8], float inv) {
   return make_uint2(word[0], word[1]);
 }
 
+// Rows held in registers (a block per row, kRowChunks chunks of 8 columns a thread, loaded at
+// once): the block has just enough threads for the row, from 128 up to kMaxRowThreads, so that
+// few registers per thread let several rows share an SM. Rows of up to kMaxRowColumns.
+constexpr int kRowChunks = 4;
+constexpr int kMaxRowThreads = 1024;
+constexpr int64_t kMaxRowColumns = int64_t{kMaxRowThreads} * 8 * kRowChunks;  // 32,768
+
+inline int row_threads(int64_t columns) {
+  int threads = 128;
+  while (int64_t{threads} * 8 * kRowChunks < columns) threads *= 2;
+  return threads;
+}
+
 }  // namespace inflight::cuda

@@ -85,23 +85,11 @@ __global__ void __launch_bounds__(kThreads) swiglu_quantize_kernel(SwigluParams 
   if (threadIdx.x == 0) p.q_scales[row] = scale;
 }
 
-// The same for rows of up to 1,024 * 8 * kRowChunks columns (inter % 8 == 0, 16-byte aligned):
-// each thread loads its kRowChunks chunks of 8 columns at once and holds their bf16 results in
-// registers for the e4m3 pass, so out is stored only when the caller reads it. The block has
-// just enough threads for the row (vec_threads): few chunks a thread keep registers low, so
-// that more rows are in flight per SM (H100, 14,336 columns, 8,192 rows: 512 x 4 takes 235 us,
-// 256 x up to 16 took 339; dev/cuda/elementwise/lab.cu).
-constexpr int kRowChunks = 4;
-constexpr int kMaxVecThreads = 1024;
-
-int vec_threads(int64_t inter) {
-  const int64_t chunks = inter / 8;
-  int threads = 128;
-  while (threads * kRowChunks < chunks) threads *= 2;
-  return threads;
-}
-
-__global__ void __launch_bounds__(kMaxVecThreads) swiglu_quantize_vec_kernel(SwigluParams p) {
+// The same for rows of up to cuda::kMaxRowColumns (inter % 8 == 0, 16-byte aligned), held in
+// registers (ops/fp8_rows.cuh, row_threads) between the passes, so that out is stored only when
+// the caller reads it (H100, 14,336 columns, 8,192 rows: 238 us, 339 with 256 threads of up to
+// 16 chunks; dev/cuda/elementwise/lab.cu).
+__global__ void __launch_bounds__(cuda::kMaxRowThreads) swiglu_quantize_vec_kernel(SwigluParams p) {
   cuda::pdl_launch_dependents();
   cuda::pdl_wait();
   const int64_t row = blockIdx.x;
@@ -110,10 +98,10 @@ __global__ void __launch_bounds__(kMaxVecThreads) swiglu_quantize_vec_kernel(Swi
       reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.gate_up) + row * 2 * p.inter);
   const uint4* up = gate + chunks;
   // The first pass stores nothing, so that the compiler may issue every load of the row at once.
-  uint4 y[kRowChunks];
+  uint4 y[cuda::kRowChunks];
   float amax = 0.0f;
 #pragma unroll
-  for (int j = 0; j < kRowChunks; ++j) {
+  for (int j = 0; j < cuda::kRowChunks; ++j) {
     const int c = static_cast<int>(threadIdx.x) + j * threads;
     if (c >= chunks) continue;
     const uint4 gv = gate[c], uv = up[c];
@@ -134,7 +122,7 @@ __global__ void __launch_bounds__(kMaxVecThreads) swiglu_quantize_vec_kernel(Swi
   auto* out = reinterpret_cast<uint4*>(static_cast<bf16*>(p.out) + row * p.inter);
   auto* q = reinterpret_cast<uint2*>(p.q_values + row * p.inter);
 #pragma unroll
-  for (int j = 0; j < kRowChunks; ++j) {
+  for (int j = 0; j < cuda::kRowChunks; ++j) {
     const int c = static_cast<int>(threadIdx.x) + j * threads;
     if (c >= chunks) continue;
     if (!p.skip_out) out[c] = y[j];
@@ -155,9 +143,8 @@ void swiglu_cuda(const SwigluParams& p, cudaStream_t stream) {
   if (p.q_values != nullptr) {
     INFLIGHT_CHECK(p.rows <= cuda::kMaxGridX, "swiglu_cuda: {} rows exceed the grid", p.rows);
     const auto rows = static_cast<unsigned>(p.rows);
-    if (vec && cuda::aligned(p.q_values, 8) &&
-        p.inter <= int64_t{kMaxVecThreads} * 8 * kRowChunks) {
-      cuda::launch_pdl(swiglu_quantize_vec_kernel, rows, vec_threads(p.inter), 0, stream, p);
+    if (vec && cuda::aligned(p.q_values, 8) && p.inter <= cuda::kMaxRowColumns) {
+      cuda::launch_pdl(swiglu_quantize_vec_kernel, rows, cuda::row_threads(p.inter), 0, stream, p);
     } else {
       cuda::launch_pdl(swiglu_quantize_kernel, rows, kThreads, 0, stream, p);
     }

@@ -52,7 +52,13 @@ TEST(CudaFp8Test, QuantizeMatchesCpuBitForBit) {
   if (!have_fp8()) GTEST_SKIP();
   std::mt19937 rng(7);
   for (const int64_t group : {int64_t{0}, int64_t{128}}) {
-    for (const auto& [m, k] : {std::pair<int64_t, int64_t>{1, 4096}, {5, 592}, {300, 100}}) {
+    // Rows held in registers (k % 8 == 0, up to 32,768 columns) and the rest.
+    for (const auto& [m, k] : {std::pair<int64_t, int64_t>{1, 4096},
+                               {5, 592},
+                               {300, 100},
+                               {1030, 4096},
+                               {2, 32768},
+                               {2, 32776}}) {
       const Tensor x = random_host({m, k}, rng, -4.0f, 4.0f);  // bf16-exact
       const QuantizedActivations ref = quantize_on(cpu_backend(), x, group);
       const QuantizedActivations got =

@@ -1,5 +1,6 @@
-// Element-wise lab: the fused SwiGLU + e4m3 row quantization (ops/swiglu_cuda.cu) and RMSNorm +
-// residual add + e4m3 quantization (ops/rms_norm_cuda.cu) of the FP8 layers, one block per row,
+// Element-wise lab: the fused SwiGLU + e4m3 row quantization (ops/swiglu_cuda.cu), RMSNorm +
+// residual add + e4m3 quantization (ops/rms_norm_cuda.cu) and the per-token quantization of the
+// attention output (ops/quantize_fp8_cuda.cu) of the FP8 layers, one block per row,
 // with threads per row and chunks per thread as knobs, beside the engine's own kernels (called
 // through ops_cuda.cuh, bf16 output skipped as the model does). Each is timed back to back over
 // buffer sets rotated past L2 and its e4m3 bytes checked against the engine's. Prints us per
@@ -18,6 +19,7 @@
 #include "ops/cuda_common.cuh"
 #include "ops/fp8_rows.cuh"
 #include "ops/ops_cuda.cuh"
+#include "ops/quantize_fp8.h"
 #include "ops/rms_norm.h"
 #include "ops/swiglu.h"
 
@@ -160,6 +162,22 @@ __global__ void __launch_bounds__(kThreads)
     if (c < chunks) q[c] = kPairs ? e4m3x8_pairs(x[j], inv) : cuda::to_e4m3x8(x[j], inv);
   }
   if (threadIdx.x == 0) qs[row] = scale;
+}
+
+// The per-token quantization as one block of 256 threads walking the row twice, element by
+// element (the engine's kernel before rows were held in registers).
+__global__ void __launch_bounds__(256)
+    quantize_scalar(const bf16* x, int64_t k, uint8_t* qv, float* qs) {
+  const int64_t r = blockIdx.x;
+  x += r * k;
+  float amax = 0.0f;
+  for (int64_t c = threadIdx.x; c < k; c += 256) amax = fmaxf(amax, fabsf(__bfloat162float(x[c])));
+  const float scale = cuda::e4m3_row_scale(lab_block_reduce<256>(amax, true));
+  const float inv = 1.0f / scale;
+  for (int64_t c = threadIdx.x; c < k; c += 256) {
+    qv[r * k + c] = cuda::to_e4m3(__bfloat162float(x[c]) * inv);
+  }
+  if (threadIdx.x == 0) qs[r] = scale;
 }
 
 __global__ void fill(bf16* p, int64_t n, uint32_t seed, float scale) {
@@ -357,6 +375,47 @@ int main() {
       cudaFree(add[s]);
     }
     cudaFree(w);
+    cudaFree(q);
+    cudaFree(qs);
+  }
+  for (int64_t rows : {1024, 8192}) {
+    const int sets = rows >= 8192 ? 2 : 8;
+    const size_t elems = rows * dim, q_bytes = rows * dim;
+    std::vector<bf16*> x(sets);
+    for (auto& p : x) {
+      CHECK(cudaMalloc(&p, elems * 2));
+      fill<<<1024, 256>>>(p, elems, 11, 3.0f);
+    }
+    uint8_t* q;
+    float* qs;
+    CHECK(cudaMalloc(&q, q_bytes * sets));
+    CHECK(cudaMalloc(&qs, rows * 4 * sets));
+    const double bytes = elems * 2.0 + q_bytes + rows * 4.0;
+    std::vector<uint8_t> ref;
+    bool have = false;
+    auto report = [&](const char* name, const Result& r) {
+      std::printf("quantize rows %5ld %-20s %8.1f us  %5.1f%% of copy bw  %s\n", rows, name, r.us,
+                  100.0 * bytes / (r.us * 1e-6) / 1e9 / bw, r.same ? "same" : "DIFFERENT");
+    };
+    report("engine", time_it(
+                         [&](int s) {
+                           QuantizeFp8Params p;
+                           p.x = x[s];
+                           p.values = q + s * q_bytes;
+                           p.scales = qs + s * rows;
+                           p.m = rows;
+                           p.k = dim;
+                           p.dtype = DType::kBF16;
+                           quantize_fp8_cuda(p, nullptr);
+                         },
+                         sets, ref, q, q_bytes, &have, &ref));
+    report("256 scalar", time_it(
+                             [&](int s) {
+                               quantize_scalar<<<rows, 256>>>(x[s], dim, q + s * q_bytes,
+                                                              qs + s * rows);
+                             },
+                             sets, ref, q, q_bytes, &have, &ref));
+    for (auto p : x) cudaFree(p);
     cudaFree(q);
     cudaFree(qs);
   }
