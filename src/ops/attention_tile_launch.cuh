@@ -49,7 +49,8 @@ void launch_prefill(const TileParams& tp, cudaStream_t stream) {
 //   kPrefillStages, kDecodeStages   K/V stages in flight (decode grids resident at once take
 //                   one more)
 //   kWgmma          prefill by wgmma where the binary has sm_90a code
-//   kDecodeWarps    key warps of a decode tile (16 keys each a stage; 4, or 2 in the lab)
+//   kDecodeWarps    key warps of a decode tile (16 keys each a stage): 4, and 2 for large
+//                   e4m3 grids of head size 128; the lab forces 2 everywhere
 template <int D, int kPrefillRows, int kPrefillStages, int kDecodeStages, bool kWgmma,
           bool kFp8 = false, int kDecodeWarps = 4>
 void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
@@ -92,10 +93,9 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
       }
     }
     const dim3 grid(tp.max_parts, static_cast<unsigned>(seqs), static_cast<unsigned>(kv_heads));
-    const auto launch_decode = [&]<int kStages>() {
-      using Shape = TileShape<D, 1, kDecodeWarps, kStages, kFp8>;
-      constexpr auto kKernel =
-          paged_attention_tile_kernel<D, 1, kDecodeWarps, kStages, false, kFp8>;
+    const auto launch_decode = [&]<int kWarps, int kStages>() {
+      using Shape = TileShape<D, 1, kWarps, kStages, kFp8>;
+      constexpr auto kKernel = paged_attention_tile_kernel<D, 1, kWarps, kStages, false, kFp8>;
       cuda::allow_dynamic_smem<kKernel, Shape::kSmemBytes>();
       cuda::launch_pdl(kKernel, grid, Shape::kThreads, Shape::kSmemBytes, stream, tp);
     };
@@ -103,11 +103,24 @@ void launch_tiles(const PagedAttentionParams& p, cudaStream_t stream) {
     // with a stage more (Llama-3.1-8B shapes, 32 sequences x 2,048 keys, H100: e4m3 cache 95 ->
     // 77 us, bf16 107 -> 93; dev/cuda/attention/NOTES.md); larger grids keep the stages that let
     // 3 (bf16) or 4 (e4m3) CTAs share an SM (e4m3, 256 x 2,048 keys: 450 us, against 484 with a
-    // stage more).
-    if (static_cast<int64_t>(tp.max_parts) * seqs * kv_heads <= 2 * sms) {
-      launch_decode.template operator()<kDecodeStages + 1>();
-    } else {
-      launch_decode.template operator()<kDecodeStages>();
+    // stage more). e4m3 grids of head size 128 and three waves or more of those take tiles of 2
+    // key warps and 3 stages, 6 CTAs to an SM: a CTA's latency chain is what bounds them, and
+    // more of them overlap (1,024 sequences x 160 keys 176 -> 165 us, 256 x 512 123 -> 116;
+    // grids resident at once lose: half the warps stream their keys; NOTES.md item 7).
+    const int64_t grid_ctas = static_cast<int64_t>(tp.max_parts) * ctas;
+    const auto narrow = [&] {  // instantiated for e4m3 and head size 128 only
+      if constexpr (kFp8 && D == 128 && kDecodeWarps == 4) {
+        if (grid_ctas >= 3 * sms * tile_min_blocks<1, 4, kDecodeStages, false, true>()) {
+          launch_decode.template operator()<2, kDecodeStages + 1>();
+          return true;
+        }
+      }
+      return false;
+    };
+    if (grid_ctas <= 2 * sms) {
+      launch_decode.template operator()<kDecodeWarps, kDecodeStages + 1>();
+    } else if (!narrow()) {
+      launch_decode.template operator()<kDecodeWarps, kDecodeStages>();
     }
   }
 

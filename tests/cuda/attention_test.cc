@@ -383,7 +383,8 @@ TEST(CudaOpsTest, PagedAttentionMixedBatchesFp8Cache) {
 
 // The tile path's seams: decode tiles with 1..16 rows (several new tokens at small GQA
 // ratios), split-KV parts at small batch (rows with no key in a part under a window), prefill
-// tiles with partial last tiles, a GQA ratio over 16 (decode through prefill tiles), batch 91.
+// tiles with partial last tiles, a GQA ratio over 16 (decode through prefill tiles), batch 91,
+// and batch 400 (e4m3 grids of three waves or more take 2-warp decode tiles).
 // q is drawn from a wide range so that the softmax is peaked even over 8k keys and a key read
 // wrongly shows in the output.
 void tile_cases(bool fp8) {
@@ -391,6 +392,9 @@ void tile_cases(bool fp8) {
   std::vector<SeqSpec> batch91;
   std::uniform_int_distribution<int32_t> ctx91(1, 400);
   for (int i = 0; i < 91; ++i) batch91.push_back({ctx91(rng), 1});
+  std::vector<SeqSpec> batch400;
+  std::uniform_int_distribution<int32_t> ctx400(1, 300);
+  for (int i = 0; i < 400; ++i) batch400.push_back({ctx400(rng), 1});
   const std::vector<std::pair<std::string, std::vector<SeqSpec>>> scenarios = {
       {"decode8192", {{8192, 1}}},
       {"decode3_long", {{8000, 1}, {1, 1}, {4097, 1}}},
@@ -399,6 +403,7 @@ void tile_cases(bool fp8) {
       {"prefill64_7", {{64, 64}, {7, 7}, {1, 1}}},
       {"mixed6", {{1, 1}, {129, 129}, {5000, 7}, {777, 1}, {300, 64}, {8192, 1}}},
       {"decode91", batch91},
+      {"decode400", batch400},
   };
   const AttentionConfig configs[] = {
       {{32, 8}, 128, 0}, {{16, 4}, 64, 1000}, {{8, 8}, 128, 7},    {{32, 1}, 64, 0},
