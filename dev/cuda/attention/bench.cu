@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "dev/cuda/attention/persistent_decode.cuh"
 #include "dev/cuda/attention/v4_tile.cuh"
 #include "ops/attention_simple.cuh"
 #include "ops/attention_tile_launch.cuh"
@@ -396,6 +397,18 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
       variants.push_back({"2 warps", [&](int copy) { two_warps.template operator()<2>(copy); }});
       variants.push_back(
           {"2 warps 3 stages", [&](int copy) { two_warps.template operator()<3>(copy); }});
+    }
+    if (c.decode && kv_fp8) {
+      // Persistent decode CTAs whose cp.async ring runs on across items (persistent_decode.cuh).
+      variants.push_back({"persistent 2w3s", [&](int copy) {
+                            launch_persistent_decode<128, 2, 3>(params(copy, out_v2), nullptr);
+                          }});
+      variants.push_back({"persistent 2w4s", [&](int copy) {
+                            launch_persistent_decode<128, 2, 4>(params(copy, out_v2), nullptr);
+                          }});
+      variants.push_back({"persistent 4w2s", [&](int copy) {
+                            launch_persistent_decode<128, 4, 2>(params(copy, out_v2), nullptr);
+                          }});
     }
     std::string var_name;
     double var_us = 0.0;
