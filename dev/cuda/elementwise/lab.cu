@@ -37,35 +37,17 @@ using cuda::bf16;
 
 namespace {
 
-template <int kThreads>
-__device__ float lab_block_reduce(float v, bool is_max) {
-  __shared__ float part[kThreads / 32];
-  for (int d = 16; d > 0; d /= 2) {
-    const float o = __shfl_xor_sync(0xffffffffu, v, d);
-    v = is_max ? fmaxf(v, o) : v + o;
-  }
-  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
-  __syncthreads();
-  float r = is_max ? 0.0f : 0.0f;
-  for (int w = 0; w < kThreads / 32; ++w) r = is_max ? fmaxf(r, part[w]) : r + part[w];
-  return r;
-}
-
 __device__ __forceinline__ float silu_mul(float g, float u) {
   return g / (1.0f + expf(-g)) * u;
 }
 
-// 8 values times inv as 8 e4m3 bytes, converted in pairs.
-__device__ __forceinline__ uint2 e4m3x8_pairs(const float (&v)[8], float inv) {
-  uint32_t w[2];
+// 8 values times inv as 8 e4m3 bytes, converted one by one (the engine's cuda::to_e4m3x8
+// converts pairs: the "pairs" variants).
+__device__ __forceinline__ uint2 e4m3x8_singles(const float (&v)[8], float inv) {
+  uint32_t w[2] = {0, 0};
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const __nv_fp8x2_storage_t lo = __nv_cvt_float2_to_fp8x2(
-        make_float2(v[4 * h] * inv, v[4 * h + 1] * inv), __NV_SATFINITE, __NV_E4M3);
-    const __nv_fp8x2_storage_t hi = __nv_cvt_float2_to_fp8x2(
-        make_float2(v[4 * h + 2] * inv, v[4 * h + 3] * inv), __NV_SATFINITE, __NV_E4M3);
-    w[h] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
-  }
+  for (int i = 0; i < 8; ++i)
+    w[i / 4] |= static_cast<uint32_t>(cuda::to_e4m3(v[i] * inv)) << (8 * (i % 4));
   return make_uint2(w[0], w[1]);
 }
 
@@ -95,7 +77,7 @@ __global__ void __launch_bounds__(kThreads)
       amax = fmaxf(amax, fmaxf(fabsf(s.x), fabsf(s.y)));
     }
   }
-  const float scale = cuda::e4m3_row_scale(lab_block_reduce<kThreads>(amax, true));
+  const float scale = cuda::e4m3_row_scale(cuda::block_max(amax));
   const float inv = 1.0f / scale;
   auto* q = reinterpret_cast<uint2*>(qv + row * inter);
 #pragma unroll
@@ -104,7 +86,7 @@ __global__ void __launch_bounds__(kThreads)
     if (c >= chunks) continue;
     float v[8];
     cuda::unpack8(y[j], v);
-    q[c] = kPairs ? e4m3x8_pairs(v, inv) : cuda::to_e4m3x8(v, inv);
+    q[c] = kPairs ? cuda::to_e4m3x8(v, inv) : e4m3x8_singles(v, inv);
   }
   if (threadIdx.x == 0) qs[row] = scale;
 }
@@ -150,8 +132,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int i = 0; i < 8; ++i) sum_sq += x[j][i] * x[j][i];
   }
-  const float inv_rms = rsqrtf(lab_block_reduce<kThreads>(sum_sq, false) / dim + 1e-5f);
-  __syncthreads();
+  const float inv_rms = rsqrtf(cuda::block_sum(sum_sq) / dim + 1e-5f);
   float amax = 0.0f;
 #pragma unroll
   for (int j = 0; j < kChunks; ++j) {
@@ -165,13 +146,13 @@ __global__ void __launch_bounds__(kThreads)
       amax = fmaxf(amax, fabsf(x[j][i]));
     }
   }
-  const float scale = cuda::e4m3_row_scale(lab_block_reduce<kThreads>(amax, true));
+  const float scale = cuda::e4m3_row_scale(cuda::block_max(amax));
   const float inv = 1.0f / scale;
   auto* q = reinterpret_cast<uint2*>(qv + row * dim);
 #pragma unroll
   for (int j = 0; j < kChunks; ++j) {
     const int64_t c = threadIdx.x + j * kThreads;
-    if (c < chunks) q[c] = kPairs ? e4m3x8_pairs(x[j], inv) : cuda::to_e4m3x8(x[j], inv);
+    if (c < chunks) q[c] = kPairs ? cuda::to_e4m3x8(x[j], inv) : e4m3x8_singles(x[j], inv);
   }
   if (threadIdx.x == 0) qs[row] = scale;
 }
@@ -184,7 +165,7 @@ __global__ void __launch_bounds__(256)
   x += r * k;
   float amax = 0.0f;
   for (int64_t c = threadIdx.x; c < k; c += 256) amax = fmaxf(amax, fabsf(__bfloat162float(x[c])));
-  const float scale = cuda::e4m3_row_scale(lab_block_reduce<256>(amax, true));
+  const float scale = cuda::e4m3_row_scale(cuda::block_max(amax));
   const float inv = 1.0f / scale;
   for (int64_t c = threadIdx.x; c < k; c += 256) {
     qv[r * k + c] = cuda::to_e4m3(__bfloat162float(x[c]) * inv);
