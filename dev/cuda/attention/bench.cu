@@ -394,9 +394,11 @@ int run(double peak_tflops, const std::string& filter, bool profile) {
                                                                       nullptr);
         }
       };
-      variants.push_back({"2 warps", [&](int copy) { two_warps.template operator()<2>(copy); }});
+      // (two_warps is captured by value: it ends with this block, the variants outlive it)
       variants.push_back(
-          {"2 warps 3 stages", [&](int copy) { two_warps.template operator()<3>(copy); }});
+          {"2 warps", [two_warps](int copy) { two_warps.template operator()<2>(copy); }});
+      variants.push_back(
+          {"2 warps 3 stages", [two_warps](int copy) { two_warps.template operator()<3>(copy); }});
     }
     if (c.decode && kv_fp8) {
       // Persistent decode CTAs whose cp.async ring runs on across items (persistent_decode.cuh).
