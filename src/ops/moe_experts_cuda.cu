@@ -607,18 +607,25 @@ void moe_experts_by_pair(const MoeExpertsParams& p, cudaStream_t stream) {
 }
 
 // The grouped path on wgmma (ops/moe_wgmma_gemm.cuh): bf16 experts as they are; FP8 experts
-// W8A8, x quantized per token into act_q first and the SwiGLU writing act's quantized rows into
-// act_q. False (nothing launched) where the kernel does not take both products.
+// W8A8, x's rows quantized per token in pair order into act_q first (the TMA kernel reads a
+// contiguous) and the SwiGLU writing act's quantized rows into act_q. False (nothing launched)
+// where the kernels do not take both products.
 template <bool kFp8>
 bool run_experts_wgmma(const MoeExpertsParams& p, cudaStream_t stream) {
   if (kFp8 && p.act_q == nullptr) return false;
   MoeWgmmaGemm gate_up;
   gate_up.fp8 = kFp8;
-  gate_up.a = kFp8 ? static_cast<const void*>(p.act_q) : p.x;
-  gate_up.a_scales = p.act_q_scales;
-  gate_up.a_rows = p.sorted_pairs;
-  gate_up.a_div = p.k;
+  if constexpr (kFp8) {
+    gate_up.a = p.act_q;
+    gate_up.a_scales = p.act_q_scales;
+    gate_up.rows = p.pairs();
+  } else {
+    gate_up.a = p.x;
+    gate_up.a_rows = p.sorted_pairs;
+    gate_up.a_div = p.k;
+  }
   gate_up.w = p.gate_up_w;
+  gate_up.experts = p.num_experts;
   gate_up.scales = p.gate_up_scales;
   gate_up.y = static_cast<bf16*>(p.gate_up);
   gate_up.tiles = p.tile_table();
@@ -640,12 +647,14 @@ bool run_experts_wgmma(const MoeExpertsParams& p, cudaStream_t stream) {
   moe_align_kernel<<<1, kAlignThreads, 0, stream>>>(p, kMoeWgmmaTileRows);
   INFLIGHT_CUDA_CHECK_LAUNCH();
   const int64_t max_tiles = (p.pairs() + kMoeWgmmaTileRows - 1) / kMoeWgmmaTileRows + p.num_experts;
-  if constexpr (kFp8) {
+  if constexpr (kFp8) {  // act_q row r: x's row of sorted pair r
     QuantizeFp8Params qx;
     qx.x = p.x;
+    qx.x_rows = p.sorted_pairs;
+    qx.x_row_div = p.k;
     qx.values = p.act_q;
     qx.scales = p.act_q_scales;
-    qx.m = p.tokens;
+    qx.m = p.pairs();
     qx.k = p.hidden;
     qx.dtype = DType::kBF16;
     quantize_fp8_cuda(qx, stream);

@@ -8,15 +8,15 @@
 namespace inflight {
 
 void quantize_fp8_cpu(const QuantizeFp8Params& p) {
-  INFLIGHT_CHECK(p.dtype == DType::kF32, "quantize_fp8_cpu: f32 only, got {}",
-                 dtype_name(p.dtype));
+  INFLIGHT_CHECK(p.dtype == DType::kF32, "quantize_fp8_cpu: f32 only, got {}", dtype_name(p.dtype));
   const auto* x = static_cast<const float*>(p.x);
   const int64_t k = p.k, group = p.group == 0 ? k : p.group;
   ThreadPool::global().parallel_for(
       p.m,
       [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
-          const float* row = x + r * k;
+          const int64_t src = p.x_rows != nullptr ? p.x_rows[r] / p.x_row_div : r;
+          const float* row = x + src * k;
           uint8_t* out = p.values + r * k;
           for (int64_t c0 = 0, j = 0; c0 < k; c0 += group, ++j) {
             const int64_t c1 = std::min(k, c0 + group);

@@ -1,11 +1,11 @@
 // quantize_fp8 on CUDA (ops/quantize_fp8.h): bf16 x -> e4m3 values + f32 scales, the same
 // arithmetic as the CPU reference (scale = amax / 448, value = e4m3_satfinite(x * (1 / scale))).
 //
-// One block per row. Per-row scales of rows that fit (k % 8 == 0, 16-byte aligned, up to
-// cuda::kMaxRowColumns): the row is loaded once in 16-byte chunks and held in registers for the
-// e4m3 pass (ops/fp8_rows.cuh). Other rows: 256 threads, a block-wide max, then a second pass
-// over the row (it is in L1/L2 by then). Groups: each warp owns whole groups, a warp max per
-// group.
+// One block per output row (reading x's row x_rows[r] / x_row_div where x_rows is set). Per-row
+// scales of rows that fit (k % 8 == 0, 16-byte aligned, up to cuda::kMaxRowColumns): the row is
+// loaded once in 16-byte chunks and held in registers for the e4m3 pass (ops/fp8_rows.cuh).
+// Other rows: 256 threads, a block-wide max, then a second pass over the row (it is in L1/L2 by
+// then). Groups: each warp owns whole groups, a warp max per group.
 #include "ops/cuda_common.cuh"
 #include "ops/fp8_rows.cuh"
 #include "ops/ops_cuda.cuh"
@@ -24,7 +24,8 @@ __global__ void __launch_bounds__(kThreads) quantize_fp8_kernel(QuantizeFp8Param
   cuda::pdl_launch_dependents();
   cuda::pdl_wait();
   const int64_t r = blockIdx.x;
-  const bf16* x = static_cast<const bf16*>(p.x) + r * p.k;
+  const int64_t src = p.x_rows != nullptr ? p.x_rows[r] / p.x_row_div : r;
+  const bf16* x = static_cast<const bf16*>(p.x) + src * p.k;
   uint8_t* out = p.values + r * p.k;
   if (p.group == 0) {
     float scale;
@@ -61,8 +62,9 @@ __global__ void __launch_bounds__(cuda::kMaxRowThreads)
   cuda::pdl_launch_dependents();
   cuda::pdl_wait();
   const int64_t r = blockIdx.x;
+  const int64_t src = p.x_rows != nullptr ? p.x_rows[r] / p.x_row_div : r;
   const int chunks = static_cast<int>(p.k / 8), threads = static_cast<int>(blockDim.x);
-  const auto* x = reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.x) + r * p.k);
+  const auto* x = reinterpret_cast<const uint4*>(static_cast<const bf16*>(p.x) + src * p.k);
   float v[cuda::kRowChunks][8];
   float amax = 0.0f;
 #pragma unroll

@@ -368,11 +368,14 @@ TEST(CudaMoeTest, W8a8ExpertsMatchTheirEmulation) {
   struct Case {
     ExpertCase shape;
     OnlineFp8Scheme scheme;
+    int64_t many_tokens = 0;  // one more batch: more (tile, column block) items than CTAs
   };
   for (const Case& c :
        {Case{{8, 2, 256, 128}, {Scales::kChannel}}, Case{{8, 2, 256, 128}, {Scales::kTensor}},
         Case{{8, 2, 256, 128}, {Scales::kBlock, 128, 128}},
-        Case{{16, 4, 208, 80}, {Scales::kChannel}}, Case{{4, 1, 64, 112}, {Scales::kTensor}}}) {
+        Case{{16, 4, 208, 80}, {Scales::kChannel}}, Case{{4, 1, 64, 112}, {Scales::kTensor}},
+        Case{{8, 2, 256, 1024}, {Scales::kChannel}, 2000},
+        Case{{8, 2, 256, 1024}, {Scales::kBlock, 128, 128}, 2000}}) {
     const ExpertCase& e = c.shape;
     const float a = 1.0f / std::sqrt(static_cast<float>(e.hidden));
     const float b = 1.0f / std::sqrt(static_cast<float>(e.inter));
@@ -380,7 +383,9 @@ TEST(CudaMoeTest, W8a8ExpertsMatchTheirEmulation) {
         quantize_stack(gpu, random_host({e.experts, 2 * e.inter, e.hidden}, rng, -a, a), c.scheme);
     const Fp8Stack dn =
         quantize_stack(gpu, random_host({e.experts, e.hidden, e.inter}, rng, -b, b), c.scheme);
-    for (const int64_t tokens : {1, 3, 91, 300}) {
+    std::vector<int64_t> batches = {1, 3, 91, 300};
+    if (c.many_tokens > 0) batches.push_back(c.many_tokens);
+    for (const int64_t tokens : batches) {
       const std::string what =
           fmt::format("E={} k={} hidden={} I={} T={} scales {}", e.experts, e.k, e.hidden, e.inter,
                       tokens, static_cast<int>(c.scheme.weights));

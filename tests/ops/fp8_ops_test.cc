@@ -1,6 +1,8 @@
 // quantize_fp8 and scaled_gemm on the CPU against their definitions (ops/quantize_fp8.h,
 // ops/scaled_gemm.h), computed here in double from the e4m3 values.
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "core/fp8.h"
 #include "ops/op_test_util.h"
@@ -20,8 +22,9 @@ struct Quantized {
 
 Quantized quantize(const Tensor& x, int64_t group, const Tensor* static_scale = nullptr) {
   const int64_t m = x.size(0), k = x.size(1);
-  Quantized q{Tensor::empty({m, k}, DType::kF8E4M3),
-              Tensor::empty(group == 0 ? Shape{m} : Shape{(k + group - 1) / group, m}, DType::kF32)};
+  Quantized q{
+      Tensor::empty({m, k}, DType::kF8E4M3),
+      Tensor::empty(group == 0 ? Shape{m} : Shape{(k + group - 1) / group, m}, DType::kF32)};
   quantize_fp8_cpu(make_quantize_fp8_params(x, static_scale, group, q.values, q.scales));
   return q;
 }
@@ -39,7 +42,8 @@ TEST(QuantizeFp8Cpu, ScalesEachRowOrGroupToItsMaximum) {
         for (int64_t c0 = 0, j = 0; c0 < k; c0 += g, ++j) {
           const int64_t c1 = std::min(k, c0 + g);
           float amax = 0.0f;
-          for (int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(x.data<float>()[r * k + c]));
+          for (int64_t c = c0; c < c1; ++c)
+            amax = std::max(amax, std::fabs(x.data<float>()[r * k + c]));
           const float scale = q.scales.data<float>()[group == 0 ? r : j * m + r];
           EXPECT_EQ(scale, amax > 0 ? amax / 448.0f : 1.0f) << r << " " << j;
           for (int64_t c = c0; c < c1; ++c) {
@@ -49,6 +53,31 @@ TEST(QuantizeFp8Cpu, ScalesEachRowOrGroupToItsMaximum) {
         }
       }
     }
+  }
+}
+
+TEST(QuantizeFp8Cpu, GathersRowsThroughXRows) {
+  // Output row r quantizes x's row x_rows[r] / x_row_div: the MoE's pairs in expert order.
+  std::mt19937 rng(9);
+  const int64_t m = 5, k = 96;
+  const Tensor x = random_tensor({m, k}, rng, 3.0f);
+  const Quantized whole = quantize(x, 0);
+  const std::vector<int32_t> pairs = {9, 0, 4, 5, 1, 8, 3};  // sorted pairs of top-2: token p / 2
+  Quantized q{Tensor::empty({7, k}, DType::kF8E4M3), Tensor::empty({7}, DType::kF32)};
+  QuantizeFp8Params p = make_quantize_fp8_params(x, nullptr, 0, whole.values, whole.scales);
+  p.x_rows = pairs.data();
+  p.x_row_div = 2;
+  p.values = static_cast<uint8_t*>(q.values.raw());
+  p.scales = q.scales.data<float>();
+  p.m = 7;
+  quantize_fp8_cpu(p);
+  for (int64_t r = 0; r < 7; ++r) {
+    const int64_t src = pairs[static_cast<size_t>(r)] / 2;
+    EXPECT_EQ(q.scales.data<float>()[r], whole.scales.data<float>()[src]) << r;
+    EXPECT_EQ(std::memcmp(static_cast<const uint8_t*>(q.values.raw()) + r * k,
+                          static_cast<const uint8_t*>(whole.values.raw()) + src * k, k),
+              0)
+        << r;
   }
 }
 
@@ -187,7 +216,9 @@ TEST(ScaledGemmParams, RejectsMismatchedSchemes) {
   Linear bad = channel;
   bad.scale = Tensor::empty({7}, DType::kF32);  // neither [1] nor [n]
   const Quantized x = quantize(random_tensor({2, 32}, rng), 0);
-  EXPECT_EQ(error_code_of([&] { make_scaled_gemm_params({x.values, x.scales}, bad, y); }),
+  EXPECT_EQ(error_code_of([&] {
+              make_scaled_gemm_params({x.values, x.scales}, bad, y);
+            }),
             ErrorCode::kInvalidArgument);
   Linear static_without_scale = channel;
   static_without_scale.activations = Quantization::ActivationScales::kStaticTensor;

@@ -170,12 +170,18 @@ void run_case(const Case& c, int iterations) {
   const auto op = [&] { moe_experts_cuda(p, nullptr, /*batch_invariant=*/true); };
   op();  // the tile table (128-row tiles) for the products below
   CHECK(cudaDeviceSynchronize());
-  MoeWgmmaGemm g;
+  MoeWgmmaGemm g;  // as moe_experts_cuda sets them up
   g.fp8 = c.fp8;
-  g.a = c.fp8 ? static_cast<const void*>(p.act_q) : p.x;
-  g.a_scales = p.act_q_scales;
-  g.a_rows = p.sorted_pairs;
-  g.a_div = p.k;
+  if (c.fp8) {  // x's rows quantized in pair order (here act_q holds the SwiGLU's: same bytes)
+    g.a = p.act_q;
+    g.a_scales = p.act_q_scales;
+    g.rows = pairs;
+  } else {
+    g.a = p.x;
+    g.a_rows = p.sorted_pairs;
+    g.a_div = p.k;
+  }
+  g.experts = c.experts;
   g.w = p.gate_up_w;
   g.scales = p.gate_up_scales;
   g.y = static_cast<cuda::bf16*>(p.gate_up);
