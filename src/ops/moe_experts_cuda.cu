@@ -606,24 +606,30 @@ void moe_experts_by_pair(const MoeExpertsParams& p, cudaStream_t stream) {
   INFLIGHT_CUDA_CHECK_LAUNCH();
 }
 
-// The grouped path on wgmma (ops/moe_wgmma_gemm.cuh): bf16 experts as they are; FP8 experts
-// W8A8, x's rows quantized per token in pair order into act_q first (the TMA kernel reads a
-// contiguous) and the SwiGLU writing act's quantized rows into act_q. False (nothing launched)
+// x's rows in pair order for the bf16 product on TMA, whose a must be contiguous: expert_out row
+// r = x[sorted_pairs[r] / k] (expert_out is free until the down product writes it). Rows of
+// 16-byte chunks (moe_wgmma_gemm_fits).
+constexpr int kGatherThreads = 128;
+__global__ void __launch_bounds__(kGatherThreads) moe_gather_x_kernel(MoeExpertsParams p) {
+  const int64_t r = blockIdx.x, chunks = p.hidden / 8;
+  const auto* from = static_cast<const uint4*>(p.x) + p.sorted_pairs[r] / p.k * chunks;
+  auto* to = static_cast<uint4*>(p.expert_out) + r * chunks;
+  for (int64_t c = threadIdx.x; c < chunks; c += kGatherThreads) to[c] = from[c];
+}
+
+// The grouped path on wgmma (ops/moe_wgmma_gemm.cuh): bf16 experts with x's rows gathered in
+// pair order into expert_out; FP8 experts W8A8, x's rows quantized per token in pair order into
+// act_q first (the TMA kernel reads a contiguous) and the SwiGLU writing act's quantized rows
+// into act_q. False (nothing launched)
 // where the kernels do not take both products.
 template <bool kFp8>
 bool run_experts_wgmma(const MoeExpertsParams& p, cudaStream_t stream) {
-  if (kFp8 && p.act_q == nullptr) return false;
+  if (kFp8 ? p.act_q == nullptr : !cuda::aligned(p.x, 16)) return false;
   MoeWgmmaGemm gate_up;
   gate_up.fp8 = kFp8;
-  if constexpr (kFp8) {
-    gate_up.a = p.act_q;
-    gate_up.a_scales = p.act_q_scales;
-    gate_up.rows = p.pairs();
-  } else {
-    gate_up.a = p.x;
-    gate_up.a_rows = p.sorted_pairs;
-    gate_up.a_div = p.k;
-  }
+  gate_up.a = kFp8 ? static_cast<const void*>(p.act_q) : p.expert_out;
+  gate_up.a_scales = p.act_q_scales;
+  gate_up.rows = p.pairs();
   gate_up.w = p.gate_up_w;
   gate_up.experts = p.num_experts;
   gate_up.scales = p.gate_up_scales;
@@ -635,8 +641,6 @@ bool run_experts_wgmma(const MoeExpertsParams& p, cudaStream_t stream) {
   gate_up.expected_tiles = moe_expected_tiles(p.pairs(), p.num_experts);
   MoeWgmmaGemm down = gate_up;  // act rows are in expert order already
   down.a = kFp8 ? static_cast<const void*>(p.act_q) : p.act;
-  down.a_rows = nullptr;
-  down.a_div = 1;
   down.w = p.down_w;
   down.scales = p.down_scales;
   down.y = static_cast<bf16*>(p.expert_out);
@@ -647,7 +651,10 @@ bool run_experts_wgmma(const MoeExpertsParams& p, cudaStream_t stream) {
   moe_align_kernel<<<1, kAlignThreads, 0, stream>>>(p, kMoeWgmmaTileRows);
   INFLIGHT_CUDA_CHECK_LAUNCH();
   const int64_t max_tiles = (p.pairs() + kMoeWgmmaTileRows - 1) / kMoeWgmmaTileRows + p.num_experts;
-  if constexpr (kFp8) {  // act_q row r: x's row of sorted pair r
+  if constexpr (!kFp8) {  // expert_out row r: x's row of sorted pair r
+    moe_gather_x_kernel<<<static_cast<unsigned>(p.pairs()), kGatherThreads, 0, stream>>>(p);
+    INFLIGHT_CUDA_CHECK_LAUNCH();
+  } else {  // act_q row r: x's row of sorted pair r, quantized
     QuantizeFp8Params qx;
     qx.x = p.x;
     qx.x_rows = p.sorted_pairs;

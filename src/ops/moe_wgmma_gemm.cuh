@@ -1,14 +1,13 @@
 // The grouped expert GEMM on Hopper's warpgroup tensor cores (wgmma, sm_90a), for the grouped
-// path of moe_experts_cuda (ops/moe_experts_cuda.cu): each tile's rows of a (gathered) times
+// path of moe_experts_cuda (ops/moe_experts_cuda.cu): each tile's rows of a (in pair order) times
 // its expert's weight rows as stored, two operand kinds:
 //
 //   bf16:  y[r, n] = bf16(sum_k a[r, k] w[n, k])                 (bf16 experts)
 //   W8A8:  y[r, n] = bf16(sa[r] * sum over 128-column K blocks b of f(n, b) * sum_{k in b}
 //                    a[r, k] w[n, k])                             (FP8 experts)
 //
-// bf16 runs on a cp.async ring (moe_wgmma_gemm_cuda.cu), W8A8 on TMA copies and a producer
-// warpgroup (moe_tma_gemm_cuda.cu), which needs a's rows contiguous: the down product's act, and
-// for gate/up x's rows quantized in pair order.
+// Both run on TMA copies and a producer warpgroup (moe_wgmma_gemm_cuda.cu), which needs a's rows
+// contiguous: the down product's act, and for gate/up x's rows in pair order.
 //
 // W8A8: a row's activations quantized to e4m3 with one dynamic scale per row (ops/
 // fp8_rows.cuh), the expert's e4m3 weights; f the weight's block scale where the scales are
@@ -57,11 +56,9 @@ inline int64_t moe_expected_tiles(int64_t pairs, int64_t experts) {
 struct MoeWgmmaGemm {
   const void* a = nullptr;          // [*, k]: bf16, or e4m3 (fp8)
   const float* a_scales = nullptr;  // fp8: one per row of a
-  const int32_t* a_rows = nullptr;  // row r reads a's row a_rows[r] / a_div; null: row r (fp8)
-  int32_t a_div = 1;
-  int64_t rows = 0;         // fp8: a's rows (>= every tile's pairs)
-  const void* w = nullptr;  // [E, n, k]: bf16, or e4m3 (fp8) with `scales`
-  int64_t experts = 0;      // E
+  int64_t rows = 0;                 // of a, contiguous (>= every tile's pairs)
+  const void* w = nullptr;          // [E, n, k]: bf16, or e4m3 (fp8) with `scales`
+  int64_t experts = 0;              // E
   MoeWeightScales scales;
   cuda::bf16* y = nullptr;  // [pairs, n]
   MoeTileTable tiles;       // of the align step, tiles of kMoeWgmmaTileRows rows
@@ -74,17 +71,14 @@ struct MoeWgmmaGemm {
   bool fp8 = false;  // a and w e4m3 (W8A8); else both bf16
 };
 
-// Whether the kernels take the product on this device: sm_90 (the sm_90a code), rows of a
-// multiple of 16 bytes, n even, a and w 16-byte aligned, and (fp8) a contiguous (a_rows null,
-// rows and experts set) and scales of one of the layouts above (blocks of 128 columns and a
-// multiple of 128 rows, with n a multiple of 128).
+// Whether the kernel takes the product on this device: sm_90 (the sm_90a code), rows of a
+// multiple of 16 bytes, n even, a and w 16-byte aligned, rows and experts set, and (fp8) scales
+// of one of the layouts above (blocks of 128 columns and a multiple of 128 rows, with n a
+// multiple of 128).
 bool moe_wgmma_gemm_fits(const MoeWgmmaGemm& g);
 
-// bf16: max_tiles x ceil(n / 256) blocks, those of tiles past *num_tiles exit at once; fp8: the
-// TMA kernel, persistent (at most one CTA an SM, work items up to *num_tiles).
+// Persistent: at most one CTA an SM (max_tiles bounds the work items there may be), the tiles up
+// to *num_tiles.
 void moe_wgmma_gemm_cuda(const MoeWgmmaGemm& g, int64_t max_tiles, cudaStream_t stream);
-
-// The W8A8 product on TMA (moe_tma_gemm_cuda.cu).
-void moe_tma_gemm_cuda(const MoeWgmmaGemm& g, int64_t max_tiles, cudaStream_t stream);
 
 }  // namespace inflight

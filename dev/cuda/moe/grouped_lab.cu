@@ -176,10 +176,10 @@ void run_case(const Case& c, int iterations) {
     g.a = p.act_q;
     g.a_scales = p.act_q_scales;
     g.rows = pairs;
-  } else {
-    g.a = p.x;
-    g.a_rows = p.sorted_pairs;
-    g.a_div = p.k;
+  } else {  // x's rows gathered in pair order into expert_out
+    g.a = p.expert_out;
+    g.a_scales = nullptr;
+    g.rows = pairs;
   }
   g.experts = c.experts;
   g.w = p.gate_up_w;
@@ -192,8 +192,6 @@ void run_case(const Case& c, int iterations) {
   g.k = c.hidden;
   MoeWgmmaGemm d = g;
   d.a = c.fp8 ? static_cast<const void*>(p.act_q) : p.act;
-  d.a_rows = nullptr;
-  d.a_div = 1;
   d.w = p.down_w;
   d.scales = p.down_scales;
   d.y = static_cast<cuda::bf16*>(p.expert_out);
