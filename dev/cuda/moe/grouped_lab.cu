@@ -2,7 +2,7 @@
 // at the shapes of Mixtral-8x7B and Qwen3-30B-A3B, bf16 and W8A8, timed with CUDA events, so
 // that kernel variants can be compared in one device call instead of one engine run each.
 //
-//   grouped_lab [iterations]
+//   grouped_lab [iterations] [case filter: a substring of the case names]
 //
 // For each case: random x, random distinct experts per token (uniform), random weights (e4m3
 // with one scale per row for fp8), the MoE workspace of ops/moe_experts.h; one whole op
@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ops/cuda_common.cuh"
@@ -234,6 +235,7 @@ void run_case(const Case& c, int iterations) {
 
 int main(int argc, char** argv) {
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 20;
+  const std::string filter = argc > 2 ? argv[2] : "";
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
@@ -249,6 +251,8 @@ int main(int argc, char** argv) {
       {"qwen3-moe bf16 prefill 8192", 8192, 128, 8, 2048, 768, false},
       {"qwen3-moe bf16 decode 1024", 1024, 128, 8, 2048, 768, false},
   };
-  for (const Case& c : cases) run_case(c, iterations);
+  for (const Case& c : cases) {
+    if (std::string(c.name).find(filter) != std::string::npos) run_case(c, iterations);
+  }
   return 0;
 }
