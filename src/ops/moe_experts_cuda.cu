@@ -620,8 +620,7 @@ __global__ void __launch_bounds__(kGatherThreads) moe_gather_x_kernel(MoeExperts
 // The grouped path on wgmma (ops/moe_wgmma_gemm.cuh): bf16 experts with x's rows gathered in
 // pair order into expert_out; FP8 experts W8A8, x's rows quantized per token in pair order into
 // act_q first (the TMA kernel reads a contiguous) and the SwiGLU writing act's quantized rows
-// into act_q. False (nothing launched)
-// where the kernels do not take both products.
+// into act_q. False (nothing launched) where the kernels do not take both products.
 template <bool kFp8>
 bool run_experts_wgmma(const MoeExpertsParams& p, cudaStream_t stream) {
   if (kFp8 ? p.act_q == nullptr : !cuda::aligned(p.x, 16)) return false;

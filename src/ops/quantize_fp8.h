@@ -1,9 +1,9 @@
 // quantize_fp8: activations x [m, k] -> e4m3 values and f32 scales for a scaled GEMM
 // (runtime/linear.h), value = e4m3(x * (1 / scale)) rounded to nearest even, saturating at +-448:
 //
-//   dynamic, group 0:  scale[r]        = amax(x[r, :]) / 448                     scales [m]
-//   dynamic, group g:  scale[j * m + r] = amax(x[r, j*g : (j+1)*g]) / 448        scales [ceil(k/g),
-//   m] static:            scale[r]        = *static_scale (calibrated)              scales [m]
+//   dynamic, group 0:  scale[r]         = amax(x[r, :]) / 448                scales [m]
+//   dynamic, group g:  scale[j * m + r] = amax(x[r, j*g : (j+1)*g]) / 448    scales [ceil(k/g), m]
+//   static:            scale[r]         = *static_scale (calibrated)         scales [m]
 //
 // An all-zero row or group gets scale 1 (its values are 0 whatever the scale).
 #pragma once
